@@ -1,0 +1,58 @@
+"""What the runtime needs from a durable queue, and the values that cross it."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from actors.steps import Step
+
+FailOutcome = Literal["retry", "stopped", "lease_lost"]
+
+
+@attrs.frozen
+class Claim:
+    """What a claim returns: the record's id and this claim's unique token, nothing else."""
+
+    id: Hashable
+    token: Hashable
+
+
+@attrs.frozen
+class Job:
+    """A claimed record as the worker read it right after the claim."""
+
+    claim: Claim
+    milestone: str
+    attempts: int
+    lease_remaining_s: float
+    """Seconds until the lease expires, measured by the queue's clock at the read."""
+    in_milestone_s: float
+    """Seconds since the record reached its milestone."""
+    inputs: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+class Queue(Protocol):
+    """A durable queue. Every write is fenced by the claim's token: a write whose token
+    is no longer on the record changes nothing, records `lease_lost`, and says so."""
+
+    async def claim(self) -> Claim | None:
+        """Claim one eligible record, or None for "no work right now" (not an error)."""
+
+    async def read(self, claim: Claim) -> Job | None:
+        """The claimed record's milestone, lease and inputs; None if the token is gone."""
+
+    async def commit(self, job: Job, step: Step, result: Any) -> bool:
+        """Store the step's result and move to the next milestone; False: lease lost."""
+
+    async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
+        """One failed attempt: a retry pause (its length in seconds is returned), or a
+        stop once attempts are exhausted."""
+
+    async def stop(self, job: Job, reason: str, error: str) -> bool:
+        """Park the record with a reason; the milestone stays. False: lease lost."""
+
+    async def progress(self, job: Job, fraction: float) -> bool:
+        """Record the fraction done; False: lease lost, the step must stop at once."""

@@ -1,0 +1,102 @@
+"""The step table: per milestone with a step, what runs and under which limits."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    from actors.queue import Job
+
+Progress = Callable[[float], Awaitable[None]]
+"""Reports the fraction of the step done; cancels the step when the claim is gone."""
+
+StepFn = Callable[["Job", Progress], Awaitable[Any]]
+"""Runs one step on a claimed record and returns its result, which the queue commits."""
+
+
+class StopRecord(Exception):
+    """Raised by a step when retrying cannot help: the record stops with `reason`."""
+
+    def __init__(self, reason: str, error: str):
+        super().__init__(f"{reason}: {error}")
+        self.reason = reason
+        self.error = error
+
+
+@attrs.frozen
+class Lease:
+    """How long a claim lasts: `base_s + per_audio_s * duration_s` of the record."""
+
+    base_s: float
+    per_audio_s: float = 0.0
+
+
+@attrs.frozen
+class Backoff:
+    """Exponential backoff with jitter: a pause in [½, 1] × min(cap, base × 2^attempts)."""
+
+    base_s: float
+    cap_s: float
+
+    def delay(self, attempts_before: int, rng: random.Random) -> float:
+        ceiling = min(self.cap_s, self.base_s * 2 ** min(attempts_before, 30))
+        return ceiling * rng.uniform(0.5, 1.0)
+
+
+@attrs.frozen
+class Step:
+    name: str
+    milestone: str
+    """The milestone a record must have reached for this step to run."""
+    next_milestone: str
+    run: StepFn = attrs.field(eq=False)
+    lease: Lease
+    time_limit_s: float
+    """How long a record may stay at `milestone` before a claimer stops it."""
+    max_attempts: int
+    backoff: Backoff
+
+
+@attrs.frozen
+class StepTable:
+    """Milestone → step. The one place that says what runs where, and with what limits."""
+
+    steps: Mapping[str, Step] = attrs.field(converter=lambda s: dict(s))
+
+    @classmethod
+    def of(cls, steps: Iterable[Step]) -> StepTable:
+        table: dict[str, Step] = {}
+        for step in steps:
+            if step.milestone in table:
+                raise ValueError(f"two steps start at milestone {step.milestone!r}")
+            table[step.milestone] = step
+        return cls(table)
+
+    def __getitem__(self, milestone: str) -> Step:
+        return self.steps[milestone]
+
+    def get(self, milestone: str) -> Step | None:
+        return self.steps.get(milestone)
+
+    @property
+    def milestones(self) -> list[str]:
+        """Milestones that have a step, in order."""
+        return list(self.steps)
+
+    @property
+    def final(self) -> list[str]:
+        """Milestones reached by a step that have no step of their own."""
+        return [s.next_milestone for s in self.steps.values()
+                if s.next_milestone not in self.steps]
+
+    def replace(self, **runs: StepFn) -> StepTable:
+        """The same table with other step functions, by step name (tests, benchmarks)."""
+        unknown = set(runs) - {s.name for s in self.steps.values()}
+        if unknown:
+            raise KeyError(f"no such steps: {sorted(unknown)}")
+        return StepTable({m: attrs.evolve(s, run=runs.get(s.name, s.run))
+                          for m, s in self.steps.items()})

@@ -1,0 +1,144 @@
+"""A milestone-agnostic worker actor: claim, read, run the step against the lease,
+then a fenced write (commit, fail or stop)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import attrs
+import trio
+
+from actors.log import event
+from actors.queue import Job, Queue
+from actors.steps import Step, StepTable, StopRecord
+from actors.wakeup import Wakeup
+
+
+def describe(exc: BaseException) -> str:
+    """The machine error text of a failure: type and first line of the message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+@attrs.frozen
+class _Outcome:
+    """What the step came to inside the lease race; written after the race, not in it."""
+
+    kind: str  # "done", "stop", "error", "lease_expired", "lease_lost"
+    result: Any = None
+    reason: str = ""
+    error: str = ""
+
+
+@attrs.define(eq=False)
+class Worker:
+    name: str
+    queue: Queue
+    steps: StepTable
+    wakeup: Wakeup
+    busy: bool = False
+
+    async def run(self) -> None:
+        """Claim and work until the wake-up is closed (drain); returns then.
+
+        Cancellation: a cancel inside a step abandons it without a write, so the claim
+        stays until its lease expires (or the domain releases it); between steps a
+        cancel simply ends the loop.
+        """
+        while not self.wakeup.closed:
+            seen = self.wakeup.seq
+            if not await self.work_once():
+                # "No work right now" is not a failure: wait for a hint or the poll.
+                await self.wakeup.wait(seen)
+
+    async def work_once(self) -> bool:
+        """Claim one record and take it through its step. False: there was no work."""
+        claim = await self.queue.claim()
+        if claim is None:
+            return False
+        # There may be more: let an idle peer look too.
+        self.wakeup.wake_one()
+        job = await self.queue.read(claim)
+        if job is None:
+            event(logging.INFO, "lease_lost", worker=self.name, id=claim.id, at="read")
+            return True
+        step = self.steps.get(job.milestone)
+        if step is None:  # the claim only picks milestones of this table
+            raise LookupError(f"claimed {claim.id} at {job.milestone!r}, which has no step")
+        event(logging.INFO, "claimed", worker=self.name, id=claim.id, milestone=job.milestone,
+              step=step.name, attempt=job.attempts + 1, lease_s=round(job.lease_remaining_s, 3))
+        if job.in_milestone_s > step.time_limit_s:
+            error = (f"at {job.milestone} for {job.in_milestone_s:.0f}s, "
+                     f"limit {step.time_limit_s:.0f}s")
+            await self._stop(job, "milestone_time_limit", error)
+            return True
+        self.busy = True
+        try:
+            outcome = await self._race(job, step)
+        finally:
+            self.busy = False
+        await self._write(job, step, outcome)
+        return True
+
+    async def _race(self, job: Job, step: Step) -> _Outcome:
+        """Run the step until it ends or the lease deadline passes, whichever is first."""
+        lost = False
+        with trio.move_on_at(trio.current_time() + job.lease_remaining_s) as scope:
+
+            async def progress(fraction: float) -> None:
+                nonlocal lost
+                if not await self.queue.progress(job, min(1.0, max(0.0, fraction))):
+                    lost = True
+                    scope.cancel()
+                    await trio.lowlevel.checkpoint()  # the step stops here, at once
+
+            try:
+                return _Outcome("done", result=await step.run(job, progress))
+            except StopRecord as s:
+                return _Outcome("stop", reason=s.reason, error=s.error)
+            except Exception as e:
+                event(logging.WARNING, "step_error", worker=self.name, id=job.claim.id,
+                      step=step.name, error=describe(e))
+                return _Outcome("error", error=describe(e))
+        if lost:
+            return _Outcome("lease_lost")
+        return _Outcome("lease_expired",
+                        error=f"lease of {job.lease_remaining_s:.1f}s expired during {step.name}")
+
+    async def _write(self, job: Job, step: Step, outcome: _Outcome) -> None:
+        cid = job.claim.id
+        if outcome.kind == "done":
+            if await self.queue.commit(job, step, outcome.result):
+                event(logging.INFO, "milestone_reached", worker=self.name, id=cid,
+                      milestone=step.next_milestone)
+            else:
+                event(logging.WARNING, "lease_lost", worker=self.name, id=cid, at="commit",
+                      milestone=job.milestone)
+        elif outcome.kind == "stop":
+            await self._stop(job, outcome.reason, outcome.error)
+        elif outcome.kind == "lease_lost":
+            event(logging.WARNING, "lease_lost", worker=self.name, id=cid, at="progress",
+                  milestone=job.milestone)
+        else:  # a failed attempt: the step raised, or outlived its lease
+            result, pause = await self.queue.fail(job, step, outcome.error)
+            if result == "retry":
+                assert pause is not None
+                event(logging.WARNING, "attempt_failed", worker=self.name, id=cid,
+                      milestone=job.milestone, attempt=job.attempts + 1,
+                      retry_in_s=round(pause, 3), error=outcome.error)
+                self.wakeup.wake_at(trio.current_time() + pause)
+            elif result == "stopped":
+                event(logging.ERROR, "stopped", worker=self.name, id=cid,
+                      milestone=job.milestone, reason="attempts_exhausted", error=outcome.error)
+            else:
+                event(logging.WARNING, "lease_lost", worker=self.name, id=cid, at="fail",
+                      milestone=job.milestone)
+
+    async def _stop(self, job: Job, reason: str, error: str) -> None:
+        if await self.queue.stop(job, reason, error):
+            event(logging.ERROR, "stopped", worker=self.name, id=job.claim.id,
+                  milestone=job.milestone, reason=reason, error=error)
+        else:
+            event(logging.WARNING, "lease_lost", worker=self.name, id=job.claim.id, at="stop",
+                  milestone=job.milestone)

@@ -1,0 +1,313 @@
+-- Named queries. Each block starts with `-- name: <name>` and is called by that name
+-- through transcriber.db. Queue columns are written only by the queue block below.
+-- `$now` parameters are nullable: NULL means the database's now(); tests pass a time.
+
+---------------------------------------------------------------------------------------
+-- Migrations
+---------------------------------------------------------------------------------------
+
+-- name: migrations_lock
+-- Held to the end of the migrating transaction, so two processes starting at once
+-- apply each migration once: the second waits, then finds nothing left to do.
+SELECT pg_advisory_xact_lock(7318829305417745)
+
+-- name: migrations_table
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+
+-- name: migrations_applied
+SELECT version FROM schema_migrations ORDER BY version
+
+-- name: migration_record
+INSERT INTO schema_migrations (version, name) VALUES ($1, $2)
+
+---------------------------------------------------------------------------------------
+-- Owners
+---------------------------------------------------------------------------------------
+
+-- name: owner_add
+INSERT INTO owners (name, token_hash) VALUES ($1, $2) RETURNING id
+
+-- name: owner_by_name
+SELECT id, name FROM owners WHERE name = $1
+
+---------------------------------------------------------------------------------------
+-- Intake
+---------------------------------------------------------------------------------------
+
+-- name: accept
+-- A new record at `received`, and its `accepted` event, in one statement.
+WITH rec AS (
+    INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title)
+    VALUES ($1, $2, $3, $4, $5, $6)
+    RETURNING id, milestone
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone)
+    SELECT id, 'pipeline', 'accepted', milestone FROM rec
+    RETURNING id, kind
+)
+SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified
+FROM rec, event
+
+-- name: accept_many
+-- Bulk intake for benchmarks: $2 records, one statement, one `accepted` event each.
+WITH rec AS (
+    INSERT INTO recordings (owner_id, filename)
+    SELECT $1, 'bench-' || g FROM generate_series(1, $2::integer) AS g
+    RETURNING id, milestone
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone)
+    SELECT id, 'pipeline', 'accepted', milestone FROM rec
+    RETURNING id
+)
+SELECT count(*) AS accepted, pg_notify('transcriber_journal', '0 accepted') IS NULL AS notified
+FROM event
+
+---------------------------------------------------------------------------------------
+-- The queue: claim, read, commit, fail, stop, progress, resume
+---------------------------------------------------------------------------------------
+
+-- name: claim
+-- One statement picks and claims: the oldest eligible record (ties broken by the key),
+-- a fresh token, and the lease of that record's milestone, written as a time.
+-- $1 milestones with a step, $2 their lease base (s), $3 lease per second of audio,
+-- $4 now. Returns the id and the token only; the worker reads the rest itself.
+WITH step AS (
+    SELECT * FROM unnest($1::text[], $2::float8[], $3::float8[])
+        AS s (milestone, lease_base_s, lease_per_audio_s)
+), picked AS (
+    SELECT r.id,
+           step.lease_base_s + step.lease_per_audio_s * coalesce(r.duration_s, 0) AS lease_s
+      FROM recordings r
+      JOIN step USING (milestone)
+     WHERE r.stopped_at IS NULL
+       AND r.milestone <> 'transcribed'
+       AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce($4::timestamptz, now()))
+       AND (r.retry_at IS NULL OR r.retry_at <= coalesce($4::timestamptz, now()))
+     ORDER BY r.milestone_entered_at, r.id
+     LIMIT 1
+       FOR UPDATE OF r SKIP LOCKED
+)
+UPDATE recordings r
+   SET claim_token = gen_random_uuid(),
+       lease_expires_at = coalesce($4::timestamptz, now()) + make_interval(secs => picked.lease_s),
+       progress = NULL
+  FROM picked
+ WHERE r.id = picked.id
+RETURNING r.id, r.claim_token
+
+-- name: read_claimed
+-- The ordinary read after a claim: the milestone, how long the lease and the milestone
+-- have left or lasted (measured by the database clock, so hosts may disagree on time),
+-- and the step's inputs. No row: the token is no longer on the record.
+SELECT r.id, r.milestone, r.attempts, r.source_path, r.language, r.audio_path, r.duration_s,
+       extract(epoch FROM r.lease_expires_at - coalesce($3::timestamptz, now()))::float8
+           AS lease_remaining_s,
+       extract(epoch FROM coalesce($3::timestamptz, now()) - r.milestone_entered_at)::float8
+           AS in_milestone_s
+  FROM recordings r
+ WHERE r.id = $1 AND r.claim_token = $2
+
+-- name: commit
+-- The step's result moves the record on, only while this claim's token is on it.
+-- $1 id, $2 token, $3 from milestone, $4 to milestone, $5 detail, $6 now.
+-- Zero rows updated: the result is dropped and `lease_lost` is journaled instead.
+WITH done AS (
+    UPDATE recordings
+       SET milestone = $4, milestone_entered_at = coalesce($6::timestamptz, now()),
+           claim_token = NULL, lease_expires_at = NULL, attempts = 0, retry_at = NULL,
+           progress = NULL
+     WHERE id = $1 AND claim_token = $2
+    RETURNING id
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
+    SELECT $1, 'pipeline',
+           CASE WHEN EXISTS (SELECT FROM done) THEN 'milestone_reached' ELSE 'lease_lost' END,
+           CASE WHEN EXISTS (SELECT FROM done) THEN $4 ELSE $3 END,
+           $2, coalesce($5::jsonb, '{}') || jsonb_build_object('write', 'commit')
+    RETURNING id, kind
+)
+SELECT kind = 'milestone_reached' AS ok,
+       pg_notify('transcriber_journal', id || ' ' || kind) IS NULL AS notified
+  FROM event
+
+-- name: fail
+-- One failed attempt, only by the claim holder: attempts + 1 and a retry pause of
+-- $4 seconds (the caller's backoff with jitter); the last allowed attempt ($3) stops
+-- the record with `attempts_exhausted` instead. $5 error text, $6 milestone, $7 now.
+-- Returns the outcome: 'retry', 'stopped' or 'lease_lost'.
+WITH done AS (
+    UPDATE recordings
+       SET attempts = attempts + 1,
+           claim_token = CASE WHEN attempts + 1 >= $3 THEN claim_token END,
+           lease_expires_at = CASE WHEN attempts + 1 >= $3 THEN lease_expires_at END,
+           retry_at = CASE WHEN attempts + 1 >= $3 THEN NULL
+                           ELSE coalesce($7::timestamptz, now()) + make_interval(secs => $4) END,
+           stopped_at = CASE WHEN attempts + 1 >= $3 THEN coalesce($7::timestamptz, now()) END,
+           stop_reason = CASE WHEN attempts + 1 >= $3 THEN 'attempts_exhausted' END,
+           stop_error = CASE WHEN attempts + 1 >= $3 THEN $5 END,
+           progress = NULL
+     WHERE id = $1 AND claim_token = $2
+    RETURNING id, attempts, retry_at, stopped_at IS NOT NULL AS stopped
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
+    SELECT $1, 'pipeline', 'attempt_failed', $6, $2,
+           jsonb_build_object('attempt', attempts, 'error', $5, 'retry_at', retry_at)
+      FROM done
+    UNION ALL
+    SELECT $1, 'pipeline', 'stopped', $6, $2,
+           jsonb_build_object('reason', 'attempts_exhausted', 'error', $5)
+      FROM done WHERE stopped
+    UNION ALL
+    SELECT $1, 'pipeline', 'lease_lost', $6, $2, jsonb_build_object('write', 'fail', 'error', $5)
+     WHERE NOT EXISTS (SELECT FROM done)
+    RETURNING id, kind
+)
+SELECT CASE WHEN NOT EXISTS (SELECT FROM done) THEN 'lease_lost'
+            WHEN (SELECT stopped FROM done) THEN 'stopped'
+            ELSE 'retry' END AS outcome,
+       (SELECT retry_at FROM done) AS retry_at,
+       (SELECT count(pg_notify('transcriber_journal', id || ' ' || kind)) FROM event) AS notified
+
+-- name: stop
+-- The claim holder parks the record: the stop flag with time, reason and error text.
+-- The milestone stays; the token stays too until a person resumes the record.
+-- $1 id, $2 token, $3 reason, $4 error, $5 milestone, $6 now.
+WITH done AS (
+    UPDATE recordings
+       SET stopped_at = coalesce($6::timestamptz, now()), stop_reason = $3, stop_error = $4,
+           retry_at = NULL, progress = NULL
+     WHERE id = $1 AND claim_token = $2 AND stopped_at IS NULL
+    RETURNING id
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
+    SELECT $1, 'pipeline',
+           CASE WHEN EXISTS (SELECT FROM done) THEN 'stopped' ELSE 'lease_lost' END,
+           $5, $2,
+           CASE WHEN EXISTS (SELECT FROM done)
+                THEN jsonb_build_object('reason', $3, 'error', $4)
+                ELSE jsonb_build_object('write', 'stop', 'reason', $3) END
+    RETURNING id, kind
+)
+SELECT kind = 'stopped' AS ok,
+       pg_notify('transcriber_journal', id || ' ' || kind) IS NULL AS notified
+  FROM event
+
+-- name: progress
+-- Fraction of the step done, only by the claim holder. Zero rows: the lease is gone,
+-- the caller cancels its step at once.
+WITH done AS (
+    UPDATE recordings SET progress = $3
+     WHERE id = $1 AND claim_token = $2
+    RETURNING id
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
+    SELECT $1, 'pipeline', 'lease_lost', $4, $2, jsonb_build_object('write', 'progress')
+     WHERE NOT EXISTS (SELECT FROM done)
+    RETURNING id, kind
+)
+SELECT EXISTS (SELECT FROM done) AS ok,
+       (SELECT count(pg_notify('transcriber_journal', id || ' ' || kind)) FROM event) AS notified
+
+-- name: resume
+-- The one way back to work: clears, in one statement, everything the previous run held
+-- the record by (stop flag, claim token and lease, failures, retry pause, milestone
+-- entry time) and journals it with origin `human`. Only a stopped record resumes.
+-- $1 id, $2 detail, $3 now.
+WITH done AS (
+    UPDATE recordings
+       SET stopped_at = NULL, stop_reason = NULL, stop_error = NULL,
+           claim_token = NULL, lease_expires_at = NULL,
+           attempts = 0, retry_at = NULL,
+           milestone_entered_at = coalesce($3::timestamptz, now()),
+           progress = NULL
+     WHERE id = $1 AND stopped_at IS NOT NULL
+    RETURNING id, milestone
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, detail)
+    SELECT id, 'human', 'resumed', milestone, coalesce($2::jsonb, '{}') FROM done
+    RETURNING id, kind
+)
+SELECT done.id, done.milestone,
+       pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified
+  FROM done, event
+
+---------------------------------------------------------------------------------------
+-- Step results (run in the commit's transaction, after the guarded commit succeeded)
+---------------------------------------------------------------------------------------
+
+-- name: save_normalized
+UPDATE recordings SET audio_path = $2, duration_s = $3 WHERE id = $1
+
+-- name: save_transcript
+INSERT INTO transcripts (recording_id, text, segments, language, model)
+VALUES ($1, $2, $3::jsonb, $4, $5)
+
+---------------------------------------------------------------------------------------
+-- Reading: the record, the operator's views, the journal
+---------------------------------------------------------------------------------------
+
+-- name: recording
+SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
+       r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
+       r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
+       r.duration_s, r.language
+  FROM recordings r WHERE r.id = $1
+
+-- name: edit_owner_fields
+-- The owner's edit: owner fields only, journaled as `edited` with origin `human`.
+WITH done AS (
+    UPDATE recordings
+       SET title = coalesce($2, title), summary = coalesce($3, summary),
+           topics = coalesce($4, topics)
+     WHERE id = $1
+    RETURNING id, milestone
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, detail)
+    SELECT id, 'human', 'edited', milestone, $5::jsonb FROM done
+    RETURNING id, kind
+)
+SELECT done.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL
+  FROM done, event
+
+-- name: status
+-- Per milestone: waiting (claimable now), in flight (a live lease), pausing before a
+-- retry, stopped, and the age of the oldest waiting record.
+SELECT milestone,
+       count(*) FILTER (WHERE stopped_at IS NULL
+                          AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+                          AND (retry_at IS NULL OR retry_at <= now())) AS waiting,
+       count(*) FILTER (WHERE stopped_at IS NULL AND lease_expires_at > now()) AS in_flight,
+       count(*) FILTER (WHERE stopped_at IS NULL AND retry_at > now()
+                          AND (lease_expires_at IS NULL OR lease_expires_at <= now())) AS pausing,
+       count(*) FILTER (WHERE stopped_at IS NOT NULL) AS stopped,
+       extract(epoch FROM now() - min(milestone_entered_at) FILTER (
+           WHERE stopped_at IS NULL AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+             AND (retry_at IS NULL OR retry_at <= now())))::float8 AS oldest_waiting_s
+  FROM recordings
+ GROUP BY milestone
+ ORDER BY milestone
+
+-- name: stopped
+SELECT id, milestone, stop_reason, stopped_at, stop_error
+  FROM recordings
+ WHERE stopped_at IS NOT NULL AND ($1::text IS NULL OR stop_reason = $1)
+ ORDER BY stopped_at, id
+
+-- name: journal_after
+-- Events after id $1 (0 for all), of one record ($2) or of every record (NULL).
+SELECT id, recording_id, at, origin, kind, milestone, claim_token, detail
+  FROM journal
+ WHERE id > $1 AND ($2::uuid IS NULL OR recording_id = $2)
+ ORDER BY id
+ LIMIT $3
+
+-- name: checked_out_connections
+-- For tests and health: sessions of this database other than the caller.
+SELECT state, count(*) AS n
+  FROM pg_stat_activity
+ WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+ GROUP BY state

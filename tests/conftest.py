@@ -1,0 +1,110 @@
+"""A real PostgreSQL for every test that touches storage.
+
+The server: TEST_DATABASE_URL (an admin URL of PostgreSQL >= 15), else the embedded
+wheel in a temporary folder. There is no silent skip: if neither works the session
+fails with the reason. Each test gets its own database, cloned from a template that
+was migrated once per session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import urllib.parse
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+import trio
+import trio_asyncio
+
+from transcriber import embedded
+from transcriber.db import Database, open_database
+from transcriber.migrate import migrate
+from transcriber.owners import add_owner
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + name))
+
+
+async def _admin(url: str, *statements: str) -> None:
+    con = await trio_asyncio.aio_as_trio(asyncpg.connect)(url)
+    try:
+        for sql in statements:
+            await trio_asyncio.aio_as_trio(con.execute)(sql)
+    finally:
+        await trio_asyncio.aio_as_trio(con.close)()
+
+
+def run_with_loop(fn, *args):
+    async def main():
+        async with trio_asyncio.open_loop():
+            return await fn(*args)
+
+    return trio.run(main)
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> Iterator[str]:
+    url = os.environ.get("TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    home = Path(tempfile.mkdtemp(prefix="transcriber-test-pg-"))
+    server = embedded.start(home, cleanup_mode="delete")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_admin_url: str) -> Iterator[str]:
+    """A migrated database that each test's database is cloned from."""
+    name = f"transcriber_template_{os.getpid()}"
+
+    async def make() -> None:
+        await _admin(pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+                     f'CREATE DATABASE "{name}"')
+        async with open_database(with_database(pg_admin_url, name), min_size=1,
+                                 max_size=1) as db:
+            await migrate(db)
+
+    run_with_loop(make)
+    yield name
+    run_with_loop(_admin, pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def aio_loop() -> AsyncIterator[None]:
+    async with trio_asyncio.open_loop():
+        yield
+
+
+@pytest.fixture
+async def db_url(pg_admin_url: str, template_db: str, aio_loop: None) -> AsyncIterator[str]:
+    """The URL of a fresh, migrated database of this test's own."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    await _admin(pg_admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    try:
+        yield with_database(pg_admin_url, name)
+    finally:
+        with trio.CancelScope(shield=True):
+            await _admin(pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def db(db_url: str) -> AsyncIterator[Database]:
+    async with open_database(db_url, min_size=1, max_size=12) as database:
+        yield database
+
+
+@pytest.fixture
+async def owner_id(db: Database) -> int:
+    return (await add_owner(db, "alice")).id

@@ -1,0 +1,1 @@
+"""transcriber: audio recordings in, text out, on a durable PostgreSQL pipeline."""

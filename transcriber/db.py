@@ -1,0 +1,170 @@
+"""PostgreSQL from trio: an asyncpg pool driven through trio-asyncio, queries by name.
+
+Every call runs one asyncio coroutine that acquires a pooled connection, does its work
+and releases the connection, so a call costs one trip across the bridge.
+
+Cancellation: cancelling a call cancels its asyncio task, and trio-asyncio waits for
+that task to finish before trio sees `Cancelled`. asyncpg then cancels the query on the
+server, rolls back an open transaction when the connection is released, and puts the
+connection back in the pool. A cancelled call therefore never leaves a connection
+checked out or `idle in transaction` (tests/integration/test_db.py proves it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import asyncpg
+import trio
+import trio_asyncio
+
+from transcriber.sqlfiles import load_queries
+
+T = TypeVar("T")
+
+JOURNAL_CHANNEL = "transcriber_journal"
+
+
+class DatabaseUnreachable(Exception):
+    """The server did not answer; the message names the URL with its password hidden."""
+
+    def __init__(self, url: str, cause: BaseException):
+        super().__init__(f"database unreachable at {hide_password(url)}: {describe(cause)}")
+        self.url = url
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def hide_password(url: str) -> str:
+    """The URL as it may be shown: any password replaced by `***`."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        if not any(k == "password" for k, _ in query):
+            return url
+        hidden = [(k, "***" if k == "password" else v) for k, v in query]
+        return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(hidden)))
+    netloc = parts.netloc.rsplit("@", 1)
+    user = parts.username or ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[-1]}"))
+
+
+_CONNECT_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
+
+SERVER_SETTINGS = {"application_name": "transcriber", "jit": "off"}
+
+
+class Database:
+    """A pool plus the named queries of sql/queries.sql."""
+
+    def __init__(self, pool: asyncpg.Pool, url: str, queries: dict[str, str]):
+        self._pool = pool
+        self.url = url
+        self.queries = queries
+
+    def sql(self, name: str) -> str:
+        return self.queries[name]
+
+    async def run(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Run `work` (an asyncio coroutine function) with one pooled connection."""
+
+        async def on_asyncio() -> T:
+            async with self._pool.acquire() as con:
+                return await work(con)
+
+        return await trio_asyncio.aio_as_trio(on_asyncio)()
+
+    async def fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
+        sql = self.queries[name]
+        return await self.run(lambda con: con.fetch(sql, *args))
+
+    async def fetchrow(self, name: str, *args: Any) -> asyncpg.Record | None:
+        sql = self.queries[name]
+        return await self.run(lambda con: con.fetchrow(sql, *args))
+
+    async def fetchval(self, name: str, *args: Any) -> Any:
+        sql = self.queries[name]
+        return await self.run(lambda con: con.fetchval(sql, *args))
+
+    async def execute(self, name: str, *args: Any) -> str:
+        sql = self.queries[name]
+        return await self.run(lambda con: con.execute(sql, *args))
+
+    @contextlib.asynccontextmanager
+    async def listen(self, channel: str = JOURNAL_CHANNEL) -> AsyncIterator[Listener]:
+        """A dedicated connection LISTENing on `channel`.
+
+        Cancellation: leaving the block (also by cancellation) closes the connection
+        under a shield, so no listener outlives its caller.
+        """
+        con = await _connect(self.url)
+        listener = Listener(con)
+        try:
+            await trio_asyncio.aio_as_trio(con.add_listener)(channel, listener._on_notify)
+            yield listener
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio_asyncio.aio_as_trio(con.close)()
+
+
+class Listener:
+    """Notifications of one channel as a trio receive channel of payload strings.
+
+    `lost` is set when the connection ends (server restart, network): the owner then
+    reconnects and treats it as "anything may have happened".
+    """
+
+    def __init__(self, con: asyncpg.Connection):
+        self._send, self.payloads = trio.open_memory_channel[str](1024)
+        self.lost = trio.Event()
+        con.add_termination_listener(lambda _con: self.lost.set())
+
+    def _on_notify(self, _con: Any, _pid: int, _channel: str, payload: str) -> None:
+        # Runs on the asyncio side of the same thread; a full buffer drops the payload,
+        # which is safe because wake-ups are hints and the poll is the fallback.
+        with contextlib.suppress(trio.WouldBlock):
+            self._send.send_nowait(payload)
+
+
+async def _json_codecs(con: asyncpg.Connection) -> None:
+    for name in ("json", "jsonb"):
+        await con.set_type_codec(name, encoder=json.dumps, decoder=json.loads,
+                                 schema="pg_catalog")
+
+
+async def _connect(url: str) -> asyncpg.Connection:
+    try:
+        con = await trio_asyncio.aio_as_trio(asyncpg.connect)(
+            url, server_settings=SERVER_SETTINGS)
+        await trio_asyncio.aio_as_trio(_json_codecs)(con)
+        return con
+    except _CONNECT_ERRORS as e:
+        raise DatabaseUnreachable(url, e) from e
+
+
+@contextlib.asynccontextmanager
+async def open_database(url: str, *, min_size: int = 2, max_size: int = 10
+                        ) -> AsyncIterator[Database]:
+    """A pool on `url`; must run inside `trio_asyncio.open_loop()`.
+
+    Raises DatabaseUnreachable when the first connections cannot be made.
+    Cancellation: closing the pool on exit is shielded.
+    """
+    try:
+        pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
+            url, min_size=min_size, max_size=max_size, server_settings=SERVER_SETTINGS,
+            init=_json_codecs)
+    except _CONNECT_ERRORS as e:
+        raise DatabaseUnreachable(url, e) from e
+    try:
+        yield Database(pool, url, load_queries())
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio_asyncio.aio_as_trio(pool.close)()

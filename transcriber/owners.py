@@ -1,0 +1,35 @@
+"""Owners and their API tokens: a token is shown once; only its hash is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+import asyncpg
+import attrs
+
+from transcriber.db import Database
+
+
+@attrs.frozen
+class NewOwner:
+    id: int
+    name: str
+    token: str
+
+
+class OwnerExists(Exception):
+    pass
+
+
+def token_hash(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+async def add_owner(db: Database, name: str) -> NewOwner:
+    token = "tr_" + secrets.token_urlsafe(32)
+    try:
+        owner_id = await db.fetchval("owner_add", name, token_hash(token))
+    except asyncpg.UniqueViolationError as e:
+        raise OwnerExists(name) from e
+    return NewOwner(owner_id, name, token)
