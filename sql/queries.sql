@@ -174,12 +174,13 @@ SELECT CASE WHEN NOT EXISTS (SELECT FROM done) THEN 'lease_lost'
 
 -- name: stop
 -- The claim holder parks the record: the stop flag with time, reason and error text.
--- The milestone stays; the token stays too until a person resumes the record.
+-- Only the flag: the milestone, the token, failures and pause stay as they were until
+-- a person resumes the record (which clears them all).
 -- $1 id, $2 token, $3 reason, $4 error, $5 milestone, $6 now.
 WITH done AS (
     UPDATE recordings
        SET stopped_at = coalesce($6::timestamptz, now()), stop_reason = $3, stop_error = $4,
-           retry_at = NULL, progress = NULL
+           progress = NULL
      WHERE id = $1 AND claim_token = $2 AND stopped_at IS NULL
     RETURNING id
 ), event AS (
@@ -254,7 +255,7 @@ VALUES ($1, $2, $3::jsonb, $4, $5)
 SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
        r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
        r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
-       r.duration_s, r.language
+       r.audio_path, r.duration_s, r.language
   FROM recordings r WHERE r.id = $1
 
 -- name: edit_owner_fields
@@ -311,3 +312,49 @@ SELECT state, count(*) AS n
   FROM pg_stat_activity
  WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
  GROUP BY state
+
+-- name: transcript
+SELECT t.text, t.segments, t.language, t.model FROM transcripts t WHERE t.recording_id = $1
+
+---------------------------------------------------------------------------------------
+-- Benchmarks (transcriber/bench.py only: they bypass the pipeline and its journal)
+---------------------------------------------------------------------------------------
+
+-- name: bench_insert_finished
+-- For benchmarks only: $2 records of owner $1 written straight at the final milestone,
+-- bypassing the pipeline and the journal, as the history a long-running service keeps.
+INSERT INTO recordings (owner_id, filename, milestone, milestone_entered_at, created_at)
+SELECT $1, 'bench-done-' || g, 'transcribed',
+       now() - make_interval(secs => $2::integer - g), now() - make_interval(secs => $2::integer - g)
+  FROM generate_series(1, $2::integer) AS g
+
+-- name: bench_milestones
+-- For benchmarks: records per milestone, stopped or holding a claim.
+SELECT milestone, count(*) AS n,
+       count(*) FILTER (WHERE stopped_at IS NOT NULL) AS stopped,
+       count(*) FILTER (WHERE claim_token IS NOT NULL) AS claimed
+  FROM recordings GROUP BY milestone ORDER BY milestone
+
+-- name: bench_journal_kinds
+-- For benchmarks: events per kind.
+SELECT kind, count(*) AS n FROM journal GROUP BY kind ORDER BY kind
+
+-- name: bench_milestone_of
+SELECT milestone FROM recordings WHERE id = $1
+
+-- name: bench_analyze
+-- What autovacuum would do within a minute of a bulk intake (the peers' bench does the same).
+ANALYZE
+
+-- name: bench_vacuum_analyze
+VACUUM ANALYZE recordings
+
+-- name: bench_autovacuum_off
+-- The burst condition must keep the statistics of the empty table: no autoanalyze.
+ALTER TABLE recordings SET (autovacuum_enabled = false)
+
+-- name: bench_server_settings
+SELECT name, setting FROM pg_settings
+ WHERE name IN ('server_version', 'fsync', 'synchronous_commit', 'shared_buffers',
+                'max_connections', 'plan_cache_mode')
+ ORDER BY name

@@ -1,0 +1,67 @@
+"""Helpers for pipeline tests on a real database: records, steps and time."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import attrs
+import trio
+
+from actors import Backoff, Job, StepTable
+from transcriber.db import Database
+from transcriber.milestones import step_table
+from transcriber.queue import PgQueue
+
+
+async def noop(job: Job, progress: Any) -> None:
+    return None
+
+
+def table(normalize: Any = noop, recognize: Any = noop, **changes: Any) -> StepTable:
+    """The real step table with other step functions and, optionally, other limits
+    (the same changes on both steps)."""
+    steps = step_table(normalize=normalize, recognize=recognize)
+    if not changes:
+        return steps
+    return StepTable({m: attrs.evolve(s, **changes) for m, s in steps.steps.items()})
+
+
+FAST_RETRY = {"backoff": Backoff(base_s=0.001, cap_s=0.001)}
+
+
+async def accept(db: Database, owner_id: int, name: str = "a.wav") -> Any:
+    return await db.fetchval("accept", owner_id, name, 1000, f"/uploads/{name}", None, None)
+
+
+async def db_now(db: Database) -> dt.datetime:
+    return await db.run(lambda con: con.fetchval("SELECT now()"))
+
+
+def at(queue: PgQueue, now: dt.datetime, seconds: float = 0.0) -> PgQueue:
+    """The same queue, its clock set to `now + seconds`."""
+    return attrs.evolve(queue, now=now + dt.timedelta(seconds=seconds))
+
+
+async def state(db: Database, rid: Any) -> Any:
+    return await db.fetchrow("recording", rid)
+
+
+async def journal(db: Database, rid: Any | None = None) -> list[Any]:
+    return await db.fetch("journal_after", 0, rid, 100000)
+
+
+class Gate:
+    """A step that waits until the test opens the gate; `entered` says it is inside."""
+
+    def __init__(self, result: Any = None):
+        self.entered = trio.Event()
+        self.open = trio.Event()
+        self.result = result
+        self.ran_to_end = False
+
+    async def __call__(self, job: Job, progress: Any) -> Any:
+        self.entered.set()
+        await self.open.wait()
+        self.ran_to_end = True
+        return self.result

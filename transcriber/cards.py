@@ -1,0 +1,27 @@
+"""The record card: what an owner reads about one recording."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transcriber.db import Database
+from transcriber.milestones import TRANSCRIBED
+
+
+async def card(db: Database, recording_id: Any) -> dict[str, Any] | None:
+    """The card of a record, or None if there is no such record. A stop shows here as a
+    flag with its time, reason and error, beside the milestone the record reached."""
+    r = await db.fetchrow("recording", recording_id)
+    if r is None:
+        return None
+    return {
+        "id": str(r["id"]), "title": r["title"], "summary": r["summary"],
+        "topics": list(r["topics"]), "filename": r["filename"], "size_bytes": r["size_bytes"],
+        "created_at": r["created_at"].isoformat(), "milestone": r["milestone"],
+        "milestone_entered_at": r["milestone_entered_at"].isoformat(),
+        "done": r["milestone"] == TRANSCRIBED, "progress": r["progress"],
+        "duration_s": r["duration_s"], "language": r["language"],
+        "stopped": None if r["stopped_at"] is None else {
+            "at": r["stopped_at"].isoformat(), "reason": r["stop_reason"],
+            "error": r["stop_error"]},
+    }

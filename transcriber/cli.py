@@ -1,0 +1,229 @@
+"""The `transcriber` command: the operator's tools. Exit codes: 0 done, 1 refused
+(bad input, nothing changed), 2 the database did not answer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import trio
+import trio_asyncio
+import typer
+
+from transcriber.config import Config
+from transcriber.db import Database, DatabaseUnreachable
+from transcriber.migrate import migrate as apply_migrations
+from transcriber.owners import OwnerExists, add_owner
+from transcriber.queue import NotStopped, PgQueue, Resumed
+from transcriber.session import open_session
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Audio recordings in, text out, on a durable PostgreSQL pipeline.")
+owner_app = typer.Typer(no_args_is_help=True, help="Owners of recordings and their API tokens.")
+app.add_typer(owner_app, name="owner")
+
+T = TypeVar("T")
+
+
+class Refused(Exception):
+    """Bad input: one line for the operator, exit 1, nothing changed."""
+
+
+def fail(message: str, code: int) -> NoReturn:
+    typer.echo(f"transcriber: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    """The one meaningful exception inside trio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def with_database(work: Callable[[Database], Awaitable[T]]) -> T:
+    """Run `work` with a migrated database, translating failures into exit codes."""
+
+    async def main() -> T:
+        async with trio_asyncio.open_loop():
+            async with open_session(Config.from_env()) as db:
+                return await work(db)
+
+    try:
+        return trio.run(main)
+    except BaseException as e:  # noqa: BLE001 - trio wraps everything in groups
+        inner = unwrap(e)
+        if isinstance(inner, DatabaseUnreachable):
+            fail(str(inner), 2)
+        if isinstance(inner, Refused):
+            fail(str(inner), 1)
+        if inner is not e:
+            raise inner from None
+        raise
+
+
+def record_id(text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        fail(f"{text!r} is not a recording id (a UUID)", 1)
+
+
+def ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+@app.command()
+def migrate() -> None:
+    """Apply the database migrations that are missing."""
+    async def work(db: Database) -> list[str]:
+        return await apply_migrations(db)  # open_session migrated already; says so
+
+    with_database(work)
+    typer.echo("database is up to date")
+
+
+@owner_app.command("add")
+def owner_add(name: str) -> None:
+    """Create an owner and print their API token (shown once, only its hash is kept)."""
+    async def work(db: Database) -> Any:
+        try:
+            return await add_owner(db, name)
+        except OwnerExists:
+            raise Refused(f"owner {name!r} exists already") from None
+
+    owner = with_database(work)
+    typer.echo(owner.token)
+    typer.echo(f"owner {owner.name} (id {owner.id}): keep this token, it is not shown again",
+               err=True)
+
+
+@app.command()
+def status() -> None:
+    """Per milestone: waiting, in flight, pausing before a retry, stopped; oldest waiting."""
+    rows = with_database(lambda db: db.fetch("status"))
+    typer.echo(f"{'milestone':<12} {'waiting':>8} {'in_flight':>9} {'pausing':>8} "
+               f"{'stopped':>8} {'oldest_waiting':>15}")
+    for r in rows:
+        typer.echo(f"{r['milestone']:<12} {r['waiting']:>8} {r['in_flight']:>9} "
+                   f"{r['pausing']:>8} {r['stopped']:>8} {ago(r['oldest_waiting_s']):>15}")
+
+
+@app.command()
+def stopped(reason: Annotated[str | None, typer.Option(help="only this stop reason")] = None
+            ) -> None:
+    """Stopped records: id, milestone, reason, since, first line of the error."""
+    rows = with_database(lambda db: db.fetch("stopped", reason))
+    for r in rows:
+        error = (r["stop_error"] or "").strip().splitlines()
+        typer.echo(f"{r['id']}  {r['milestone']:<11} {r['stop_reason']:<22} "
+                   f"{r['stopped_at'].isoformat(timespec='seconds')}  {error[0] if error else ''}")
+
+
+@app.command()
+def resume(recording: Annotated[str, typer.Argument(metavar="ID")]) -> None:
+    """Return a stopped record to work from the milestone it reached (journaled as human)."""
+    rid = record_id(recording)
+
+    async def work(db: Database) -> Resumed:
+        try:
+            return await PgQueue(db, _no_steps()).resume(rid, by=_operator())
+        except NotStopped:
+            row = await db.fetchrow("recording", rid)
+            if row is None:
+                raise Refused(f"no recording {rid}") from None
+            raise Refused(f"recording {rid} is not stopped (at {row['milestone']}), "
+                          "nothing to resume") from None
+
+    done = with_database(work)
+    typer.echo(f"resumed {done.id} at {done.milestone}")
+
+
+def _no_steps() -> Any:
+    from actors import StepTable
+    return StepTable({})
+
+
+def _operator() -> str:
+    import getpass
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user name is not a reason to refuse
+        return "unknown"
+
+
+def format_event(e: Any, as_json: bool) -> str:
+    if as_json:
+        return json.dumps({"id": e["id"], "recording_id": str(e["recording_id"]),
+                           "at": e["at"].isoformat(), "origin": e["origin"], "kind": e["kind"],
+                           "milestone": e["milestone"],
+                           "claim_token": str(e["claim_token"]) if e["claim_token"] else None,
+                           "detail": e["detail"]})
+    at = e["at"].astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    detail = " ".join(f"{k}={v}" for k, v in (e["detail"] or {}).items())
+    token = f" token={str(e['claim_token'])[:8]}" if e["claim_token"] else ""
+    return (f"{at} {e['recording_id']} {e['origin']:<8} {e['kind']:<17} "
+            f"{e['milestone'] or '-':<11}{token} {detail}").rstrip()
+
+
+@app.command()
+def journal(recording: Annotated[str | None, typer.Argument(metavar="[ID]")] = None,
+            follow: Annotated[bool, typer.Option("--follow", "-f",
+                                                 help="keep printing new events")] = False,
+            as_json: Annotated[bool, typer.Option("--json", help="one JSON object a line")
+                               ] = False) -> None:
+    """The record journal of one record, or of all; live with --follow."""
+    rid = None if recording is None else record_id(recording)
+
+    async def work(db: Database) -> None:
+        last = 0
+
+        async def drain() -> None:
+            nonlocal last
+            while True:
+                rows = await db.fetch("journal_after", last, rid, 1000)
+                for e in rows:
+                    typer.echo(format_event(e, as_json))
+                    last = e["id"]
+                if len(rows) < 1000:
+                    sys.stdout.flush()
+                    return
+
+        if not follow:
+            await drain()
+            return
+        async with db.listen() as listener:
+            await drain()
+            while True:
+                # A notification says "something new"; the poll covers a lost one.
+                with trio.move_on_after(2.0):
+                    await listener.payloads.receive()
+                await drain()
+
+    try:
+        with_database(work)
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+def bench(records: Annotated[int, typer.Option(help="records to drain")] = 5000,
+          workers: Annotated[int, typer.Option(help="worker actors")] = 8,
+          samples: Annotated[int, typer.Option(help="wake-up latency samples")] = 200,
+          analyze: Annotated[bool, typer.Option(help="ANALYZE after the enqueue")] = True,
+          plans: Annotated[bool, typer.Option(help="claim plans at 1M finished and a burst")
+                           ] = True) -> None:
+    """No-op steps through both milestones on a fresh embedded database."""
+    from transcriber.bench import main as run_bench
+    raise typer.Exit(run_bench(records, workers, samples, analyze, plans))
+
+
+def main() -> None:
+    app()

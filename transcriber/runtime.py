@@ -1,0 +1,83 @@
+"""The pipeline in one process: N worker actors and the LISTEN wake-up connection,
+each under a supervisor that restarts it alone when it crashes."""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import attrs
+import trio
+
+from actors import StepTable, Supervisor, Wakeup, Worker
+from actors.log import event
+from actors.supervisor import Child
+from transcriber.db import Database
+from transcriber.queue import PgQueue
+
+# Journal kinds after which a record may be claimable that no worker here knows of.
+WAKING_KINDS = frozenset({"accepted", "resumed"})
+
+
+async def listen_for_work(db: Database, wakeup: Wakeup) -> None:
+    """Turn journal notifications into wake-ups until the connection ends.
+
+    Raises ConnectionError when the connection is lost, so the supervisor reconnects
+    after its backoff. Cancellation: the LISTEN connection is closed on the way out.
+    """
+    async with db.listen() as listener:
+        # Anything may have happened while this connection was not listening.
+        wakeup.wake_all()
+        async with trio.open_nursery() as nursery:
+
+            async def watch_connection() -> None:
+                await listener.lost.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch_connection)
+            async for payload in listener.payloads:
+                _, _, kind = payload.partition(" ")
+                if kind in WAKING_KINDS:
+                    wakeup.wake_one()
+    raise ConnectionError("the LISTEN connection was lost")
+
+
+@attrs.define(eq=False)
+class Pipeline:
+    db: Database
+    steps: StepTable
+    workers: int = 2
+    poll_s: float = 5.0
+    rng: random.Random = attrs.field(factory=random.Random)
+    wakeup: Wakeup = attrs.field(init=False)
+    queue: PgQueue = attrs.field(init=False)
+    worker_supervisor: Supervisor = attrs.field(init=False)
+    _workers: list[Worker] = attrs.field(init=False, factory=list)
+
+    def __attrs_post_init__(self) -> None:
+        self.wakeup = Wakeup(self.poll_s, rng=self.rng)
+        self.queue = PgQueue(self.db, self.steps, rng=self.rng)
+        self.worker_supervisor = Supervisor(rng=self.rng)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                  ) -> None:
+        """Run until drained (every worker returned), or until cancelled.
+
+        Cancellation: cancels steps in flight; their claims stay until the lease ends.
+        """
+        self._workers = [Worker(f"worker-{i + 1}", self.queue, self.steps, self.wakeup)
+                         for i in range(self.workers)]
+        async with trio.open_nursery() as nursery:
+            await nursery.start(Supervisor(rng=self.rng).run,
+                                [Child("listener", lambda: listen_for_work(self.db, self.wakeup))])
+            event(logging.INFO, "pipeline_started", workers=self.workers)
+            await self.worker_supervisor.run(
+                [Child(w.name, w.run) for w in self._workers], task_status=task_status)
+            # Every worker has returned: nobody needs wake-ups any more.
+            nursery.cancel_scope.cancel()
+
+    async def drain(self, grace_s: float) -> bool:
+        """Stop claiming; steps in flight may finish within `grace_s`, then are cancelled.
+        True when all finished in time."""
+        self.wakeup.close()
+        return await self.worker_supervisor.drain(grace_s)
