@@ -8,7 +8,8 @@ from typing import Any
 log = logging.getLogger("transcriber")
 
 
-def _value(v: Any) -> str:
+def value(v: Any) -> str:
+    """One logfmt value: quoted and escaped when it holds spaces, quotes or newlines."""
     text = str(v)
     if text == "" or any(c in text for c in ' ="\n'):
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
@@ -16,7 +17,7 @@ def _value(v: Any) -> str:
 
 
 def logfmt(event: str, **fields: Any) -> str:
-    return " ".join([f"event={event}"] + [f"{k}={_value(v)}" for k, v in fields.items()
+    return " ".join([f"event={event}"] + [f"{k}={value(v)}" for k, v in fields.items()
                                           if v is not None])
 
 

@@ -14,6 +14,7 @@ import trio
 import trio_asyncio
 import typer
 
+from actors.log import value as logfmt_value
 from transcriber.config import Config
 from transcriber.db import Database, DatabaseUnreachable
 from transcriber.migrate import migrate as apply_migrations
@@ -167,7 +168,7 @@ def format_event(e: Any, as_json: bool) -> str:
                            "claim_token": str(e["claim_token"]) if e["claim_token"] else None,
                            "detail": e["detail"]})
     at = e["at"].astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-    detail = " ".join(f"{k}={v}" for k, v in (e["detail"] or {}).items())
+    detail = " ".join(f"{k}={logfmt_value(v)}" for k, v in (e["detail"] or {}).items())
     token = f" token={str(e['claim_token'])[:8]}" if e["claim_token"] else ""
     return (f"{at} {e['recording_id']} {e['origin']:<8} {e['kind']:<17} "
             f"{e['milestone'] or '-':<11}{token} {detail}").rstrip()

@@ -50,7 +50,9 @@ def hide_password(url: str) -> str:
         if not any(k == "password" for k, _ in query):
             return url
         hidden = [(k, "***" if k == "password" else v) for k, v in query]
-        return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(hidden)))
+        # Rebuilt by hand: urlunsplit would turn an empty host ("postgresql:///db") into
+        # another URL.
+        return url.partition("?")[0] + "?" + urllib.parse.urlencode(hidden, safe="/*")
     netloc = parts.netloc.rsplit("@", 1)
     user = parts.username or ""
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[-1]}"))

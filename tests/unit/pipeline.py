@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable
 
 import trio
+import trio.testing
 
 from actors import Backoff, Lease, Step, StepTable, Wakeup, Worker
 from actors.steps import StepFn

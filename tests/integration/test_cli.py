@@ -1,0 +1,92 @@
+"""The operator's command line, run as a real process against a real database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from typing import Any
+
+import trio
+
+from transcriber.db import Database
+from transcriber.queue import PgQueue
+from tests.pipeline_helpers import accept, journal, state, table
+
+
+async def cli(db_url: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
+    if db_url:
+        env["TRANSCRIBER_DATABASE_URL"] = db_url
+    result = await trio.run_process([sys.executable, "-m", "transcriber", *args], env=env,
+                                    capture_stdout=True, capture_stderr=True, check=False)
+    return subprocess.CompletedProcess(result.args, result.returncode,
+                                       result.stdout.decode(), result.stderr.decode())
+
+
+async def stopped_record(db: Database, owner_id: int) -> Any:
+    rid = await accept(db, owner_id)
+    queue = PgQueue(db, table())
+    job = await queue.read(await queue.claim())
+    assert await queue.stop(job, "attempts_exhausted", "RuntimeError: boom\nsecond line")
+    return rid
+
+
+async def test_resume_a_stopped_record(db: Database, db_url: str, owner_id: int) -> None:
+    rid = await stopped_record(db, owner_id)
+    listed = await cli(db_url, "stopped")
+    assert listed.returncode == 0
+    assert str(rid) in listed.stdout and "attempts_exhausted" in listed.stdout
+    assert "RuntimeError: boom" in listed.stdout and "second line" not in listed.stdout
+
+    done = await cli(db_url, "resume", str(rid))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"resumed {rid} at received"
+    assert (await state(db, rid))["stopped_at"] is None
+    last = (await journal(db, rid))[-1]
+    assert (last["origin"], last["kind"]) == ("human", "resumed")
+
+
+async def test_resume_refusals_change_nothing(db: Database, db_url: str, owner_id: int) -> None:
+    running = await accept(db, owner_id)
+    before = await journal(db)
+    for arg, expected in [
+        (str(uuid.UUID(int=7)), f"no recording {uuid.UUID(int=7)}"),
+        (str(running), f"recording {running} is not stopped (at received)"),
+        ("not-an-id", "'not-an-id' is not a recording id"),
+    ]:
+        result = await cli(db_url, "resume", arg)
+        assert result.returncode == 1
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert await journal(db) == before
+
+
+async def test_unreachable_database_exits_2_with_one_line() -> None:
+    result = await cli("postgresql://ann:s3cret@127.0.0.1:1/transcriber", "status")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # no traceback
+    assert "postgresql://ann:***@127.0.0.1:1/transcriber" in lines[0]
+    assert "s3cret" not in result.stderr
+
+
+async def test_owner_status_and_journal(db: Database, db_url: str, owner_id: int) -> None:
+    added = await cli(db_url, "owner", "add", "bob")
+    assert added.returncode == 0
+    token = added.stdout.strip()
+    assert token.startswith("tr_") and len(token) > 40
+    again = await cli(db_url, "owner", "add", "bob")
+    assert again.returncode == 1 and "exists already" in again.stderr
+
+    rid = await stopped_record(db, owner_id)
+    await accept(db, owner_id, "b.wav")
+    status = await cli(db_url, "status")
+    assert status.returncode == 0
+    received = next(line for line in status.stdout.splitlines() if line.startswith("received"))
+    assert received.split()[1:5] == ["1", "0", "0", "1"]  # waiting, in flight, pausing, stopped
+
+    shown = await cli(db_url, "journal", str(rid))
+    assert shown.returncode == 0
+    assert [line.split()[4] for line in shown.stdout.splitlines()] == ["accepted", "stopped"]

@@ -1,0 +1,105 @@
+"""Cancellation at the trio/asyncio bridge leaves no connection behind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+import pytest
+import trio
+import trio_asyncio
+
+from transcriber.db import Database, DatabaseUnreachable, hide_password, open_database
+
+
+async def other_sessions(db_url: str) -> dict[str, int]:
+    """States of this database's other client sessions, seen from a fresh connection."""
+    con = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_url)
+    try:
+        rows = await trio_asyncio.aio_as_trio(con.fetch)(
+            "SELECT state, count(*) AS n FROM pg_stat_activity WHERE datname = "
+            "current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            " GROUP BY state")
+    finally:
+        await trio_asyncio.aio_as_trio(con.close)()
+    return {r["state"]: r["n"] for r in rows}
+
+
+async def wait_until_active(db_url: str, n: int) -> None:
+    while (await other_sessions(db_url)).get("active", 0) < n:
+        await trio.sleep(0.005)
+
+
+def pool_is_whole(db: Database) -> bool:
+    pool = db._pool
+    return pool.get_idle_size() == pool.get_size()
+
+
+async def test_cancel_inside_a_transaction_rolls_back_and_returns_the_connection(
+        db_url: str) -> None:
+    async with open_database(db_url, min_size=1, max_size=2) as db:
+        await db.run(lambda con: con.execute("CREATE TABLE marks (n int)"))
+
+        async def long_transaction(con: Any) -> None:
+            async with con.transaction():
+                await con.execute("INSERT INTO marks VALUES (1)")
+                await con.execute("SELECT pg_sleep(60)")
+
+        with trio.move_on_after(30) as deadline:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(db.run, long_transaction)
+                await wait_until_active(db_url, 1)
+                nursery.cancel_scope.cancel()
+        assert not deadline.cancelled_caught, "the cancel did not reach the query"
+        assert pool_is_whole(db)
+        assert await db.run(lambda con: con.fetchval("SELECT count(*) FROM marks")) == 0
+        sessions = await other_sessions(db_url)
+        assert "idle in transaction" not in sessions and "active" not in sessions
+
+
+async def test_cancel_while_waiting_to_acquire_leaves_no_connection_checked_out(
+        db_url: str) -> None:
+    async with open_database(db_url, min_size=1, max_size=1) as db:
+        release = trio.Event()
+
+        async def hold(con: Any) -> None:
+            await trio_asyncio.trio_as_aio(release.wait)()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(db.run, hold)
+            await trio.testing.wait_all_tasks_blocked()
+            assert db._pool.get_idle_size() == 0
+            # The only connection is held: this caller waits inside acquire() ...
+            with trio.CancelScope() as waiting:
+                nursery.start_soon(trio_cancel_soon, waiting)
+                await db.fetchval("migrations_applied")
+            assert waiting.cancelled_caught
+            release.set()
+        assert pool_is_whole(db)
+        # ... and the pool still serves.
+        assert await db.run(lambda con: con.fetchval("SELECT 1")) == 1
+
+
+async def trio_cancel_soon(scope: trio.CancelScope) -> None:
+    await trio.testing.wait_all_tasks_blocked()
+    scope.cancel()
+
+
+async def test_unreachable_database_names_the_url_without_its_password() -> None:
+    url = "postgresql://ann:s3cret@127.0.0.1:1/transcriber"
+    async with trio_asyncio.open_loop():
+        with pytest.raises(DatabaseUnreachable) as caught:
+            async with open_database(url):
+                pass
+    message = str(caught.value)
+    assert "s3cret" not in message
+    assert "postgresql://ann:***@127.0.0.1:1/transcriber" in message
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("postgresql://u:pw@h/db", "postgresql://u:***@h/db"),
+    ("postgresql://u@h/db", "postgresql://u@h/db"),
+    ("postgresql:///db?host=/run/pg&password=pw", "postgresql:///db?host=/run/pg&password=***"),
+])
+def test_hide_password(url: str, shown: str) -> None:
+    assert hide_password(url) == shown

@@ -1,0 +1,164 @@
+"""The SQL queue beyond the spec's scenarios: order, the lease race, fencing of every
+write, and many workers at once."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+import trio
+
+from actors import Lease, Wakeup, Worker
+from actors.supervisor import Child, Supervisor
+from transcriber.db import Database
+from transcriber.milestones import MILESTONES, TRANSCRIBED, step_table
+from transcriber.queue import NotStopped, PgQueue
+from tests.pipeline_helpers import FAST_RETRY, accept, at, db_now, journal, state, table
+
+
+async def test_claim_order_breaks_ties_by_key(db: Database, owner_id: int) -> None:
+    ids = [await accept(db, owner_id, f"{i}.wav") for i in range(6)]
+    # The same entry time for all: only the key can order them.
+    await db.run(lambda con: con.execute(
+        "UPDATE recordings SET milestone_entered_at = '2026-01-01T00:00:00Z'"))
+    queue = PgQueue(db, table())
+    claimed = [(await queue.claim()).id for _ in ids]
+    assert claimed == sorted(ids)
+    assert await queue.claim() is None
+
+
+async def test_claim_takes_oldest_milestone_entry_first(db: Database, owner_id: int) -> None:
+    a, b = await accept(db, owner_id, "a"), await accept(db, owner_id, "b")
+    await db.run(lambda con: con.execute(
+        "UPDATE recordings SET milestone_entered_at = now() - interval '1 hour' WHERE id = $1",
+        b))
+    queue = PgQueue(db, table())
+    assert [(await queue.claim()).id, (await queue.claim()).id] == [b, a]
+
+
+async def test_lease_grows_with_the_recordings_duration(db: Database, owner_id: int) -> None:
+    rid = await accept(db, owner_id)
+    now = await db_now(db)
+    steps = step_table(normalize=None, recognize=None)  # type: ignore[arg-type]
+    queue = at(PgQueue(db, steps), now)
+    job = await queue.read(await queue.claim())
+    from transcriber.queue import Saved
+    assert await queue.commit(job, steps["received"], Saved("save_normalized", ("/a", 600.0)))
+    await queue.claim()
+    lease = (await state(db, rid))["lease_expires_at"]
+    rec = steps["normalized"].lease
+    assert (lease - now).total_seconds() == pytest.approx(rec.base_s + rec.per_audio_s * 600.0)
+
+
+async def test_a_step_that_outlives_its_lease_loses_the_write(db: Database, owner_id: int
+                                                               ) -> None:
+    rid = await accept(db, owner_id)
+    now = await db_now(db)
+    queue = PgQueue(db, table())
+    step = queue.steps["received"]
+    slow = await at(queue, now).read(await at(queue, now).claim())
+    # The first step is still working when its lease expires; a second worker claims.
+    late = at(queue, now, step.lease.base_s + 0.5)
+    fast = await late.read(await late.claim())
+    assert fast is not None and fast.claim.token != slow.claim.token
+    assert await late.commit(fast, step, None)  # the second claimer's commit wins
+    # The first step reaches its write: refused, whatever it tries.
+    assert not await late.commit(slow, step, None)
+    assert await late.fail(slow, step, "late failure") == ("lease_lost", None)
+    assert not await late.stop(slow, "late_stop", "too late")
+    assert not await late.progress(slow, 0.5)
+    after = await state(db, rid)
+    assert (after["milestone"], after["attempts"], after["stopped_at"]) == ("normalized", 0, None)
+    events = await journal(db, rid)
+    assert [e["milestone"] for e in events if e["kind"] == "milestone_reached"] == ["normalized"]
+    lost = [e for e in events if e["kind"] == "lease_lost"]
+    assert {e["claim_token"] for e in lost} == {slow.claim.token}
+    assert sorted(e["detail"]["write"] for e in lost) == ["commit", "fail", "progress", "stop"]
+
+
+async def test_fail_pauses_then_stops_after_the_last_attempt(db: Database, owner_id: int
+                                                              ) -> None:
+    rid = await accept(db, owner_id)
+    now = await db_now(db)
+    queue = PgQueue(db, table(max_attempts=3))
+    step = queue.steps["received"]
+    t = 0.0
+    outcomes = []
+    for _ in range(3):
+        q = at(queue, now, t)
+        claim = await q.claim()
+        assert claim is not None, "the pause should be over"
+        outcome, pause = await q.fail(await q.read(claim), step, "boom")
+        outcomes.append(outcome)
+        if pause is not None:
+            # Not before the pause ends...
+            assert await at(queue, now, t + pause - 0.01).claim() is None
+            t += pause + 0.001  # timestamps keep microseconds
+    assert outcomes == ["retry", "retry", "stopped"]
+    after = await state(db, rid)
+    assert (after["attempts"], after["stop_reason"], after["stop_error"]) == (
+        3, "attempts_exhausted", "boom")
+    kinds = [e["kind"] for e in await journal(db, rid)]
+    assert kinds == ["accepted", "attempt_failed", "attempt_failed", "attempt_failed", "stopped"]
+
+
+async def test_resume_refuses_unknown_and_not_stopped(db: Database, owner_id: int) -> None:
+    import uuid
+    rid = await accept(db, owner_id)
+    before = await journal(db)
+    queue = PgQueue(db, table())
+    with pytest.raises(NotStopped):
+        await queue.resume(rid, by="operator")
+    with pytest.raises(NotStopped):
+        await queue.resume(uuid.uuid4(), by="operator")
+    assert await journal(db) == before
+
+
+async def test_many_workers_random_steps_short_leases(db: Database, owner_id: int) -> None:
+    """Several workers, many records, step durations around a short lease: every record
+    ends transcribed, each (record, milestone) reached once, every late write refused."""
+    rng = random.Random(20261130)
+    records = [await accept(db, owner_id, f"{i}.wav") for i in range(60)]
+    lease_s = 0.05
+
+    async def step(job: Any, progress: Any) -> None:
+        # Mostly inside the lease, sometimes past it (then cancelled, retried).
+        await trio.sleep(rng.choice([0.0, 0.005, 0.02, 0.03, 0.045, 0.06]))
+        if rng.random() < 0.1:
+            raise RuntimeError("a transient failure")
+
+    steps = table(normalize=step, recognize=step, lease=Lease(lease_s), max_attempts=1000,
+                  **FAST_RETRY)
+    queue = PgQueue(db, steps, rng=rng)
+    wakeup = Wakeup(poll_s=0.02, rng=rng)
+    workers = [Worker(f"w{i}", queue, steps, wakeup) for i in range(6)]
+    supervisor = Supervisor()
+
+    async def all_done() -> None:
+        sql = "SELECT count(*) FROM recordings WHERE milestone <> $1"
+        while await db.run(lambda con: con.fetchval(sql, TRANSCRIBED)):
+            await trio.sleep(0.05)
+
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(supervisor.run, [Child(w.name, w.run) for w in workers])
+            await all_done()
+            wakeup.close()
+    assert supervisor.restarts == {}  # no worker crashed (a double commit would)
+    rows = await db.run(lambda con: con.fetch(
+        "SELECT milestone, stopped_at FROM recordings"))
+    assert {(r["milestone"], r["stopped_at"]) for r in rows} == {(TRANSCRIBED, None)}
+    events = await journal(db)
+    reached = Counter((e["recording_id"], e["milestone"]) for e in events
+                      if e["kind"] == "milestone_reached")
+    assert set(reached) == {(r, m) for r in records for m in MILESTONES[1:]}
+    assert set(reached.values()) == {1}
+    # Every refused write carries a token that was superseded, never the winning one.
+    winners = {e["claim_token"] for e in events if e["kind"] == "milestone_reached"}
+    assert all(e["claim_token"] not in winners for e in events if e["kind"] == "lease_lost")
+    kinds = Counter(e["kind"] for e in events)
+    # The run really raced: steps failed and outlived leases, so attempts were retried.
+    assert kinds["attempt_failed"] > 0
+    assert any("lease" in e["detail"]["error"] for e in events if e["kind"] == "attempt_failed")

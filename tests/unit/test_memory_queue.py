@@ -1,0 +1,117 @@
+"""The in-memory queue keeps the SQL queue's rules, or runtime tests on it prove nothing."""
+
+from __future__ import annotations
+
+import attrs
+import trio
+
+from actors import Lease, StepTable
+from actors.testing import MemoryQueue
+
+from tests.unit.pipeline import (BACKOFF, LEASE_S, MAX_ATTEMPTS, NORMALIZED, RECEIVED,
+                                 TRANSCRIBED, pipeline)
+
+STEPS = pipeline()
+
+
+async def claim_and_read(queue: MemoryQueue):
+    claim = await queue.claim()
+    assert claim is not None
+    job = await queue.read(claim)
+    assert job is not None
+    return job
+
+
+async def test_claim_takes_the_oldest_eligible_record_and_none_when_there_is_none(
+        autojump_clock):
+    queue = MemoryQueue(STEPS)
+    assert await queue.claim() is None
+    b = queue.add("b")
+    a = queue.add("a")  # same entry time: the id breaks the tie
+    await trio.sleep(1)
+    queue.add("old-done", TRANSCRIBED)  # no step at the final milestone
+    first, second = await queue.claim(), await queue.claim()
+    assert (first.id, second.id) == (a, b)
+    assert first.token != second.token
+    assert await queue.claim() is None  # both leased
+    assert queue.claims == 4
+
+
+async def test_a_lease_grows_with_the_duration_and_expires(autojump_clock):
+    steps = StepTable.of([attrs.evolve(STEPS[NORMALIZED], lease=Lease(10.0, per_audio_s=2.0))])
+    queue = MemoryQueue(steps)
+    rid = queue.add(milestone=NORMALIZED, inputs={"duration_s": 5.0})
+    job = await claim_and_read(queue)
+    assert job.lease_remaining_s == 20.0 and job.inputs == {"duration_s": 5.0}
+    await trio.sleep(19.5)
+    assert await queue.claim() is None
+    await trio.sleep(0.5)
+    again = await queue.claim()
+    assert again.id == rid and again.token != job.claim.token
+    assert await queue.read(job.claim) is None  # the old token reads nothing
+
+
+async def test_every_write_with_a_stale_token_changes_nothing_and_is_journaled(
+        autojump_clock):
+    queue = MemoryQueue(STEPS)
+    rid = queue.add()
+    stale = await claim_and_read(queue)
+    await trio.sleep(LEASE_S)
+    fresh = await claim_and_read(queue)
+    before = attrs.evolve(queue.records[rid])
+    step = STEPS[RECEIVED]
+
+    assert await queue.progress(stale, 0.5) is False
+    assert await queue.commit(stale, step, "result") is False
+    assert await queue.fail(stale, step, "boom") == ("lease_lost", None)
+    assert await queue.stop(stale, "r", "e") is False
+
+    assert queue.records[rid] == before
+    lost = queue.events("lease_lost")
+    assert [e.detail["write"] for e in lost] == ["progress", "commit", "fail", "stop"]
+    assert {e.token for e in lost} == {stale.claim.token}
+    assert await queue.commit(fresh, step, "result") is True
+
+
+async def test_fail_pauses_the_record_then_stops_it_on_the_last_attempt(autojump_clock):
+    queue = MemoryQueue(STEPS)
+    rid = queue.add()
+    step = STEPS[RECEIVED]
+    for attempt in range(1, MAX_ATTEMPTS):
+        job = await claim_and_read(queue)
+        assert job.attempts == attempt - 1
+        outcome, pause = await queue.fail(job, step, "boom")
+        ceiling = min(BACKOFF.cap_s, BACKOFF.base_s * 2 ** (attempt - 1))
+        assert outcome == "retry" and ceiling / 2 <= pause <= ceiling
+        assert queue.records[rid].claim_token is None
+        await trio.sleep(pause * 0.99)
+        assert await queue.claim() is None  # still pausing
+        await trio.sleep_until(queue.records[rid].retry_at)
+    job = await claim_and_read(queue)
+    assert await queue.fail(job, step, "boom") == ("stopped", None)
+    rec = queue.records[rid]
+    assert (rec.stop_reason, rec.stop_error, rec.attempts) == ("attempts_exhausted", "boom",
+                                                                MAX_ATTEMPTS)
+    assert await queue.claim() is None
+
+
+async def test_stop_keeps_the_milestone_and_resume_clears_the_rest(autojump_clock):
+    queue = MemoryQueue(STEPS)
+    rid = queue.add()
+    job = await claim_and_read(queue)
+    assert await queue.resume(rid) is False  # only a stopped record resumes
+    assert await queue.stop(job, "too_long", "3 h") is True
+    assert await queue.stop(job, "too_long", "again") is False  # stopped once
+    assert queue.records[rid].milestone == RECEIVED
+    await trio.sleep(LEASE_S + 1)
+    assert await queue.claim() is None  # stopped, even with the lease long gone
+
+    await trio.sleep(100)
+    assert await queue.resume(rid, by="operator") is True
+    rec = queue.records[rid]
+    assert (rec.stopped, rec.claim_token, rec.attempts, rec.retry_at) == (False, None, 0, None)
+    assert rec.milestone_entered_at == trio.current_time()
+    [resumed] = queue.events("resumed")
+    assert (resumed.origin, resumed.milestone, resumed.detail) == (
+        "human", RECEIVED, {"by": "operator"})
+    assert (await queue.claim()).id == rid

@@ -1,0 +1,285 @@
+"""The worker actor and its wake-ups on the in-memory queue, under trio's virtual clock.
+
+Races are forced with events and `wait_all_tasks_blocked`, never hoped for with sleeps.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import trio
+import trio.testing
+
+from actors import StopRecord, Wakeup, Worker
+from actors.testing import MemoryQueue
+from tests.unit.pipeline import (BACKOFF, LEASE_S, MAX_ATTEMPTS, NORMALIZED, RECEIVED,
+                                 TIME_LIMIT_S, TRANSCRIBED, pipeline, rig, single, until)
+
+
+def warnings_and_worse(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_a_record_goes_through_both_steps_to_the_final_milestone(autojump_clock):
+    seen: list[tuple[str, float]] = []
+
+    async def normalize(job, progress):
+        await trio.sleep(1)
+        return {"duration_s": 3.0}
+
+    async def recognize(job, progress):
+        for fraction in (0.5, 1.0):
+            await trio.sleep(1)
+            await progress(fraction)
+            seen.append((job.milestone, fraction))
+        return "hello"
+
+    queue, wakeup, [worker] = rig(pipeline(normalize, recognize), poll_s=5)
+    rid = queue.add()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(worker.run)
+        await until(lambda: queue.records[rid].milestone == TRANSCRIBED)
+        wakeup.close()
+
+    rec = queue.records[rid]
+    assert rec.results == {"normalize": {"duration_s": 3.0}, "recognize": "hello"}
+    assert seen == [(NORMALIZED, 0.5), (NORMALIZED, 1.0)]
+    assert [e.milestone for e in queue.events("milestone_reached")] == [NORMALIZED, TRANSCRIBED]
+    # Committed records carry no claim: nothing is left for a lease to expire on.
+    assert (rec.claim_token, rec.lease_expires_at, rec.attempts, rec.progress) == (None, None, 0, None)
+    assert not queue.events("lease_lost")
+
+
+async def test_no_work_logs_nothing_and_polls_without_a_busy_loop(autojump_clock, caplog):
+    caplog.set_level(logging.DEBUG)
+    queue, wakeup, [worker] = rig(pipeline(), poll_s=5.0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(worker.run)
+        await trio.sleep(3600)
+        wakeup.close()
+    # The poll waits 5 s × [0.5, 1.5]: at least 2.5 s between two empty claims.
+    assert 3600 / 7.5 - 2 <= queue.claims <= 3600 / 2.5 + 2
+    assert warnings_and_worse(caplog) == []
+
+
+async def test_a_hint_wakes_an_idle_worker_at_once(autojump_clock):
+    queue, wakeup, [worker] = rig(pipeline())
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(worker.run)
+        await trio.testing.wait_all_tasks_blocked()
+        assert (queue.claims, wakeup.waiting) == (1, 1)
+        t0 = trio.current_time()
+
+        rid = queue.add()
+        wakeup.wake_one()
+        await trio.testing.wait_all_tasks_blocked()
+
+        assert queue.records[rid].milestone == TRANSCRIBED
+        assert [e.at for e in queue.events("milestone_reached")] == [t0, t0]
+        assert trio.current_time() == t0
+        wakeup.close()
+
+
+class GatedQueue(MemoryQueue):
+    """Holds the answer of each claim until the test opens the gate: the window between
+    an empty claim and the wait, held open."""
+
+    gate: trio.Event | None = None
+    answered: trio.Event | None = None
+
+    async def claim(self):
+        claim = await super().claim()
+        if self.gate is not None:
+            assert self.answered is not None
+            self.answered.set()
+            await self.gate.wait()
+        return claim
+
+
+async def test_a_hint_between_an_empty_claim_and_the_wait_is_not_lost(autojump_clock):
+    steps = pipeline()
+    queue = GatedQueue(steps)
+    wakeup = Wakeup(poll_s=1000.0)
+    queue.gate, queue.answered = trio.Event(), trio.Event()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(Worker("w", queue, steps, wakeup).run)
+        await queue.answered.wait()  # the claim found nothing and is on its way back
+        t0 = trio.current_time()
+        rid = queue.add()
+        wakeup.wake_one()  # nobody is parked yet: only `seq` can carry this hint
+        assert wakeup.waiting == 0
+        queue.gate.set()
+        queue.gate = None
+        await trio.testing.wait_all_tasks_blocked()
+
+        assert queue.records[rid].milestone == TRANSCRIBED
+        assert trio.current_time() == t0  # not the poll, which is ≥ 500 s away
+        wakeup.close()
+
+
+async def test_a_finder_wakes_a_peer_because_there_may_be_more(autojump_clock):
+    inside = {"n": 0}
+    release = trio.Event()
+
+    async def hold(job, progress):
+        inside["n"] += 1
+        await release.wait()
+
+    queue, wakeup, workers = rig(single(hold), workers=2)
+    async with trio.open_nursery() as nursery:
+        for w in workers:
+            nursery.start_soon(w.run)
+        await trio.testing.wait_all_tasks_blocked()
+        t0 = trio.current_time()
+        queue.add(), queue.add()
+        wakeup.wake_one()  # one hint for two records
+        await trio.testing.wait_all_tasks_blocked()
+        assert inside["n"] == 2
+        assert trio.current_time() == t0
+        release.set()
+        wakeup.close()
+    assert len(queue.events("milestone_reached")) == 2
+
+
+async def test_a_step_outliving_its_lease_is_cancelled_and_retried_when_due(autojump_clock,
+                                                                            caplog):
+    starts: list[float] = []
+    late: list[float] = []
+
+    async def slow_then_quick(job, progress):
+        starts.append(trio.current_time())
+        if len(starts) == 1:
+            await trio.sleep(LEASE_S + 5)
+            late.append(trio.current_time())  # must never run: the lease cut it off
+            return "late"
+        return "on time"
+
+    queue, wakeup, [worker] = rig(single(slow_then_quick))
+    rid = queue.add()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(worker.run)
+        await until(lambda: queue.records[rid].milestone == NORMALIZED, limit_s=60)
+        wakeup.close()
+
+    rec = queue.records[rid]
+    assert late == []
+    assert rec.results == {"normalize": "on time"}
+    [failed] = queue.events("attempt_failed")
+    assert failed.at == starts[0] + LEASE_S  # cancelled at the lease deadline, no later
+    assert failed.detail["attempt"] == 1 and "lease" in failed.detail["error"]
+    pause = failed.detail["retry_at"] - failed.at
+    assert BACKOFF.base_s / 2 <= pause <= BACKOFF.base_s
+    # Woken by the retry's due time (the poll is ≥ 500 s), not a moment later.
+    assert starts[1] == pytest.approx(failed.detail["retry_at"])
+    [reached] = queue.events("milestone_reached")
+    assert reached.token != failed.token  # the retry held a claim of its own
+    assert "attempt_failed" in caplog.text
+
+
+async def test_a_progress_write_that_finds_the_token_gone_cancels_the_step_at_once(
+        autojump_clock, caplog):
+    steal = trio.Event()
+    after: list[str] = []
+
+    async def reports(job, progress):
+        await progress(0.1)
+        await steal.wait()
+        await progress(0.5)
+        after.append("ran on")  # must never run: the claim is gone
+
+    queue, wakeup, [worker] = rig(single(reports))
+    rid = queue.add()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(worker.run)
+        await trio.testing.wait_all_tasks_blocked()
+        assert queue.records[rid].progress == 0.1
+        t0 = trio.current_time()
+        queue.records[rid].claim_token = "another claimer's"  # as if it had lost the lease
+        steal.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert trio.current_time() == t0
+        wakeup.close()
+
+    assert after == []
+    rec = queue.records[rid]
+    assert (rec.milestone, rec.results, rec.attempts) == (RECEIVED, {}, 0)
+    assert [e.detail["write"] for e in queue.events("lease_lost")] == ["progress"]
+    assert queue.events("milestone_reached") == [] and queue.events("attempt_failed") == []
+    assert "event=lease_lost" in caplog.text
+
+
+async def test_stop_record_stops_with_its_reason(autojump_clock, caplog):
+    runs: list[int] = []
+
+    async def undecodable(job, progress):
+        runs.append(job.attempts)
+        raise StopRecord("undecodable_audio", "no audio stream")
+
+    queue, wakeup, [worker] = rig(single(undecodable), poll_s=5)
+    rid = queue.add()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(worker.run)
+        await trio.sleep(600)  # long enough that a retry, were there one, would show
+        wakeup.close()
+
+    rec = queue.records[rid]
+    assert runs == [0]
+    assert (rec.milestone, rec.stop_reason, rec.stop_error) == (
+        RECEIVED, "undecodable_audio", "no audio stream")
+    assert rec.attempts == 0 and queue.events("attempt_failed") == []
+    assert [e.detail["reason"] for e in queue.events("stopped")] == ["undecodable_audio"]
+    assert any(r.levelno == logging.ERROR and "undecodable_audio" in r.getMessage()
+               for r in caplog.records)
+
+
+async def test_a_failing_step_retries_with_backoff_then_stops_attempts_exhausted(
+        autojump_clock):
+    runs: list[float] = []
+
+    async def broken(job, progress):
+        runs.append(trio.current_time())
+        raise ValueError("model file truncated\nmore detail")
+
+    queue, wakeup, [worker] = rig(single(broken))
+    rid = queue.add()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(worker.run)
+        await until(lambda: queue.records[rid].stopped, limit_s=60)
+        await trio.sleep(3600)  # a stopped record is not run again
+        wakeup.close()
+
+    rec = queue.records[rid]
+    assert len(runs) == MAX_ATTEMPTS == 3
+    pauses = [b - a for a, b in zip(runs, runs[1:])]
+    assert BACKOFF.base_s / 2 <= pauses[0] <= BACKOFF.base_s
+    assert BACKOFF.base_s <= pauses[1] <= 2 * BACKOFF.base_s
+    assert (rec.milestone, rec.stop_reason, rec.attempts) == (RECEIVED, "attempts_exhausted", 3)
+    assert rec.stop_error == "ValueError: model file truncated"
+    assert [e.detail["attempt"] for e in queue.events("attempt_failed")] == [1, 2, 3]
+    assert len(queue.events("stopped")) == 1
+
+
+async def test_a_record_over_its_milestone_time_limit_is_stopped_without_running(
+        autojump_clock):
+    ran: list[str] = []
+
+    async def step(job, progress):
+        ran.append(job.milestone)
+
+    queue, wakeup, [worker] = rig(single(step))
+    old = queue.add()
+    await trio.sleep(TIME_LIMIT_S + 1)
+    fresh = queue.add()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(worker.run)
+        await trio.testing.wait_all_tasks_blocked()
+        wakeup.close()
+
+    assert ran == [RECEIVED]  # the fresh one only
+    rec = queue.records[old]
+    assert (rec.milestone, rec.stop_reason) == (RECEIVED, "milestone_time_limit")
+    assert "limit 3600s" in rec.stop_error
+    assert queue.records[fresh].milestone == NORMALIZED
+

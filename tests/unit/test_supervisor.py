@@ -1,0 +1,158 @@
+"""The supervisor: one-for-one restarts with backoff, and the graceful drain."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import trio
+import trio.testing
+
+from actors import Backoff, Supervisor
+from actors.supervisor import Child
+from tests.unit.pipeline import LEASE_S, NORMALIZED, RECEIVED, rig, single
+
+BASE_S = 1.0
+STABLE_S = 60.0
+
+
+def supervisor() -> Supervisor:
+    return Supervisor(restart=Backoff(base_s=BASE_S, cap_s=30.0), stable_s=STABLE_S,
+                      rng=random.Random(7))
+
+
+class Crash(Exception):
+    pass
+
+
+async def test_a_crashed_child_is_restarted_alone_with_growing_pauses(autojump_clock):
+    # Per start: how long the child runs before it crashes; None: it returns normally.
+    script = [0.0, 0.0, 0.0, STABLE_S + 1, 0.0, None]
+    spans: list[tuple[float, float]] = []
+    sibling_starts: list[float] = []
+    sibling_cancelled = trio.Event()
+    sup = supervisor()
+
+    async def flaky() -> None:
+        start = trio.current_time()
+        run_s = script[len(spans)]
+        await trio.sleep(run_s or 0)
+        spans.append((start, trio.current_time()))
+        if run_s is not None:
+            raise Crash(f"start {len(spans)}")
+
+    async def steady() -> None:
+        sibling_starts.append(trio.current_time())
+        try:
+            await trio.sleep_forever()
+        finally:
+            sibling_cancelled.set()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sup.run, [Child("flaky", flaky), Child("steady", steady)])
+        with trio.fail_after(3600):
+            while len(spans) < len(script):
+                await trio.sleep(1)
+        await trio.sleep(3600)  # a child that returned stays returned
+        assert not sibling_cancelled.is_set()
+        nursery.cancel_scope.cancel()
+
+    assert len(spans) == len(script)
+    assert sibling_starts == [0.0]
+    assert sup.restarts == {"flaky": 5}
+    pauses = [nxt[0] - prev[1] for prev, nxt in zip(spans, spans[1:])]
+    # Doubling in a row; back to the base once the child ran `stable_s`.
+    for pause, ceiling in zip(pauses, [1, 2, 4, 1, 2]):
+        assert ceiling * BASE_S / 2 <= pause <= ceiling * BASE_S
+
+
+async def test_a_child_that_returns_is_not_restarted(autojump_clock):
+    starts: list[float] = []
+    sup = supervisor()
+
+    async def once() -> None:
+        starts.append(trio.current_time())
+
+    with trio.fail_after(1):  # run returns once every child has returned
+        await sup.run([Child("once", once), Child("twice", once)])
+    assert starts == [0.0, 0.0]
+    assert sup.restarts == {}
+
+
+async def test_drain_returns_idle_workers_at_once(autojump_clock):
+    queue, wakeup, workers = rig(single(lambda job, progress: trio.sleep(0)), workers=3)
+    sup = supervisor()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sup.run, [Child(w.name, w.run) for w in workers])
+        await trio.testing.wait_all_tasks_blocked()
+        assert wakeup.waiting == 3
+        t0 = trio.current_time()
+        wakeup.close()
+        assert await sup.drain(30.0) is True
+        assert trio.current_time() == t0
+
+
+async def test_drain_lets_a_step_that_ends_in_time_commit(autojump_clock):
+    entered = trio.Event()
+
+    async def five_seconds(job, progress):
+        entered.set()
+        await trio.sleep(5)
+        return "finished"
+
+    queue, wakeup, [worker] = rig(single(five_seconds))
+    first, second = queue.add(), queue.add()
+    sup = supervisor()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sup.run, [Child(worker.name, worker.run)])
+        await entered.wait()
+        t0 = trio.current_time()
+        wakeup.close()
+        assert await sup.drain(10.0) is True
+        assert trio.current_time() == t0 + 5
+
+    assert queue.records[first].results == {"normalize": "finished"}
+    assert queue.records[first].milestone == NORMALIZED
+    # Draining means no new claims: the second record waits for the next start.
+    assert queue.records[second].claim_token is None
+    assert queue.records[second].milestone == RECEIVED
+
+
+async def test_drain_cancels_a_step_longer_than_the_grace(autojump_clock):
+    entered = trio.Event()
+    finished: list[float] = []
+
+    async def long(job, progress):
+        entered.set()
+        await trio.sleep(LEASE_S - 1)
+        finished.append(trio.current_time())
+        return "too late"
+
+    queue, wakeup, [worker] = rig(single(long))
+    rid = queue.add()
+    sup = supervisor()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sup.run, [Child(worker.name, worker.run)])
+        await entered.wait()
+        t0 = trio.current_time()
+        wakeup.close()
+        assert await sup.drain(3.0) is False
+        assert trio.current_time() == t0 + 3
+
+    rec = queue.records[rid]
+    assert finished == []
+    assert (rec.milestone, rec.results) == (RECEIVED, {})
+    assert queue.events("milestone_reached") == [] and queue.events("attempt_failed") == []
+    # The claim is simply left to expire: the next claimer takes the record then.
+    assert rec.lease_expires_at == pytest.approx(t0 + LEASE_S)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "actors/supervisor.py Supervisor.drain waits on _all_done, which only the last "
+    "child's exit sets: with no children it is never set, so drain waits the whole grace "
+    "and reports False"))
+async def test_drain_with_no_children_returns_true_at_once(autojump_clock):
+    sup = supervisor()
+    await sup.run([])
+    assert await sup.drain(10.0) is True
+    assert trio.current_time() == 0.0

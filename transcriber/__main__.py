@@ -1,0 +1,3 @@
+from transcriber.cli import main
+
+main()
