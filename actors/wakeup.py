@@ -54,15 +54,21 @@ class Wakeup:
         Cancellation: a plain checkpoint; nothing to undo.
         """
         while not self.closed and self.seq == seen_seq:
-            now = trio.current_time()
-            if self._due and self._due[0] <= now:
-                self._due.pop(0)
+            if self._take_due():
                 return
-            deadline = now + self.poll_s * self._rng.uniform(0.5, 1.5)
+            deadline = trio.current_time() + self.poll_s * self._rng.uniform(0.5, 1.5)
             if self._due:
                 deadline = min(deadline, self._due[0])
             with trio.move_on_at(deadline) as scope:
                 await self._lot.park()
             if scope.cancelled_caught:
+                self._take_due()
                 return
         await trio.lowlevel.checkpoint()
+
+    def _take_due(self) -> bool:
+        """Forget the due times that have come; True if there were any."""
+        now = trio.current_time()
+        due = bisect.bisect_right(self._due, now)
+        del self._due[:due]
+        return due > 0

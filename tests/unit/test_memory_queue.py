@@ -26,15 +26,16 @@ async def test_claim_takes_the_oldest_eligible_record_and_none_when_there_is_non
         autojump_clock):
     queue = MemoryQueue(STEPS)
     assert await queue.claim() is None
-    b = queue.add("b")
-    a = queue.add("a")  # same entry time: the id breaks the tie
+    queue.add("done", TRANSCRIBED)  # the oldest, but no step starts at the final milestone
+    z = queue.add("z")
     await trio.sleep(1)
-    queue.add("old-done", TRANSCRIBED)  # no step at the final milestone
-    first, second = await queue.claim(), await queue.claim()
-    assert (first.id, second.id) == (a, b)
-    assert first.token != second.token
-    assert await queue.claim() is None  # both leased
-    assert queue.claims == 4
+    b = queue.add("b", NORMALIZED)
+    a = queue.add("a")  # same entry time: the id breaks the tie
+    claims = [await queue.claim() for _ in range(3)]
+    assert [c.id for c in claims] == [z, a, b]
+    assert len({c.token for c in claims}) == 3
+    assert await queue.claim() is None  # all leased
+    assert queue.claims == 5
 
 
 async def test_a_lease_grows_with_the_duration_and_expires(autojump_clock):
@@ -43,11 +44,13 @@ async def test_a_lease_grows_with_the_duration_and_expires(autojump_clock):
     rid = queue.add(milestone=NORMALIZED, inputs={"duration_s": 5.0})
     job = await claim_and_read(queue)
     assert job.lease_remaining_s == 20.0 and job.inputs == {"duration_s": 5.0}
+    assert await queue.progress(job, 0.25) is True
     await trio.sleep(19.5)
     assert await queue.claim() is None
     await trio.sleep(0.5)
     again = await queue.claim()
     assert again.id == rid and again.token != job.claim.token
+    assert queue.records[rid].progress is None  # the new claim starts from nothing
     assert await queue.read(job.claim) is None  # the old token reads nothing
 
 

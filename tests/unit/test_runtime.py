@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -26,7 +27,7 @@ async def test_a_record_goes_through_both_steps_to_the_final_milestone(autojump_
 
     async def normalize(job, progress):
         await trio.sleep(1)
-        return {"duration_s": 3.0}
+        return "16 kHz mono"
 
     async def recognize(job, progress):
         for fraction in (0.5, 1.0):
@@ -43,7 +44,7 @@ async def test_a_record_goes_through_both_steps_to_the_final_milestone(autojump_
         wakeup.close()
 
     rec = queue.records[rid]
-    assert rec.results == {"normalize": {"duration_s": 3.0}, "recognize": "hello"}
+    assert rec.results == {"normalize": "16 kHz mono", "recognize": "hello"}
     assert seen == [(NORMALIZED, 0.5), (NORMALIZED, 1.0)]
     assert [e.milestone for e in queue.events("milestone_reached")] == [NORMALIZED, TRANSCRIBED]
     # Committed records carry no claim: nothing is left for a lease to expire on.
@@ -51,15 +52,31 @@ async def test_a_record_goes_through_both_steps_to_the_final_milestone(autojump_
     assert not queue.events("lease_lost")
 
 
+@attrs.define(eq=False)
+class ClockedQueue(MemoryQueue):
+    """Notes when each claim was made."""
+
+    claimed_at: list[float] = attrs.field(factory=list)
+
+    async def claim(self):
+        self.claimed_at.append(trio.current_time())
+        return await super().claim()
+
+
 async def test_no_work_logs_nothing_and_polls_without_a_busy_loop(autojump_clock, caplog):
     caplog.set_level(logging.DEBUG)
-    queue, wakeup, [worker] = rig(pipeline(), poll_s=5.0)
+    steps = pipeline()
+    queue = ClockedQueue(steps)
+    wakeup = Wakeup(poll_s=5.0)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(worker.run)
+        nursery.start_soon(Worker("w", queue, steps, wakeup).run)
         await trio.sleep(3600)
         wakeup.close()
-    # The poll waits 5 s × [0.5, 1.5]: at least 2.5 s between two empty claims.
-    assert 3600 / 7.5 - 2 <= queue.claims <= 3600 / 2.5 + 2
+    # The poll waits 5 s × [0.5, 1.5]: at least 2.5 s between two empty claims, and
+    # about 5 s on average.
+    assert 3600 / 6 <= queue.claims <= 3600 / 4
+    gaps = [b - a for a, b in zip(queue.claimed_at, queue.claimed_at[1:])]
+    assert 2.5 <= min(gaps) and max(gaps) <= 7.5
     assert warnings_and_worse(caplog) == []
 
 
@@ -81,6 +98,7 @@ async def test_a_hint_wakes_an_idle_worker_at_once(autojump_clock):
         wakeup.close()
 
 
+@attrs.define(eq=False)
 class GatedQueue(MemoryQueue):
     """Holds the answer of each claim until the test opens the gate: the window between
     an empty claim and the wait, held open."""

@@ -147,10 +147,6 @@ async def test_drain_cancels_a_step_longer_than_the_grace(autojump_clock):
     assert rec.lease_expires_at == pytest.approx(t0 + LEASE_S)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "actors/supervisor.py Supervisor.drain waits on _all_done, which only the last "
-    "child's exit sets: with no children it is never set, so drain waits the whole grace "
-    "and reports False"))
 async def test_drain_with_no_children_returns_true_at_once(autojump_clock):
     sup = supervisor()
     await sup.run([])
