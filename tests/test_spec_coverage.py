@@ -3,7 +3,11 @@
 scenario that exists.
 
 Markers are read with `ast` rather than collected by pytest, so the check sees every
-test file whether or not it imports, and runs in a fraction of a second.
+test file whether or not it imports, and runs in a fraction of a second. Besides the
+plain decorator, a module may define a one-line helper
+`def scenario(title): return pytest.mark.scenario("<capability>", title)` and decorate
+with `@scenario("<title>")`; a scenario mark in any other form is reported, so no way
+of marking escapes the check silently.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ class Marker:
     title: str | None
     where: str
     problem: str | None = None
-    """Why the marker cannot be checked (not literal strings, marks no test), if so."""
+    """Why the marker cannot count (not literal strings, marks no test), if so."""
 
 
 def spec_scenarios(specs: Path = SPECS) -> dict[str, list[str]]:
@@ -49,38 +53,74 @@ def _is_scenario_mark(node: ast.expr) -> bool:
             and isinstance(owner.value, ast.Name) and owner.value.id == "pytest")
 
 
-def _marker(call: ast.Call, where: str, marks_a_test: bool) -> Marker:
-    args = call.args
-    if call.keywords or len(args) != 2 or not all(
-            isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args):
-        return Marker(None, None, where, "arguments must be two string literals")
-    capability, title = (a.value for a in args)  # type: ignore[attr-defined]
-    problem = None if marks_a_test else "decorates something that is not a test"
-    return Marker(capability, title, where, problem)
+def _literal(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
 
 
-def _scenario_calls(node: ast.expr) -> list[ast.Call]:
-    elements = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
-    return [e for e in elements if isinstance(e, ast.Call) and _is_scenario_mark(e.func)]
+def _helpers(tree: ast.Module) -> dict[str, tuple[str, ast.Call]]:
+    """Module-level `def f(title): return pytest.mark.scenario("<capability>", title)`,
+    by name: (the capability, the call inside)."""
+    found = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        body = [b for b in node.body if not (isinstance(b, ast.Expr) and _literal(b.value))]
+        params = node.args.posonlyargs + node.args.args
+        if not (len(body) == 1 and isinstance(body[0], ast.Return)
+                and isinstance(body[0].value, ast.Call)):
+            continue
+        call = body[0].value
+        capability = _literal(call.args[0]) if call.args else None
+        if (_is_scenario_mark(call.func) and capability is not None and len(params) == 1
+                and len(call.args) == 2 and not call.keywords
+                and isinstance(call.args[1], ast.Name) and call.args[1].id == params[0].arg):
+            found[node.name] = (capability, call)
+    return found
 
 
 def file_markers(path: Path, root: Path = ROOT) -> list[Marker]:
     """Scenario markers of one test file: decorators of functions and classes, and a
-    module or class `pytestmark`."""
+    module or class `pytestmark`; any other scenario mark comes back with a problem."""
     rel = path.relative_to(root) if path.is_relative_to(root) else path
     tree = ast.parse(path.read_text(), filename=str(path))
+    helpers = _helpers(tree)
+    read = {id(call) for _, call in helpers.values()}
     found: list[Marker] = []
+
+    def add(node: ast.expr, where: str, marks_a_test: bool) -> None:
+        for e in node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]:
+            if not isinstance(e, ast.Call):
+                continue
+            if _is_scenario_mark(e.func):
+                args = [_literal(a) for a in e.args]
+            elif isinstance(e.func, ast.Name) and e.func.id in helpers:
+                args = [helpers[e.func.id][0], *(_literal(a) for a in e.args)]
+            else:
+                continue
+            read.add(id(e))
+            at = f"{rel}:{e.lineno} {where}"
+            if e.keywords or len(args) != 2 or None in args:
+                found.append(Marker(None, None, at, "arguments must be string literals"))
+            else:
+                found.append(Marker(args[0], args[1], at,
+                                    None if marks_a_test else "marks something not a test"))
+
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             prefix = "Test" if isinstance(node, ast.ClassDef) else "test"
             for deco in node.decorator_list:
-                for call in _scenario_calls(deco):
-                    found.append(_marker(call, f"{rel}:{call.lineno} {node.name}",
-                                         node.name.startswith(prefix)))
+                add(deco, node.name, node.name.startswith(prefix))
         elif isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
-            for call in _scenario_calls(node.value):
-                found.append(_marker(call, f"{rel}:{call.lineno} pytestmark", True))
+            add(node.value, "pytestmark", True)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and id(node) not in read
+                and (_is_scenario_mark(node.func)
+                     or isinstance(node.func, ast.Name) and node.func.id in helpers)):
+            found.append(Marker(None, None, f"{rel}:{node.lineno}",
+                                "a scenario mark that is not a decorator cannot be read"))
     return found
 
 
@@ -100,8 +140,7 @@ def bad_markers(specs: dict[str, list[str]], markers: list[Marker]) -> list[str]
         if m.problem is not None:
             bad.append(f"{m.where}: {m.problem}")
         elif m.capability not in specs:
-            bad.append(f"{m.where}: no capability {m.capability!r} "
-                       f"(have {sorted(specs)})")
+            bad.append(f"{m.where}: no capability {m.capability!r} (have {sorted(specs)})")
         elif m.title not in specs[m.capability]:
             bad.append(f"{m.where}: no scenario {m.title!r} in {m.capability}")
     return bad
@@ -141,6 +180,7 @@ def test_the_check_finds_gaps_and_typos(tmp_path: Path) -> None:
         #### Scenario: Covered
         - **GIVEN** x
         #### Scenario: Covered by a class
+        #### Scenario: Covered by a helper
         #### Scenario:   Uncovered  
         """))
     tests = tmp_path / "tests"
@@ -148,6 +188,10 @@ def test_the_check_finds_gaps_and_typos(tmp_path: Path) -> None:
     (tests / "test_x.py").write_text(textwrap.dedent("""\
         import pytest
         from pytest import mark
+
+        def scenario(title):
+            "One capability per module."
+            return pytest.mark.scenario("cap", title)
 
         @pytest.mark.slow
         @pytest.mark.scenario("cap", "Covered")
@@ -166,16 +210,22 @@ def test_the_check_finds_gaps_and_typos(tmp_path: Path) -> None:
         @pytest.mark.scenario("cap", "Covered by a class")
         class TestThing:
             def test_d(self): ...
+
+        @scenario("Covered by a helper")
+        def test_e(): ...
+
+        UNCOVERED = pytest.mark.scenario("cap", "Uncovered")
         """))
     specs = spec_scenarios(tmp_path / "specs")
-    assert specs == {"cap": ["Covered", "Covered by a class", "Uncovered"]}
+    assert specs == {"cap": ["Covered", "Covered by a class", "Covered by a helper",
+                             "Uncovered"]}
     markers = marked_scenarios(tests, tmp_path)
 
     assert missing_scenarios(specs, markers) == ["cap: Uncovered"]
-    bad = bad_markers(specs, markers)
-    assert [b.split(": ", 1)[1] for b in bad] == [
-        "no scenario 'Coverd' in cap",
+    assert sorted(b.split(": ", 1)[1] for b in bad_markers(specs, markers)) == [
+        "a scenario mark that is not a decorator cannot be read",
+        "arguments must be string literals",
+        "marks something not a test",
         "no capability 'nocap' (have ['cap'])",
-        "arguments must be two string literals",
-        "decorates something that is not a test",
-    ], bad
+        "no scenario 'Coverd' in cap",
+    ]
