@@ -7,7 +7,7 @@ default:
 
 # A recording in, a transcript out, on the embedded PostgreSQL
 demo:
-    transcriber bench --records 500 --workers 4 --samples 20 --no-plans
+    transcriber transcribe samples/en.ogg --format srt
 
 # The test suite (benchmarks excluded); CI runs exactly this
 test *args:

@@ -358,3 +358,12 @@ SELECT name, setting FROM pg_settings
  WHERE name IN ('server_version', 'fsync', 'synchronous_commit', 'shared_buffers',
                 'max_connections', 'plan_cache_mode')
  ORDER BY name
+
+-- name: owner_ensure
+-- The owner of recordings submitted from this machine's command line.
+WITH made AS (
+    INSERT INTO owners (name, token_hash) VALUES ($1, $2)
+    ON CONFLICT (name) DO NOTHING
+    RETURNING id
+)
+SELECT id FROM made UNION ALL SELECT id FROM owners WHERE name = $1 LIMIT 1

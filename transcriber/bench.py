@@ -36,6 +36,7 @@ import math
 import os
 import platform
 import random
+import re
 import shutil
 import statistics
 import sys
@@ -388,6 +389,9 @@ async def _produce(url: str, owner_id: int, samples: int, seed: int) -> list[lis
 # --------------------------------------------------------------------------------------
 # The claim's plan
 # --------------------------------------------------------------------------------------
+_INDEX_IN_TEXT = re.compile(r"Index (?:Only )?Scan(?: Backward)? (?:using|on) (\w+)")
+
+
 def _plan_nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
     found = [node]
     for child in node.get("Plans", []):
@@ -445,8 +449,8 @@ async def explain_claim(db: Database, args: tuple[Any, ...]) -> dict[str, Any]:
                                if n["Node Type"] == "Seq Scan" and "Relation Name" in n})
     out["execution_ms"] = top.get("Execution Time")
     out["planning_ms"] = top.get("Planning Time")
-    out["generic_indexes"] = sorted({line.split(" using ", 1)[1].split()[0]
-                                     for line in out["generic_text"] if " using " in line})
+    out["generic_indexes"] = sorted({m.group(1) for line in out["generic_text"]
+                                     if (m := _INDEX_IN_TEXT.search(line))})
     return out
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import sys
 import uuid
+from pathlib import Path
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -215,6 +217,34 @@ def journal(recording: Annotated[str | None, typer.Argument(metavar="[ID]")] = N
 
 
 @app.command()
+def transcribe(
+        file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
+                                             help="an audio or video file")],
+        language: Annotated[str | None, typer.Option(help="language hint, e.g. en, ru")
+                            ] = None,
+        fmt: Annotated[str, typer.Option("--format", help="txt, srt, vtt or json")] = "txt",
+) -> None:
+    """One shot: run the pipeline on FILE and print its transcript (exit 1 if stopped)."""
+    from transcriber.formats import FORMATS, render
+    from transcriber.oneshot import ProgressBar, transcribe_file
+    from transcriber.pipeline import audio_steps
+
+    if fmt not in FORMATS:
+        fail(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}", 1)
+    config = Config.from_env()
+    done = with_database(lambda db: transcribe_file(db, config, audio_steps(config), file,
+                                                    language=language, on_card=ProgressBar()))
+    if done.transcript is None:
+        stop = done.card["stopped"]
+        fail(f"{file.name}: stopped at {done.card['milestone']} ({stop['reason']}): "
+             f"{stop['error']}", 1)
+    t = done.transcript
+    typer.echo(render(fmt, t["text"], t["segments"], id=done.card["id"],
+                      language=t["language"], model=t["model"],
+                      duration_s=done.card["duration_s"]), nl=False)
+
+
+@app.command()
 def bench(records: Annotated[int, typer.Option(help="records to drain")] = 5000,
           workers: Annotated[int, typer.Option(help="worker actors")] = 8,
           samples: Annotated[int, typer.Option(help="wake-up latency samples")] = 200,
@@ -227,4 +257,7 @@ def bench(records: Annotated[int, typer.Option(help="records to drain")] = 5000,
 
 
 def main() -> None:
+    # The service log goes to stderr, one logfmt line an event; the command line shows
+    # warnings and worse, `serve` shows everything.
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     app()

@@ -17,13 +17,42 @@ def default_home() -> Path:
 
 @attrs.frozen
 class Config:
-    database_url: str | None
+    database_url: str | None = None
     """None: the embedded PostgreSQL under `home`."""
-    home: Path
+    home: Path = attrs.field(factory=default_home)
+    language: str | None = None
+    """Default language hint for recognition; None: detect it."""
+    model: str | None = None
+    """A CTranslate2 Whisper model folder or name; None: the bundled Whisper base."""
+    recognizer_url: str | None = None
+    """An OpenAI-compatible recognizer to use instead of the local model."""
+    recognizer_key: str | None = None
+    max_duration_s: float = 4 * 3600.0
+    cpu_threads: int = 1
+
+    @property
+    def uploads(self) -> Path:
+        return self.home / "uploads"
+
+    @property
+    def audio(self) -> Path:
+        return self.home / "audio"
+
+    @property
+    def models(self) -> Path:
+        return self.home / "models"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
         env = dict(os.environ) if env is None else env
-        home = env.get("TRANSCRIBER_HOME")
-        return cls(database_url=env.get("TRANSCRIBER_DATABASE_URL") or None,
-                   home=Path(home).expanduser() if home else default_home())
+
+        def get(name: str) -> str | None:
+            return env.get(f"TRANSCRIBER_{name}") or None
+
+        home = get("HOME")
+        return cls(database_url=get("DATABASE_URL"),
+                   home=Path(home).expanduser() if home else default_home(),
+                   language=get("LANGUAGE"), model=get("MODEL"),
+                   recognizer_url=get("RECOGNIZER_URL"), recognizer_key=get("RECOGNIZER_KEY"),
+                   max_duration_s=float(get("MAX_DURATION_S") or 4 * 3600),
+                   cpu_threads=int(get("CPU_THREADS") or 1))

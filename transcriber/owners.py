@@ -33,3 +33,12 @@ async def add_owner(db: Database, name: str) -> NewOwner:
     except asyncpg.UniqueViolationError as e:
         raise OwnerExists(name) from e
     return NewOwner(owner_id, name, token)
+
+
+LOCAL_OWNER = "local"
+
+
+async def local_owner(db: Database) -> int:
+    """The owner of recordings given on this machine's command line. It has no usable
+    API token: its stored hash is of random bytes nobody holds."""
+    return await db.fetchval("owner_ensure", LOCAL_OWNER, secrets.token_bytes(32))

