@@ -120,7 +120,7 @@ WITH done AS (
        SET milestone = $4, milestone_entered_at = coalesce($6::timestamptz, now()),
            claim_token = NULL, lease_expires_at = NULL, attempts = 0, retry_at = NULL,
            progress = NULL
-     WHERE id = $1 AND claim_token = $2
+     WHERE id = $1 AND claim_token = $2 AND milestone = $3
     RETURNING id
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)

@@ -7,8 +7,15 @@ from transcriber.config import Config
 from transcriber.milestones import step_table
 from transcriber.normalize import normalize_step
 from transcriber.recognize import WhisperRecognizer, recognize_step
+from transcriber.remote import RemoteRecognizer, remote_step
 
 
 def audio_steps(config: Config) -> StepTable:
-    return step_table(normalize=normalize_step(config),
-                      recognize=recognize_step(config, WhisperRecognizer(config)))
+    """Recognition by the remote server when TRANSCRIBER_RECOGNIZER_URL is set, else by
+    the local model."""
+    if config.recognizer_url:
+        recognize = remote_step(config, RemoteRecognizer(config.recognizer_url,
+                                                         config.recognizer_key))
+    else:
+        recognize = recognize_step(config, WhisperRecognizer(config))
+    return step_table(normalize=normalize_step(config), recognize=recognize)

@@ -1,0 +1,167 @@
+"""The OpenAI-compatible recognizer against a real HTTP server on loopback."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors import StopRecord, Wakeup, Worker
+from transcriber.config import Config
+from transcriber.db import Database
+from transcriber.milestones import step_table
+from transcriber.queue import PgQueue, Saved
+from transcriber.remote import RemoteRecognizer, Transient, remote_step
+from tests.pipeline_helpers import accept, noop, state
+
+VERBOSE = {"text": "Hello there. General Kenobi.", "language": "english", "duration": 3.0,
+           "segments": [{"id": 0, "start": 0.0, "end": 1.2, "text": " Hello there."},
+                        {"id": 1, "start": 1.2, "end": 3.0, "text": " General Kenobi."}]}
+
+
+class FakeOpenAI:
+    """A loopback server that answers from a script: each request takes the next
+    (status, body) and is recorded with its form fields and headers."""
+
+    def __init__(self, script: list[tuple[int, Any]]):
+        self.script = list(script)
+        self.requests: list[dict[str, Any]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                head = f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode()
+                message = email.message_from_bytes(head + body, policy=email.policy.HTTP)
+                fields = {part.get_param("name", header="content-disposition"):
+                          part.get_payload(decode=True) for part in message.iter_parts()}
+                fake.requests.append({"path": self.path, "fields": fields,
+                                      "authorization": self.headers.get("Authorization")})
+                status, answer = fake.script.pop(0) if fake.script else (500, "no script")
+                data = json.dumps(answer).encode() if not isinstance(answer, str) \
+                    else answer.encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> FakeOpenAI:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def wav(tmp_path: Path) -> Path:
+    import wave
+    path = tmp_path / "a.wav"
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\0\0" * 16000)
+    return path
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_verbose_json_becomes_segments(wav: Path, aio_loop: None) -> None:
+    with FakeOpenAI([(200, VERBOSE)]) as server:
+        got = await RemoteRecognizer(server.url, "sk-test").transcribe(wav, "en")
+    assert got.text == "Hello there. General Kenobi."
+    assert got.segments == [{"start": 0.0, "end": 1.2, "text": "Hello there."},
+                            {"start": 1.2, "end": 3.0, "text": "General Kenobi."}]
+    assert (got.language, got.model) == ("english", "remote:whisper-1")
+    sent = server.requests[0]
+    assert sent["path"] == "/v1/audio/transcriptions"
+    assert sent["authorization"] == "Bearer sk-test"
+    assert sent["fields"]["response_format"] == b"verbose_json"
+    assert sent["fields"]["language"] == b"en"
+    assert sent["fields"]["file"] == wav.read_bytes()
+
+
+async def test_5xx_is_retried_then_succeeds(wav: Path, aio_loop: None) -> None:
+    with FakeOpenAI([(503, "busy"), (502, "bad gateway"), (200, VERBOSE)]) as server:
+        got = await RemoteRecognizer(server.url, first_pause_s=0.01).transcribe(wav, None)
+    assert got.text == VERBOSE["text"]
+    assert len(server.requests) == 3
+    assert server.requests[0]["authorization"] is None
+    assert "language" not in server.requests[0]["fields"]
+
+
+async def test_connection_refused_is_transient(wav: Path, aio_loop: None) -> None:
+    recognizer = RemoteRecognizer(f"http://127.0.0.1:{free_port()}", tries=2,
+                                  first_pause_s=0.01)
+    with pytest.raises(Transient, match="ConnectError"):
+        await recognizer.transcribe(wav, None)
+
+
+async def test_4xx_about_the_audio_stops(wav: Path, aio_loop: None) -> None:
+    with FakeOpenAI([(400, {"error": {"message": "Invalid file format."}})]) as server:
+        with pytest.raises(StopRecord) as stop:
+            await RemoteRecognizer(server.url).transcribe(wav, None)
+    assert stop.value.reason == "recognizer_refused_audio"
+    assert "Invalid file format" in stop.value.error
+    assert len(server.requests) == 1  # not retried
+
+
+async def normalized_records(db: Database, owner_id: int, wav: Path, n: int = 1) -> list[Any]:
+    """Records past normalize, oldest first, their audio at `wav`."""
+    ids = [await accept(db, owner_id, f"{i}.wav") for i in range(n)]
+    queue = PgQueue(db, step_table(normalize=noop, recognize=noop))
+    for _ in ids:
+        job = await queue.read(await queue.claim())
+        assert await queue.commit(job, queue.steps["received"],
+                                  Saved("save_normalized", (str(wav), 1.0)))
+    return ids
+
+
+async def test_through_the_pipeline(db: Database, owner_id: int, wav: Path) -> None:
+    rid, refused = await normalized_records(db, owner_id, wav, 2)
+    with FakeOpenAI([(200, VERBOSE), (415, "unsupported media")]) as server:
+        config = Config(recognizer_url=server.url)
+        steps = step_table(normalize=noop,
+                           recognize=remote_step(config, RemoteRecognizer(server.url)))
+        worker = Worker("w", PgQueue(db, steps), steps, Wakeup())
+        assert await worker.work_once()  # the first record normalized first
+        assert await worker.work_once()
+    assert (await state(db, rid))["milestone"] == "transcribed"
+    assert (await db.fetchrow("transcript", rid))["text"] == VERBOSE["text"]
+    stopped = await state(db, refused)
+    assert (stopped["milestone"], stopped["stop_reason"], stopped["attempts"]) == (
+        "normalized", "recognizer_refused_audio", 0)
+
+
+async def test_unreachable_server_fails_the_attempt(db: Database, owner_id: int, wav: Path
+                                                    ) -> None:
+    [rid] = await normalized_records(db, owner_id, wav)
+    url = f"http://127.0.0.1:{free_port()}"
+    steps = step_table(normalize=noop, recognize=remote_step(
+        Config(recognizer_url=url), RemoteRecognizer(url, tries=1)))
+    assert await Worker("w", PgQueue(db, steps), steps, Wakeup()).work_once()
+    after = await state(db, rid)
+    # Transient: counted as a failed attempt with a retry pause, not a stop.
+    assert (after["milestone"], after["attempts"], after["stopped_at"]) == (
+        "normalized", 1, None)
+    assert after["retry_at"] is not None
