@@ -50,7 +50,7 @@ CREATE TABLE recordings (
 );
 
 -- The claim's index: only records that may still need work. The literal names the
--- final milestone (the only one without a step); tests/integration/test_claim_plan.py
+-- final milestone (the only one without a step); tests/integration/test_runtime_pg.py
 -- checks it against the step table in transcriber/milestones.py.
 CREATE INDEX recordings_claimable ON recordings (milestone_entered_at, id)
     WHERE stopped_at IS NULL AND milestone <> 'transcribed';

@@ -9,7 +9,7 @@ import random
 import attrs
 import trio
 
-from actors import StepTable, Supervisor, Wakeup, Worker
+from actors import Backoff, StepTable, Supervisor, Wakeup, Worker
 from actors.log import event
 from actors.supervisor import Child
 from transcriber.db import Database
@@ -52,12 +52,16 @@ class Pipeline:
     wakeup: Wakeup = attrs.field(init=False)
     queue: PgQueue = attrs.field(init=False)
     worker_supervisor: Supervisor = attrs.field(init=False)
+    listener_supervisor: Supervisor = attrs.field(init=False)
     _workers: list[Worker] = attrs.field(init=False, factory=list)
 
     def __attrs_post_init__(self) -> None:
         self.wakeup = Wakeup(self.poll_s, rng=self.rng)
         self.queue = PgQueue(self.db, self.steps, rng=self.rng)
         self.worker_supervisor = Supervisor(rng=self.rng)
+        # Reconnects quickly at first: wake-ups are missed while it is away.
+        self.listener_supervisor = Supervisor(restart=Backoff(base_s=0.1, cap_s=10.0),
+                                              rng=self.rng)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                   ) -> None:
@@ -68,7 +72,7 @@ class Pipeline:
         self._workers = [Worker(f"worker-{i + 1}", self.queue, self.steps, self.wakeup)
                          for i in range(self.workers)]
         async with trio.open_nursery() as nursery:
-            await nursery.start(Supervisor(rng=self.rng).run,
+            await nursery.start(self.listener_supervisor.run,
                                 [Child("listener", lambda: listen_for_work(self.db, self.wakeup))])
             event(logging.INFO, "pipeline_started", workers=self.workers)
             await self.worker_supervisor.run(

@@ -1,0 +1,100 @@
+"""The runtime on the real queue: LISTEN wake-ups, reconnection, the claim's plan."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import trio
+
+from transcriber.db import Database
+from transcriber.milestones import TRANSCRIBED, step_table
+from transcriber.runtime import Pipeline
+from tests.pipeline_helpers import Gate, accept, noop, state
+
+
+async def test_a_new_record_wakes_an_idle_worker(db: Database, owner_id: int) -> None:
+    gate = Gate()
+    gate.open.set()
+    # An hour's poll: only the notification can wake the worker in this test.
+    pipeline = Pipeline(db, step_table(normalize=noop, recognize=gate), workers=2,
+                        poll_s=3600)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pipeline.run)
+        await wait_idle(pipeline)
+        rid = await accept(db, owner_id)
+        with trio.fail_after(30):
+            await gate.entered.wait()
+        assert await pipeline.drain(grace_s=30)
+    assert (await state(db, rid))["milestone"] == TRANSCRIBED
+
+
+async def wait_idle(pipeline: Pipeline) -> None:
+    """Until every worker waits for a hint (the listener has started by then too)."""
+    while pipeline.wakeup.waiting < pipeline.workers:
+        await trio.sleep(0.01)
+
+
+async def test_the_listener_reconnects_after_losing_its_connection(db: Database,
+                                                                   owner_id: int) -> None:
+    gate = Gate()
+    gate.open.set()
+    pipeline = Pipeline(db, step_table(normalize=noop, recognize=gate), workers=1,
+                        poll_s=3600)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pipeline.run)
+        await wait_idle(pipeline)
+        killed = await db.run(lambda con: con.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query LIKE 'LISTEN%'"))
+        assert killed == 1
+        # The supervisor restarts the listener; a record accepted afterwards wakes it.
+        while "listener" not in pipeline.listener_supervisor.restarts:
+            await trio.sleep(0.01)
+        while await listeners(db) == 0:
+            await trio.sleep(0.01)
+        rid = await accept(db, owner_id)
+        with trio.fail_after(30):
+            await gate.entered.wait()
+        assert await pipeline.drain(grace_s=30)
+    assert (await state(db, rid))["milestone"] == TRANSCRIBED
+
+
+async def listeners(db: Database) -> int:
+    return await db.run(lambda con: con.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND query LIKE 'LISTEN%'"))
+
+
+async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None:
+    # Many finished records and a few eligible, statistics fresh.
+    await db.run(lambda con: con.execute(
+        "INSERT INTO recordings (owner_id, milestone) "
+        "SELECT $1, 'transcribed' FROM generate_series(1, 20000)", owner_id))
+    for i in range(20):
+        await accept(db, owner_id, f"{i}.wav")
+    await db.run(lambda con: con.execute("ANALYZE recordings"))
+    steps = step_table(normalize=noop, recognize=noop)
+    from transcriber.queue import PgQueue
+    args = PgQueue(db, steps)._claim_args
+    claim = db.sql("claim")
+
+    async def explain(con: Any) -> str:
+        async with con.transaction():
+            rows = await con.fetch("EXPLAIN " + claim, *args, None)
+            return "\n".join(r[0] for r in rows)
+
+    plan = await db.run(explain)
+    assert "recordings_claimable" in plan, plan
+
+
+def test_the_final_milestone_in_sql_matches_the_step_table() -> None:
+    """The claim's partial index names the final milestone literally (a parameter would
+    keep the planner from using it); it must be the table's only final milestone."""
+    from transcriber.sqlfiles import SQL_DIR, load_queries
+    steps = step_table(normalize=noop, recognize=noop)
+    assert steps.final == [TRANSCRIBED]
+    schema = (SQL_DIR / "0001_initial.sql").read_text()
+    index = re.search(r"CREATE INDEX recordings_claimable .*?;", schema, re.S).group(0)
+    assert f"milestone <> '{TRANSCRIBED}'" in index
+    assert f"r.milestone <> '{TRANSCRIBED}'" in load_queries()["claim"]
