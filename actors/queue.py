@@ -56,3 +56,7 @@ class Queue(Protocol):
 
     async def progress(self, job: Job, fraction: float) -> bool:
         """Record the fraction done; False: lease lost, the step must stop at once."""
+
+    async def release(self, job: Job, why: str) -> bool:
+        """Give the record back unfinished, so another worker may take it at once; not a
+        failed attempt. False: lease lost."""

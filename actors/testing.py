@@ -165,7 +165,7 @@ class MemoryQueue:
                        write="stop", reason=reason)
             return False
         rec.stopped_at, rec.stop_reason, rec.stop_error = trio.current_time(), reason, error
-        rec.retry_at = rec.progress = None
+        rec.progress = None
         self._note(rec.id, "stopped", job.milestone, job.claim.token,
                    reason=reason, error=error)
         return True
@@ -178,6 +178,17 @@ class MemoryQueue:
                        write="progress")
             return False
         rec.progress = fraction
+        return True
+
+    async def release(self, job: Job, why: str) -> bool:
+        await trio.lowlevel.checkpoint()
+        rec = self._held(job)
+        if rec is None or rec.stopped:
+            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token,
+                       write="release", why=why)
+            return False
+        rec.claim_token = rec.lease_expires_at = rec.progress = None
+        self._note(rec.id, "released", job.milestone, job.claim.token, why=why)
         return True
 
     async def resume(self, id: Hashable, *, by: str = "test") -> bool:

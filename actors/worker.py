@@ -15,6 +15,10 @@ from actors.steps import Step, StepTable, StopRecord
 from actors.wakeup import Wakeup
 
 
+RELEASE_TIMEOUT_S = 5.0
+"""How long a cancelled worker may still spend handing its record back."""
+
+
 def describe(exc: BaseException) -> str:
     """The machine error text of a failure: type and first line of the message."""
     text = str(exc).strip().splitlines()
@@ -42,9 +46,9 @@ class Worker:
     async def run(self) -> None:
         """Claim and work until the wake-up is closed (drain); returns then.
 
-        Cancellation: a cancel inside a step abandons it without a write, so the claim
-        stays until its lease expires (or the domain releases it); between steps a
-        cancel simply ends the loop.
+        Cancellation: a cancel inside a step abandons its result and releases the claim
+        (a fenced write, shielded for at most RELEASE_TIMEOUT_S); between steps a cancel
+        simply ends the loop.
         """
         while not self.wakeup.closed:
             seen = self.wakeup.seq
@@ -76,6 +80,15 @@ class Worker:
         self.busy = True
         try:
             outcome = await self._race(job, step)
+        except trio.Cancelled:
+            # Cancelled from outside (a drain past its grace, a shutdown): hand the
+            # record back so another worker takes it now, not after the lease.
+            with trio.CancelScope(shield=True) as release:
+                release.deadline = trio.current_time() + RELEASE_TIMEOUT_S
+                if await self.queue.release(job, "worker stopping"):
+                    event(logging.WARNING, "released", worker=self.name, id=claim.id,
+                          milestone=job.milestone)
+            raise
         finally:
             self.busy = False
         await self._write(job, step, outcome)

@@ -213,6 +213,25 @@ WITH done AS (
 SELECT EXISTS (SELECT FROM done) AS ok,
        (SELECT count(pg_notify('transcriber_journal', id || ' ' || kind)) FROM event) AS notified
 
+-- name: release
+-- The claim holder gives the record back unfinished (a graceful stop cut its step):
+-- another worker may take it at once instead of after the lease. Not a failed attempt.
+-- $1 id, $2 token, $3 milestone, $4 why.
+WITH done AS (
+    UPDATE recordings SET claim_token = NULL, lease_expires_at = NULL, progress = NULL
+     WHERE id = $1 AND claim_token = $2 AND stopped_at IS NULL
+    RETURNING id
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
+    SELECT $1, 'pipeline',
+           CASE WHEN EXISTS (SELECT FROM done) THEN 'released' ELSE 'lease_lost' END,
+           $3, $2, jsonb_build_object('write', 'release', 'why', $4)
+    RETURNING id, kind
+)
+SELECT kind = 'released' AS ok,
+       pg_notify('transcriber_journal', id || ' ' || kind) IS NULL AS notified
+  FROM event
+
 -- name: resume
 -- The one way back to work: clears, in one statement, everything the previous run held
 -- the record by (stop flag, claim token and lease, failures, retry pause, milestone

@@ -96,6 +96,10 @@ class PgQueue:
         return await self.db.fetchval("progress", job.claim.id, job.claim.token, fraction,
                                       job.milestone)
 
+    async def release(self, job: Job, why: str) -> bool:
+        return await self.db.fetchval("release", job.claim.id, job.claim.token, job.milestone,
+                                      why)
+
     async def resume(self, recording_id: Any, *, by: str) -> Resumed:
         """A person returns a stopped record to work, from the milestone it reached.
 

@@ -16,7 +16,7 @@ from transcriber.db import Database
 from transcriber.queue import PgQueue
 
 # Journal kinds after which a record may be claimable that no worker here knows of.
-WAKING_KINDS = frozenset({"accepted", "resumed"})
+WAKING_KINDS = frozenset({"accepted", "resumed", "released"})
 
 
 async def listen_for_work(db: Database, wakeup: Wakeup) -> None:

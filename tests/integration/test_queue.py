@@ -162,3 +162,18 @@ async def test_many_workers_random_steps_short_leases(db: Database, owner_id: in
     # The run really raced: steps failed and outlived leases, so attempts were retried.
     assert kinds["attempt_failed"] > 0
     assert any("lease" in e["detail"]["error"] for e in events if e["kind"] == "attempt_failed")
+
+
+async def test_release_hands_the_record_back_at_once(db: Database, owner_id: int) -> None:
+    rid = await accept(db, owner_id)
+    now = await db_now(db)
+    queue = at(PgQueue(db, table()), now)
+    job = await queue.read(await queue.claim())
+    assert await queue.release(job, "worker stopping")
+    after = await state(db, rid)
+    assert (after["claim_token"], after["lease_expires_at"], after["attempts"]) == (None, None, 0)
+    again = await queue.claim()  # long before the old lease would have ended
+    assert again is not None and again.id == rid
+    assert not await queue.release(job, "late")  # the old token is fenced out
+    kinds = [(e["kind"], e["claim_token"]) for e in await journal(db, rid)]
+    assert kinds[1:] == [("released", job.claim.token), ("lease_lost", job.claim.token)]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
 import trio
 import trio.testing
 
@@ -143,8 +142,12 @@ async def test_drain_cancels_a_step_longer_than_the_grace(autojump_clock):
     assert finished == []
     assert (rec.milestone, rec.results) == (RECEIVED, {})
     assert queue.events("milestone_reached") == [] and queue.events("attempt_failed") == []
-    # The claim is simply left to expire: the next claimer takes the record then.
-    assert rec.lease_expires_at == pytest.approx(t0 + LEASE_S)
+    # The cut step handed its record back: free for the next claimer at once, and
+    # not counted as a failed attempt.
+    assert (rec.claim_token, rec.lease_expires_at, rec.attempts) == (None, None, 0)
+    [released] = queue.events("released")
+    assert released.recording_id == rid and released.detail["why"] == "worker stopping"
+    assert await queue.claim() is not None
 
 
 async def test_drain_with_no_children_returns_true_at_once(autojump_clock):
