@@ -225,7 +225,7 @@ WITH done AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
     SELECT $1, 'pipeline',
            CASE WHEN EXISTS (SELECT FROM done) THEN 'released' ELSE 'lease_lost' END,
-           $3, $2, jsonb_build_object('write', 'release', 'why', $4)
+           $3, $2, jsonb_build_object('write', 'release', 'why', $4::text)
     RETURNING id, kind
 )
 SELECT kind = 'released' AS ok,
