@@ -1,0 +1,86 @@
+"""sd_notify against a datagram socket made by the test, in place of systemd."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from actors.sdnotify import Notifier, watchdog
+
+
+@pytest.fixture
+def systemd(tmp_path: Path) -> Iterator[tuple[socket.socket, str]]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    path = str(tmp_path / "notify")
+    sock.bind(path)
+    sock.setblocking(False)
+    yield sock, path
+    sock.close()
+
+
+def received(sock: socket.socket) -> list[dict[str, str]]:
+    messages = []
+    while True:
+        try:
+            data = sock.recv(4096)
+        except BlockingIOError:
+            return messages
+        messages.append(dict(line.split("=", 1) for line in data.decode().splitlines()))
+
+
+def test_ready_status_stopping(systemd: tuple[socket.socket, str]) -> None:
+    sock, path = systemd
+    n = Notifier({"NOTIFY_SOCKET": path})
+    n.ready("serving")
+    n.status("3 waiting")
+    n.stopping()
+    assert received(sock) == [{"READY": "1", "STATUS": "serving"}, {"STATUS": "3 waiting"},
+                              {"STOPPING": "1"}]
+
+
+def test_abstract_socket_address() -> None:
+    name = f"transcriber-test-{os.getpid()}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind("\0" + name)
+    sock.setblocking(False)
+    try:
+        Notifier({"NOTIFY_SOCKET": "@" + name}).ready()
+        assert received(sock) == [{"READY": "1"}]
+    finally:
+        sock.close()
+
+
+def test_without_notify_socket_nothing_is_sent() -> None:
+    n = Notifier({})
+    assert not n.enabled and n.watchdog_s is None
+    n.ready()  # no socket, no error
+
+
+def test_watchdog_interval_is_ours_only() -> None:
+    assert Notifier({"WATCHDOG_USEC": "20000000"}).watchdog_s == 20.0
+    assert Notifier({"WATCHDOG_USEC": "20000000", "WATCHDOG_PID": "1"}).watchdog_s is None
+
+
+async def test_watchdog_pets_only_while_healthy(systemd: tuple[socket.socket, str],
+                                                autojump_clock: trio.abc.Clock) -> None:
+    sock, path = systemd
+    notifier = Notifier({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "10000000"})
+    health = [True, True, False, False, True]
+
+    async def healthy() -> bool:
+        return health.pop(0) if health else True
+
+    async def status() -> str:
+        return "waiting=0"
+
+    with trio.move_on_after(24.9):  # pets at 0, 5, 10, 15, 20 s: half of 10 s
+        await watchdog(notifier, healthy, status)
+    got = received(sock)
+    assert [m.get("WATCHDOG") for m in got] == ["1", "1", None, None, "1"]
+    assert got[2]["STATUS"].startswith("unhealthy")
+    assert got[0]["STATUS"] == "waiting=0"
