@@ -386,3 +386,62 @@ WITH made AS (
     RETURNING id
 )
 SELECT id FROM made UNION ALL SELECT id FROM owners WHERE name = $1 LIMIT 1
+
+---------------------------------------------------------------------------------------
+-- HTTP API (transcriber/api.py, transcriber/auth.py, transcriber/uploads.py)
+---------------------------------------------------------------------------------------
+
+-- name: owner_by_token
+-- The owner holding an API token, by the token's sha256. The caller compares the hash
+-- again in constant time; looking up by a hash leaks nothing about the token.
+SELECT id, token_hash FROM owners WHERE token_hash = $1
+
+-- name: accept_upload
+-- `accept` for an HTTP upload, with the owner's optional Idempotency-Key ($7). A key
+-- the owner used before inserts nothing and returns no row: the caller then reads the
+-- first record with `recording_by_key`. (A NULL key never conflicts.)
+WITH rec AS (
+    INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
+                            idempotency_key)
+    VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT ON CONSTRAINT idempotency_once DO NOTHING
+    RETURNING id, milestone
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, detail)
+    SELECT id, 'pipeline', 'accepted', milestone, jsonb_build_object('via', 'http') FROM rec
+    RETURNING id, kind
+)
+SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified
+FROM rec, event
+
+-- name: recording_by_key
+SELECT id FROM recordings WHERE owner_id = $1 AND idempotency_key = $2
+
+-- name: recording_owner
+-- Whose record this is (NULL: no such record), before an owner may see or edit it.
+SELECT owner_id FROM recordings WHERE id = $1
+
+-- name: recordings_of_owner
+-- A page of one owner's records, newest first, after the cursor ($2 created_at, $3 id;
+-- NULL for the first page), $4 at most. The same columns as `recording`. The cursor
+-- defaults keep the condition a plain row comparison, so recordings_by_owner serves it.
+SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
+       r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
+       r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
+       r.audio_path, r.duration_s, r.language
+  FROM recordings r
+ WHERE r.owner_id = $1
+   AND (r.created_at, r.id) < (coalesce($2::timestamptz, 'infinity'),
+                               coalesce($3::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+ ORDER BY r.created_at DESC, r.id DESC
+ LIMIT $4
+
+-- name: sources_referenced
+-- Which of the given file names of the upload store a record points at (the rest are
+-- strays). By name, not path: see sql/0002_intake.sql.
+SELECT regexp_replace(source_path, '^.*/', '') AS name
+  FROM recordings
+ WHERE regexp_replace(source_path, '^.*/', '') = ANY($1::text[])
+
+-- name: health
+SELECT 1
