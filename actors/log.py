@@ -22,4 +22,5 @@ def logfmt(event: str, **fields: Any) -> str:
 
 
 def event(level: int, name: str, **fields: Any) -> None:
-    log.log(level, logfmt(name, **fields))
+    if log.isEnabledFor(level):  # a line a claim: do not build the unwanted ones
+        log.log(level, logfmt(name, **fields))

@@ -44,8 +44,15 @@ class Queue(Protocol):
     async def read(self, claim: Claim) -> Job | None:
         """The claimed record's milestone, lease and inputs; None if the token is gone."""
 
+    async def next_job(self) -> Job | None:
+        """`claim` then `read`: the next record to work on, or None for no work."""
+
     async def commit(self, job: Job, step: Step, result: Any) -> bool:
         """Store the step's result and move to the next milestone; False: lease lost."""
+
+    async def commit_then_next(self, job: Job, step: Step, result: Any
+                               ) -> tuple[bool, Job | None]:
+        """`commit`, then `next_job`: one trip where the queue can make it one."""
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         """One failed attempt: a retry pause (its length in seconds is returned), or a

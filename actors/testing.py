@@ -131,6 +131,17 @@ class MemoryQueue:
                    step=step.name)
         return True
 
+    async def next_job(self) -> Job | None:
+        while (claim := await self.claim()) is not None:
+            job = await self.read(claim)
+            if job is not None:
+                return job
+        return None
+
+    async def commit_then_next(self, job: Job, step: Step, result: Any
+                               ) -> tuple[bool, Job | None]:
+        return await self.commit(job, step, result), await self.next_job()
+
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         await trio.lowlevel.checkpoint()
         rec = self._held(job)

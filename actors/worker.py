@@ -50,33 +50,51 @@ class Worker:
         (a fenced write, shielded for at most RELEASE_TIMEOUT_S); between steps a cancel
         simply ends the loop.
         """
-        while not self.wakeup.closed:
-            seen = self.wakeup.seq
-            if not await self.work_once():
-                # "No work right now" is not a failure: wait for a hint or the poll.
-                await self.wakeup.wait(seen)
+        job: Job | None = None
+        try:
+            while not self.wakeup.closed:
+                seen = self.wakeup.seq
+                if job is None:
+                    job = await self._next()
+                    if job is None:
+                        # "No work right now" is not a failure: wait for a hint or the poll.
+                        await self.wakeup.wait(seen)
+                        continue
+                job = await self.work_on(job, then_next=True)
+        finally:
+            if job is not None:  # claimed with the last commit, just as the drain began
+                with trio.CancelScope(shield=True) as release:
+                    release.deadline = trio.current_time() + RELEASE_TIMEOUT_S
+                    await self.queue.release(job, "worker stopping")
 
     async def work_once(self) -> bool:
         """Claim one record and take it through its step. False: there was no work."""
-        claim = await self.queue.claim()
-        if claim is None:
-            return False
-        # There may be more: let an idle peer look too.
-        self.wakeup.wake_one()
-        job = await self.queue.read(claim)
+        job = await self._next()
         if job is None:
-            event(logging.INFO, "lease_lost", worker=self.name, id=claim.id, at="read")
-            return True
+            return False
+        await self.work_on(job, then_next=False)
+        return True
+
+    async def _next(self) -> Job | None:
+        job = await self.queue.next_job()
+        if job is not None:
+            self.wakeup.wake_one()  # there may be more: let an idle peer look too
+        return job
+
+    async def work_on(self, job: Job, *, then_next: bool) -> Job | None:
+        """Take a claimed record through its step and write the outcome. With
+        `then_next`, a successful commit also claims the next record, returned here."""
         step = self.steps.get(job.milestone)
         if step is None:  # the claim only picks milestones of this table
-            raise LookupError(f"claimed {claim.id} at {job.milestone!r}, which has no step")
-        event(logging.INFO, "claimed", worker=self.name, id=claim.id, milestone=job.milestone,
-              step=step.name, attempt=job.attempts + 1, lease_s=round(job.lease_remaining_s, 3))
+            raise LookupError(f"claimed {job.claim.id} at {job.milestone!r}, which has no step")
+        event(logging.INFO, "claimed", worker=self.name, id=job.claim.id,
+              milestone=job.milestone, step=step.name, attempt=job.attempts + 1,
+              lease_s=round(job.lease_remaining_s, 3))
         if job.in_milestone_s > step.time_limit_s:
             error = (f"at {job.milestone} for {job.in_milestone_s:.0f}s, "
                      f"limit {step.time_limit_s:.0f}s")
             await self._stop(job, "milestone_time_limit", error)
-            return True
+            return None
         self.busy = True
         try:
             outcome = await self._race(job, step)
@@ -86,13 +104,33 @@ class Worker:
             with trio.CancelScope(shield=True) as release:
                 release.deadline = trio.current_time() + RELEASE_TIMEOUT_S
                 if await self.queue.release(job, "worker stopping"):
-                    event(logging.WARNING, "released", worker=self.name, id=claim.id,
+                    event(logging.WARNING, "released", worker=self.name, id=job.claim.id,
                           milestone=job.milestone)
             raise
         finally:
             self.busy = False
+        if outcome.kind == "done":
+            return await self._commit(job, step, outcome.result,
+                                      then_next=then_next and not self.wakeup.closed)
         await self._write(job, step, outcome)
-        return True
+        return None
+
+    async def _commit(self, job: Job, step: Step, result: Any, *, then_next: bool
+                      ) -> Job | None:
+        following = None
+        if then_next:
+            committed, following = await self.queue.commit_then_next(job, step, result)
+            if following is not None:
+                self.wakeup.wake_one()
+        else:
+            committed = await self.queue.commit(job, step, result)
+        if committed:
+            event(logging.INFO, "milestone_reached", worker=self.name, id=job.claim.id,
+                  milestone=step.next_milestone)
+        else:
+            event(logging.WARNING, "lease_lost", worker=self.name, id=job.claim.id,
+                  at="commit", milestone=job.milestone)
+        return following
 
     async def _race(self, job: Job, step: Step) -> _Outcome:
         """Run the step until it ends or the lease deadline passes, whichever is first."""
@@ -121,14 +159,7 @@ class Worker:
 
     async def _write(self, job: Job, step: Step, outcome: _Outcome) -> None:
         cid = job.claim.id
-        if outcome.kind == "done":
-            if await self.queue.commit(job, step, outcome.result):
-                event(logging.INFO, "milestone_reached", worker=self.name, id=cid,
-                      milestone=step.next_milestone)
-            else:
-                event(logging.WARNING, "lease_lost", worker=self.name, id=cid, at="commit",
-                      milestone=job.milestone)
-        elif outcome.kind == "stop":
+        if outcome.kind == "stop":
             await self._stop(job, outcome.reason, outcome.error)
         elif outcome.kind == "lease_lost":
             event(logging.WARNING, "lease_lost", worker=self.name, id=cid, at="progress",

@@ -49,6 +49,10 @@ CREATE TABLE recordings (
     CONSTRAINT idempotency_once UNIQUE (owner_id, idempotency_key)
 );
 
+-- Claims, progress and failures change no indexed column: room on the page lets those
+-- updates stay on it (HOT), without new index entries.
+ALTER TABLE recordings SET (fillfactor = 70);
+
 -- The claim's index: only records that may still need work. The literal names the
 -- final milestone (the only one without a step); tests/integration/test_runtime_pg.py
 -- checks it against the step table in transcriber/milestones.py.
@@ -56,6 +60,43 @@ CREATE INDEX recordings_claimable ON recordings (milestone_entered_at, id)
     WHERE stopped_at IS NULL AND milestone <> 'transcribed';
 CREATE INDEX recordings_by_owner ON recordings (owner_id, created_at DESC, id DESC);
 CREATE INDEX recordings_stopped ON recordings (stopped_at) WHERE stopped_at IS NOT NULL;
+
+-- The claim: one statement picks and claims the oldest eligible record (ties broken by
+-- the key), a fresh token, and the lease of that record's milestone, written as a time.
+-- A function only to carry `SET enable_sort = off`: right after a burst into a table
+-- analysed while empty the planner expects one row and would sort every eligible record;
+-- walking the partial index in order stops at the first one instead. The literal names
+-- the final milestone, as the index does.
+CREATE FUNCTION claim_next(p_milestones text[], p_lease_base_s float8[],
+                           p_lease_per_audio_s float8[], p_now timestamptz)
+RETURNS TABLE (id uuid, claim_token uuid)
+LANGUAGE sql VOLATILE
+SET enable_sort = off
+AS $claim$
+WITH step AS (
+    SELECT * FROM unnest(p_milestones, p_lease_base_s, p_lease_per_audio_s)
+        AS s (milestone, lease_base_s, lease_per_audio_s)
+), picked AS (
+    SELECT r.id,
+           step.lease_base_s + step.lease_per_audio_s * coalesce(r.duration_s, 0) AS lease_s
+      FROM recordings r
+      JOIN step USING (milestone)
+     WHERE r.stopped_at IS NULL
+       AND r.milestone <> 'transcribed'
+       AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce(p_now, now()))
+       AND (r.retry_at IS NULL OR r.retry_at <= coalesce(p_now, now()))
+     ORDER BY r.milestone_entered_at, r.id
+     LIMIT 1
+       FOR UPDATE OF r SKIP LOCKED
+)
+UPDATE recordings r
+   SET claim_token = gen_random_uuid(),
+       lease_expires_at = coalesce(p_now, now()) + make_interval(secs => picked.lease_s),
+       progress = NULL
+  FROM picked
+ WHERE r.id = picked.id
+RETURNING r.id, r.claim_token
+$claim$;
 
 -- Step results of recognize (normalized -> transcribed).
 CREATE TABLE transcripts (

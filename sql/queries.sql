@@ -71,33 +71,11 @@ FROM event
 ---------------------------------------------------------------------------------------
 
 -- name: claim
--- One statement picks and claims: the oldest eligible record (ties broken by the key),
--- a fresh token, and the lease of that record's milestone, written as a time.
--- $1 milestones with a step, $2 their lease base (s), $3 lease per second of audio,
--- $4 now. Returns the id and the token only; the worker reads the rest itself.
-WITH step AS (
-    SELECT * FROM unnest($1::text[], $2::float8[], $3::float8[])
-        AS s (milestone, lease_base_s, lease_per_audio_s)
-), picked AS (
-    SELECT r.id,
-           step.lease_base_s + step.lease_per_audio_s * coalesce(r.duration_s, 0) AS lease_s
-      FROM recordings r
-      JOIN step USING (milestone)
-     WHERE r.stopped_at IS NULL
-       AND r.milestone <> 'transcribed'
-       AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce($4::timestamptz, now()))
-       AND (r.retry_at IS NULL OR r.retry_at <= coalesce($4::timestamptz, now()))
-     ORDER BY r.milestone_entered_at, r.id
-     LIMIT 1
-       FOR UPDATE OF r SKIP LOCKED
-)
-UPDATE recordings r
-   SET claim_token = gen_random_uuid(),
-       lease_expires_at = coalesce($4::timestamptz, now()) + make_interval(secs => picked.lease_s),
-       progress = NULL
-  FROM picked
- WHERE r.id = picked.id
-RETURNING r.id, r.claim_token
+-- One statement picks and claims (see claim_next in sql/0001_initial.sql): the oldest
+-- eligible record, a fresh token, the lease of its milestone. Returns the id and the
+-- token only; the worker reads the rest itself.
+-- $1 milestones with a step, $2 their lease base (s), $3 lease per second of audio, $4 now.
+SELECT id, claim_token FROM claim_next($1, $2, $3, $4)
 
 -- name: read_claimed
 -- The ordinary read after a claim: the milestone, how long the lease and the milestone
@@ -445,3 +423,11 @@ SELECT regexp_replace(source_path, '^.*/', '') AS name
 
 -- name: health
 SELECT 1
+
+-- name: claim_function
+-- The claim's own statement and settings, to EXPLAIN what the function runs.
+SELECT prosrc, proargnames[1:pronargs] AS names, proconfig,
+       ARRAY(SELECT format_type(t, NULL)
+               FROM unnest(proargtypes::oid[]) WITH ORDINALITY AS a (t, n) ORDER BY n) AS types
+  FROM pg_proc
+ WHERE proname = 'claim_next'

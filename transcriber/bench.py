@@ -188,27 +188,41 @@ class TimedQueue:
         first: the commit can land before the producer's own call returns)."""
         return self._final.setdefault(record_id, trio.Event())
 
-    async def claim(self) -> Claim | None:
+    async def next_job(self) -> Job | None:
         t = time.perf_counter()
-        claim = await self.inner.claim()
-        if claim is None:
-            self.empty_claims += 1
-        else:
-            self.claim_s.append(time.perf_counter() - t)
-        return claim
+        job = await self.inner.next_job()
+        self._timed(t, job)
+        return job
 
     async def commit(self, job: Job, step: Step, result: Saved | None) -> bool:
         ok = await self.inner.commit(job, step, result)
+        self._count(ok, job, step)
+        return ok
+
+    async def commit_then_next(self, job: Job, step: Step, result: Saved | None
+                               ) -> tuple[bool, Job | None]:
+        t = time.perf_counter()
+        ok, following = await self.inner.commit_then_next(job, step, result)
+        self._count(ok, job, step)
+        self._timed(t, following)
+        return ok, following
+
+    def _timed(self, t: float, job: Job | None) -> None:
+        if job is None:
+            self.empty_claims += 1
+        else:
+            self.claim_s.append(time.perf_counter() - t)
+
+    def _count(self, ok: bool, job: Job, step: Step) -> None:
         if not ok:
             self.lost_commits += 1
-            return ok
+            return
         self.commits += 1
         if self.commits == self.target_commits:
             self.t_target = time.perf_counter()
             self.reached.set()
         if step.next_milestone == TRANSCRIBED:
             self.final(job.claim.id).set()
-        return ok
 
 
 class Probe:
@@ -422,15 +436,29 @@ def _literals(args: tuple[Any, ...]) -> str:
     return ", ".join(lit(a) for a in args)
 
 
+async def claim_statement(db: Database, con: asyncpg.Connection) -> str:
+    """The statement inside claim_next, its parameters numbered, with the function's
+    settings applied to the current transaction: what EXPLAIN must look at, since the
+    plan of a function call shows only the call."""
+    row = await con.fetchrow(db.sql("claim_function"))
+    sql = row["prosrc"]
+    for i, (name, type_) in enumerate(zip(row["names"], row["types"]), 1):
+        sql = re.sub(rf"\b{name}\b", f"${i}::{type_}", sql)
+    for setting in row["proconfig"] or []:
+        name, _, value = setting.partition("=")
+        await con.execute("SELECT set_config($1, $2, true)", name, value)
+    return sql
+
+
 async def explain_claim(db: Database, args: tuple[Any, ...]) -> dict[str, Any]:
-    """EXPLAIN (ANALYZE, BUFFERS) of the claim as the queue sends it, in a transaction
-    that is rolled back, so nothing stays claimed."""
-    claim = db.sql("claim")
+    """EXPLAIN (ANALYZE, BUFFERS) of the claim's statement, in a transaction that is
+    rolled back, so nothing stays claimed."""
 
     async def work(con: asyncpg.Connection) -> dict[str, Any]:
         tr = con.transaction()
         await tr.start()
         try:
+            claim = await claim_statement(db, con)
             lines = [r[0] for r in await con.fetch("EXPLAIN (ANALYZE, BUFFERS) " + claim, *args)]
             doc = await con.fetchval("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + claim, *args)
             # The plan a prepared statement falls back to after five executions, which is

@@ -141,6 +141,14 @@ async def _json_codecs(con: asyncpg.Connection) -> None:
                                  schema="pg_catalog")
 
 
+async def _keep_session(con: asyncpg.Connection) -> None:
+    """The pool's reset on release, replaced: asyncpg still rolls back an open
+    transaction and drops listeners itself; its default query (advisory unlock, CLOSE
+    ALL, UNLISTEN, RESET ALL) would cost a round trip after every call, for session state
+    pooled connections never hold (LISTEN has its own connection, locks are per
+    transaction)."""
+
+
 async def _connect(url: str) -> asyncpg.Connection:
     try:
         con = await trio_asyncio.aio_as_trio(asyncpg.connect)(
@@ -162,7 +170,7 @@ async def open_database(url: str, *, min_size: int = 2, max_size: int = 10
     try:
         pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
             url, min_size=min_size, max_size=max_size, server_settings=SERVER_SETTINGS,
-            init=_json_codecs)
+            init=_json_codecs, reset=_keep_session)
     except _CONNECT_ERRORS as e:
         raise DatabaseUnreachable(url, e) from e
     try:

@@ -51,11 +51,36 @@ class PgQueue:
                             [s.lease.per_audio_s for s in steps])
 
     async def claim(self) -> Claim | None:
-        row = await self.db.fetchrow("claim", *self._claim_args, self.now)
-        return None if row is None else Claim(row["id"], row["claim_token"])
+        return await self.db.run(self._claim_on)
 
     async def read(self, claim: Claim) -> Job | None:
-        row = await self.db.fetchrow("read_claimed", claim.id, claim.token, self.now)
+        return await self.db.run(lambda con: self._read_on(con, claim))
+
+    async def next_job(self) -> Job | None:
+        """Claim, then read, in one trip to the database's side of the bridge: still
+        two statements, the claim returning only the id and the token."""
+        return await self.db.run(self._next_job_on)
+
+    async def commit(self, job: Job, step: Step, result: Saved | None) -> bool:
+        return await self.db.run(lambda con: self._commit_on(con, job, step, result))
+
+    async def commit_then_next(self, job: Job, step: Step, result: Saved | None
+                               ) -> tuple[bool, Job | None]:
+        """Commit, then claim and read the next record, in one trip: a worker that just
+        finished a step is about to ask for more anyway."""
+
+        async def both(con: asyncpg.Connection) -> tuple[bool, Job | None]:
+            committed = await self._commit_on(con, job, step, result)
+            return committed, await self._next_job_on(con)
+
+        return await self.db.run(both)
+
+    async def _claim_on(self, con: asyncpg.Connection) -> Claim | None:
+        row = await con.fetchrow(self.db.sql("claim"), *self._claim_args, self.now)
+        return None if row is None else Claim(row["id"], row["claim_token"])
+
+    async def _read_on(self, con: asyncpg.Connection, claim: Claim) -> Job | None:
+        row = await con.fetchrow(self.db.sql("read_claimed"), claim.id, claim.token, self.now)
         if row is None:
             return None
         inputs = {k: row[k] for k in ("source_path", "language", "audio_path", "duration_s")}
@@ -63,23 +88,27 @@ class PgQueue:
                    lease_remaining_s=row["lease_remaining_s"],
                    in_milestone_s=row["in_milestone_s"], inputs=inputs)
 
-    async def commit(self, job: Job, step: Step, result: Saved | None) -> bool:
+    async def _next_job_on(self, con: asyncpg.Connection) -> Job | None:
+        while (claim := await self._claim_on(con)) is not None:
+            job = await self._read_on(con, claim)
+            if job is not None:
+                return job
+            # Lost between the claim and the read (resumed meanwhile): try the next.
+        return None
+
+    async def _commit_on(self, con: asyncpg.Connection, job: Job, step: Step,
+                         result: Saved | None) -> bool:
         c = job.claim
         args = (c.id, c.token, job.milestone, step.next_milestone,
                 {"step": step.name, "attempt": job.attempts + 1}, self.now)
         commit_sql = self.db.sql("commit")
         if result is None:
-            return await self.db.run(lambda con: con.fetchval(commit_sql, *args))
-        save_sql = self.db.sql(result.query)
-
-        async def commit_and_save(con: asyncpg.Connection) -> bool:
-            async with con.transaction():
-                if not await con.fetchval(commit_sql, *args):
-                    return False  # the lease_lost event commits; the result is dropped
-                await con.execute(save_sql, c.id, *result.args)
-                return True
-
-        return await self.db.run(commit_and_save)
+            return await con.fetchval(commit_sql, *args)
+        async with con.transaction():
+            if not await con.fetchval(commit_sql, *args):
+                return False  # the lease_lost event commits; the result is dropped
+            await con.execute(self.db.sql(result.query), c.id, *result.args)
+            return True
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         pause = step.backoff.delay(job.attempts, self.rng)

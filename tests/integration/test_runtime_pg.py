@@ -75,12 +75,13 @@ async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None
         await accept(db, owner_id, f"{i}.wav")
     await db.run(lambda con: con.execute("ANALYZE recordings"))
     steps = step_table(normalize=noop, recognize=noop)
+    from transcriber.bench import claim_statement
     from transcriber.queue import PgQueue
     args = PgQueue(db, steps)._claim_args
-    claim = db.sql("claim")
 
     async def explain(con: Any) -> str:
         async with con.transaction():
+            claim = await claim_statement(db, con)
             rows = await con.fetch("EXPLAIN " + claim, *args, None)
             return "\n".join(r[0] for r in rows)
 
@@ -97,4 +98,6 @@ def test_the_final_milestone_in_sql_matches_the_step_table() -> None:
     schema = (SQL_DIR / "0001_initial.sql").read_text()
     index = re.search(r"CREATE INDEX recordings_claimable .*?;", schema, re.S).group(0)
     assert f"milestone <> '{TRANSCRIBED}'" in index
-    assert f"r.milestone <> '{TRANSCRIBED}'" in load_queries()["claim"]
+    claim = re.search(r"CREATE FUNCTION claim_next.*?\$claim\$;", schema, re.S).group(0)
+    assert f"r.milestone <> '{TRANSCRIBED}'" in claim
+    assert "claim_next(" in load_queries()["claim"]
