@@ -1,5 +1,9 @@
 -- Named queries. Each block starts with `-- name: <name>` and is called by that name
 -- through transcriber.db. Queue columns are written only by the queue block below.
+-- Notifications: every journal event on `transcriber_journal` (payload "<id> <kind>",
+-- for `journal --follow`); events that make a record claimable for a worker that does
+-- not know of it (accepted, resumed, released) also on `transcriber_work`, which the
+-- workers' listener hears: it is not woken by the steady stream of milestones.
 -- `$now` parameters are nullable: NULL means the database's now(); tests pass a time.
 
 ---------------------------------------------------------------------------------------
@@ -49,7 +53,8 @@ WITH rec AS (
     SELECT id, 'pipeline', 'accepted', milestone FROM rec
     RETURNING id, kind
 )
-SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified
+SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified,
+       pg_notify('transcriber_work', event.kind) IS NULL AS woke
 FROM rec, event
 
 -- name: accept_many
@@ -63,7 +68,8 @@ WITH rec AS (
     SELECT id, 'pipeline', 'accepted', milestone FROM rec
     RETURNING id
 )
-SELECT count(*) AS accepted, pg_notify('transcriber_journal', '0 accepted') IS NULL AS notified
+SELECT count(*) AS accepted, pg_notify('transcriber_journal', '0 accepted') IS NULL AS notified,
+       pg_notify('transcriber_work', 'accepted') IS NULL AS woke
 FROM event
 
 ---------------------------------------------------------------------------------------
@@ -207,7 +213,8 @@ WITH done AS (
     RETURNING id, kind
 )
 SELECT kind = 'released' AS ok,
-       pg_notify('transcriber_journal', id || ' ' || kind) IS NULL AS notified
+       pg_notify('transcriber_journal', id || ' ' || kind) IS NULL AS notified,
+       CASE WHEN kind = 'released' THEN pg_notify('transcriber_work', kind) IS NULL END AS woke
   FROM event
 
 -- name: resume
@@ -230,7 +237,8 @@ WITH done AS (
     RETURNING id, kind
 )
 SELECT done.id, done.milestone,
-       pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified
+       pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified,
+       pg_notify('transcriber_work', event.kind) IS NULL AS woke
   FROM done, event
 
 ---------------------------------------------------------------------------------------

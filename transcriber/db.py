@@ -27,6 +27,7 @@ from transcriber.sqlfiles import load_queries
 T = TypeVar("T")
 
 JOURNAL_CHANNEL = "transcriber_journal"
+WORK_CHANNEL = "transcriber_work"
 
 
 class DatabaseUnreachable(Exception):

@@ -12,20 +12,19 @@ import trio
 from actors import Backoff, StepTable, Supervisor, Wakeup, Worker
 from actors.log import event
 from actors.supervisor import Child
-from transcriber.db import Database
+from transcriber.db import WORK_CHANNEL, Database
 from transcriber.queue import PgQueue
 
-# Journal kinds after which a record may be claimable that no worker here knows of.
-WAKING_KINDS = frozenset({"accepted", "resumed", "released"})
 
 
 async def listen_for_work(db: Database, wakeup: Wakeup) -> None:
-    """Turn journal notifications into wake-ups until the connection ends.
+    """Turn work notifications (a record accepted, resumed or released) into wake-ups
+    until the connection ends.
 
     Raises ConnectionError when the connection is lost, so the supervisor reconnects
     after its backoff. Cancellation: the LISTEN connection is closed on the way out.
     """
-    async with db.listen() as listener:
+    async with db.listen(WORK_CHANNEL) as listener:
         # Anything may have happened while this connection was not listening.
         wakeup.wake_all()
         async with trio.open_nursery() as nursery:
@@ -35,10 +34,8 @@ async def listen_for_work(db: Database, wakeup: Wakeup) -> None:
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(watch_connection)
-            async for payload in listener.payloads:
-                _, _, kind = payload.partition(" ")
-                if kind in WAKING_KINDS:
-                    wakeup.wake_one()
+            async for _ in listener.payloads:
+                wakeup.wake_one()
     raise ConnectionError("the LISTEN connection was lost")
 
 
