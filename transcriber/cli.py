@@ -56,6 +56,11 @@ def with_database(work: Callable[[Database], Awaitable[T]]) -> T:
             async with open_session(Config.from_env()) as db:
                 return await work(db)
 
+    return run_trio(main)
+
+
+def run_trio(main: Callable[[], Awaitable[T]]) -> T:
+    """trio.run, with the failures an operator should read as one line."""
     try:
         return trio.run(main)
     except BaseException as e:  # noqa: BLE001 - trio wraps everything in groups
@@ -217,6 +222,32 @@ def journal(recording: Annotated[str | None, typer.Argument(metavar="[ID]")] = N
 
 
 @app.command()
+def serve(
+        http: Annotated[str, typer.Option(help="HOST:PORT of the HTTP API",
+                                          envvar="TRANSCRIBER_HTTP")] = "127.0.0.1:8080",
+        workers: Annotated[int, typer.Option(help="worker actors (0: the API only)",
+                                             envvar="TRANSCRIBER_WORKERS")] = 2,
+        api: Annotated[bool, typer.Option(help="serve the HTTP API (--no-api: workers only)")
+                       ] = True,
+        grace: Annotated[float, typer.Option(help="seconds running steps may finish after "
+                                                  "SIGTERM", envvar="TRANSCRIBER_GRACE_S")
+                         ] = 30.0,
+) -> None:
+    """The daemon: HTTP API, workers and the systemd watchdog, until SIGTERM."""
+    from transcriber.pipeline import audio_steps
+    from transcriber.serve import ServeOptions, parse_http, serve as run_serve
+
+    logging.getLogger().setLevel(logging.INFO)
+    try:
+        address = parse_http(http) if api else None
+    except ValueError as e:
+        fail(str(e), 1)
+    options = ServeOptions(http=address, workers=workers, grace_s=grace)
+    config = Config.from_env()
+    run_trio(lambda: run_serve(config, options, steps_for=audio_steps))
+
+
+@app.command()
 def transcribe(
         file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
                                              help="an audio or video file")],
@@ -254,6 +285,15 @@ def bench(records: Annotated[int, typer.Option(help="records to drain")] = 5000,
     """No-op steps through both milestones on a fresh embedded database."""
     from transcriber.bench import main as run_bench
     raise typer.Exit(run_bench(records, workers, samples, analyze, plans))
+
+
+@app.command("bench-audio")
+def bench_audio(minutes: Annotated[float, typer.Option(help="minutes for the ratio")] = 5.0,
+                long_minutes: Annotated[float, typer.Option(help="minutes for peak RSS")
+                                        ] = 60.0) -> None:
+    """The service against raw faster-whisper on the same file; peak RSS of a long one."""
+    from transcriber.bench_audio import main as run_bench_audio
+    raise typer.Exit(run_bench_audio(minutes, long_minutes))
 
 
 def main() -> None:
