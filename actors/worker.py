@@ -60,7 +60,10 @@ class Worker:
                         # "No work right now" is not a failure: wait for a hint or the poll.
                         await self.wakeup.wait(seen)
                         continue
-                job = await self.work_on(job, then_next=True)
+                # work_on releases its own record if cancelled; `job` holds only one
+                # claimed ahead by a commit and not started yet.
+                current, job = job, None
+                job = await self.work_on(current, then_next=True)
         finally:
             if job is not None:  # claimed with the last commit, just as the drain began
                 with trio.CancelScope(shield=True) as release:

@@ -244,7 +244,11 @@ def serve(
         fail(str(e), 1)
     options = ServeOptions(http=address, workers=workers, grace_s=grace)
     config = Config.from_env()
-    run_trio(lambda: run_serve(config, options, steps_for=audio_steps))
+    async def main() -> None:
+        async with trio_asyncio.open_loop():
+            await run_serve(config, options, steps_for=audio_steps)
+
+    run_trio(main)
 
 
 @app.command()

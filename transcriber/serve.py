@@ -10,7 +10,6 @@ from typing import Any
 
 import attrs
 import trio
-import trio_asyncio
 
 from actors.log import event
 from actors.sdnotify import Notifier, watchdog
@@ -56,34 +55,34 @@ async def database_answers(db: Database) -> bool:
 async def serve(config: Config, options: ServeOptions, *,
                 steps_for: Callable[[Config], Any], notifier: Notifier | None = None,
                 task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-    """Run until SIGTERM/SIGINT, then drain and return (exit 0).
+    """Run until SIGTERM/SIGINT, then drain and return (exit 0). Runs inside
+    `trio_asyncio.open_loop()`.
 
     `task_status.started` gets the HTTP base URL (or None) once ready.
     """
     notifier = notifier or Notifier()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with trio_asyncio.open_loop():
-            async with open_session(config, max_size=options.workers + 8) as db:
-                pipeline = Pipeline(db, steps_for(config), workers=options.workers)
-                async with trio.open_nursery() as nursery:
-                    url = None
-                    if options.http is not None:
-                        from transcriber.api import create_app, serve_app
-                        host, port = options.http
-                        url = await nursery.start(serve_app, create_app(db, config), host,
-                                                  port)
-                    if options.workers:
-                        await nursery.start(pipeline.run)
-                    nursery.start_soon(watchdog, notifier, lambda: database_answers(db),
-                                       lambda: queue_status(db))
-                    notifier.ready(f"serving: workers={options.workers} http={url}")
-                    event(logging.INFO, "ready", workers=options.workers, http=url)
-                    task_status.started(url)
-                    async for signum in signals:
-                        event(logging.INFO, "stopping", signal=signal.Signals(signum).name,
-                              grace_s=options.grace_s)
-                        break
-                    notifier.stopping()
-                    drained = await pipeline.drain(options.grace_s)
-                    event(logging.INFO, "stopped", drained=drained)
-                    nursery.cancel_scope.cancel()
+        async with open_session(config, max_size=options.workers + 8) as db:
+            pipeline = Pipeline(db, steps_for(config), workers=options.workers)
+            async with trio.open_nursery() as nursery:
+                url = None
+                if options.http is not None:
+                    from transcriber.api import create_app, serve_app
+                    host, port = options.http
+                    url = await nursery.start(serve_app, create_app(db, config), host,
+                                              port)
+                if options.workers:
+                    await nursery.start(pipeline.run)
+                nursery.start_soon(watchdog, notifier, lambda: database_answers(db),
+                                   lambda: queue_status(db))
+                notifier.ready(f"serving: workers={options.workers} http={url}")
+                event(logging.INFO, "ready", workers=options.workers, http=url)
+                task_status.started(url)
+                async for signum in signals:
+                    event(logging.INFO, "stopping", signal=signal.Signals(signum).name,
+                          grace_s=options.grace_s)
+                    break
+                notifier.stopping()
+                drained = await pipeline.drain(options.grace_s)
+                event(logging.INFO, "stopped", drained=drained)
+                nursery.cancel_scope.cancel()
