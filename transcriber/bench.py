@@ -38,7 +38,9 @@ import platform
 import random
 import re
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -526,18 +528,111 @@ async def _burst_after_empty_analyze(db: Database, owner_id: int) -> str:
 
 
 # --------------------------------------------------------------------------------------
+# Scale-out: the same drain by several worker processes (daemons) on one database
+# --------------------------------------------------------------------------------------
+CHILD = """
+import sys
+from transcriber.bench import drain_child
+drain_child(sys.argv[1], int(sys.argv[2]))
+"""
+
+
+def drain_child(url: str, workers: int) -> None:
+    """One worker process: a Pipeline of no-op steps; prints `ready`, starts on a `go`
+    line, and on SIGTERM drains and prints how many commits it made."""
+    import signal
+
+    async def main() -> None:
+        async with trio_asyncio.open_loop():
+            async with open_database(url, min_size=workers + 1, max_size=workers + 2) as db:
+                pipeline = Pipeline(db, Probe().steps(), workers=workers)
+                queue = TimedQueue(pipeline.queue, target_commits=0)
+                pipeline.queue = queue  # type: ignore[assignment]
+                with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                    print("ready", flush=True)
+                    await trio.to_thread.run_sync(sys.stdin.readline)
+                    async with trio.open_nursery() as nursery:
+                        await nursery.start(pipeline.run)
+                        async for _ in signals:
+                            break
+                        await pipeline.drain(5.0)
+                        nursery.cancel_scope.cancel()
+                print(json.dumps({"commits": queue.commits, "lost": queue.lost_commits}),
+                      flush=True)
+
+    trio.run(main)
+
+
+async def scaleout_phase(server: Server, records: int, workers: int, processes: int,
+                         analyze: bool) -> dict[str, Any]:
+    per = max(1, workers // processes)
+    async with fresh_db(server, "scaleout", 2) as (db, owner_id):
+        await db.fetchrow("accept_many", owner_id, records)
+        if analyze:
+            await db.execute("bench_analyze")
+        note(f"scale-out: {records} records, {processes} processes x {per} workers")
+        procs = [await trio.lowlevel.open_process(
+            [sys.executable, "-c", CHILD, db.url, str(per)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE) for _ in range(processes)]
+        try:
+            for p in procs:  # connected and waiting
+                assert (await _line(p)) == "ready"
+            t0 = time.perf_counter()
+            for p in procs:
+                await p.stdin.send_all(b"go\n")
+            # Polled from here: the children only know their own share.
+            while counts(await db.fetch("bench_milestones"), "milestone").get(
+                    TRANSCRIBED, 0) < records:
+                await trio.sleep(0.01)
+            seconds = time.perf_counter() - t0
+            for p in procs:
+                p.send_signal(signal.SIGTERM)
+            done = [json.loads(await _line(p)) for p in procs]
+            for p in procs:
+                await p.wait()
+        finally:
+            for p in procs:
+                if p.returncode is None:
+                    p.kill()
+        kinds = counts(await db.fetch("bench_journal_kinds"), "kind")
+        verified = (kinds.get("milestone_reached") == 2 * records
+                    and sum(d["commits"] for d in done) == 2 * records
+                    and all(d["commits"] > 0 for d in done))
+    note(f"scale-out: {2 * records / seconds:.0f} transitions/s, verified={verified}")
+    return {"processes": processes, "workers_per_process": per, "records": records,
+            "seconds": seconds, "transitions_per_s": 2 * records / seconds,
+            "commits_per_process": [d["commits"] for d in done],
+            "lost_commits": sum(d["lost"] for d in done), "journal": kinds,
+            "verified": verified}
+
+
+async def _line(proc: trio.Process) -> str:
+    """One line of a child's stdout (the children print a line at a time)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = await proc.stdout.receive_some(1)
+        if not chunk:
+            raise RuntimeError("a worker process ended early")
+        data += chunk
+    return data.decode().strip()
+
+
+# --------------------------------------------------------------------------------------
 # The whole run
 # --------------------------------------------------------------------------------------
 async def _run(server: Server, records: int, workers: int, samples: int, analyze: bool,
-               plans: bool) -> dict[str, Any]:
+               plans: bool, processes: int) -> dict[str, Any]:
     report: dict[str, Any] = {
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "python": platform.python_version(),
         "cpus": os.cpu_count(), "postgres": server.source,
         "args": {"records": records, "workers": workers, "samples": samples,
-                 "analyze": analyze, "plans": plans}}
+                 "analyze": analyze, "plans": plans, "processes": processes}}
     async with trio_asyncio.open_loop():
         try:
             report.update(await pipeline_phase(server, records, workers, samples, analyze))
+            if processes > 1:
+                report["scaleout"] = await scaleout_phase(server, records, workers, processes,
+                                                          analyze)
             if plans:
                 report["plan_finished_history"] = await plan_phase(
                     server, "finished", _finished_history)
@@ -571,6 +666,11 @@ def _print_report(r: dict[str, Any]) -> None:
         w = r[key]
         say(f"{label:<31} p50 {w['p50_ms']:.2f} ms  p99 {w['p99_ms']:.2f} ms  max "
             f"{w['max_ms']:.2f} ms over {w['n']} samples")
+    if "scaleout" in r:
+        so = r["scaleout"]
+        say(f"scale-out     {so['transitions_per_s']:.0f} transitions/s with {so['processes']} "
+            f"worker processes x {so['workers_per_process']} workers (commits per process "
+            f"{so['commits_per_process']}, verified {so['verified']})")
     for key in ("plan_finished_history", "plan_burst"):
         if key not in r:
             continue
@@ -584,14 +684,14 @@ def _print_report(r: dict[str, Any]) -> None:
 
 
 def main(records: int = 5000, workers: int = 8, samples: int = 200, analyze: bool = True,
-         plans: bool = True) -> int:
+         plans: bool = True, processes: int = 2) -> int:
     """Run the benchmark; 0 when every check held (targets are reported, not enforced)."""
     server = Server()
     note(f"starting PostgreSQL ({server.source})")
     server.start()
     started = time.monotonic()
     try:
-        report = trio.run(_run, server, records, workers, samples, analyze, plans)
+        report = trio.run(_run, server, records, workers, samples, analyze, plans, processes)
     finally:
         server.stop()
     report["wall_s"] = time.monotonic() - started
@@ -609,6 +709,7 @@ def main(records: int = 5000, workers: int = 8, samples: int = 200, analyze: boo
     say(json.dumps(compact, default=str))
     note(f"wrote {out}")
     ok = report["drain"]["verified"] and report["verified_after_wake"]
+    ok = ok and report.get("scaleout", {}).get("verified", True)
     for key in ("plan_finished_history", "plan_burst"):
         if key in report:
             ok = ok and report[key]["uses_claim_index"]

@@ -285,10 +285,13 @@ def bench(records: Annotated[int, typer.Option(help="records to drain")] = 5000,
           samples: Annotated[int, typer.Option(help="wake-up latency samples")] = 200,
           analyze: Annotated[bool, typer.Option(help="ANALYZE after the enqueue")] = True,
           plans: Annotated[bool, typer.Option(help="claim plans at 1M finished and a burst")
-                           ] = True) -> None:
+                           ] = True,
+          processes: Annotated[int, typer.Option(
+              help="also drain with the workers split over this many processes")] = 2,
+          ) -> None:
     """No-op steps through both milestones on a fresh embedded database."""
     from transcriber.bench import main as run_bench
-    raise typer.Exit(run_bench(records, workers, samples, analyze, plans))
+    raise typer.Exit(run_bench(records, workers, samples, analyze, plans, processes))
 
 
 @app.command("bench-audio")
