@@ -388,7 +388,8 @@ SELECT id, token_hash FROM owners WHERE token_hash = $1
 -- name: accept_upload
 -- `accept` for an HTTP upload, with the owner's optional Idempotency-Key ($7). A key
 -- the owner used before inserts nothing and returns no row: the caller then reads the
--- first record with `recording_by_key`. (A NULL key never conflicts.)
+-- first record with `recording_by_key`. (A NULL key never conflicts.) Like `accept`, it
+-- wakes an idle worker on `transcriber_work`.
 WITH rec AS (
     INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
                             idempotency_key)
@@ -400,7 +401,8 @@ WITH rec AS (
     SELECT id, 'pipeline', 'accepted', milestone, jsonb_build_object('via', 'http') FROM rec
     RETURNING id, kind
 )
-SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified
+SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified,
+       pg_notify('transcriber_work', event.kind) IS NULL AS woke
 FROM rec, event
 
 -- name: recording_by_key
@@ -412,13 +414,15 @@ SELECT owner_id FROM recordings WHERE id = $1
 
 -- name: recordings_of_owner
 -- A page of one owner's records, newest first, after the cursor ($2 created_at, $3 id;
--- NULL for the first page), $4 at most. The same columns as `recording`. The cursor
+-- NULL for the first page), $4 at most. The same columns as `recording`, which the
+-- card is made of (tests/integration/test_api.py compares the two). The cursor
 -- defaults keep the condition a plain row comparison, so recordings_by_owner serves it.
 SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
        r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
        r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
-       r.audio_path, r.duration_s, r.language
-  FROM recordings r
+       r.audio_path, r.duration_s,
+       coalesce(t.language, r.language) AS language
+  FROM recordings r LEFT JOIN transcripts t ON t.recording_id = r.id
  WHERE r.owner_id = $1
    AND (r.created_at, r.id) < (coalesce($2::timestamptz, 'infinity'),
                                coalesce($3::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))

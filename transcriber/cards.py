@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from transcriber.db import Database
@@ -9,11 +10,14 @@ from transcriber.milestones import TRANSCRIBED
 
 
 async def card(db: Database, recording_id: Any) -> dict[str, Any] | None:
-    """The card of a record, or None if there is no such record. A stop shows here as a
-    flag with its time, reason and error, beside the milestone the record reached."""
+    """The card of a record, or None if there is no such record."""
     r = await db.fetchrow("recording", recording_id)
-    if r is None:
-        return None
+    return None if r is None else card_from_row(r)
+
+
+def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    """The card from a row shaped like the `recording` query's. A stop shows here as a
+    flag with its time, reason and error, beside the milestone the record reached."""
     return {
         "id": str(r["id"]), "title": r["title"], "summary": r["summary"],
         "topics": list(r["topics"]), "filename": r["filename"], "size_bytes": r["size_bytes"],

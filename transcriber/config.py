@@ -28,6 +28,7 @@ class Config:
     """An OpenAI-compatible recognizer to use instead of the local model."""
     recognizer_key: str | None = None
     max_duration_s: float = 4 * 3600.0
+    max_upload_bytes: int = 2 * 1024**3
     cpu_threads: int = 1
 
     @property
@@ -55,4 +56,5 @@ class Config:
                    language=get("LANGUAGE"), model=get("MODEL"),
                    recognizer_url=get("RECOGNIZER_URL"), recognizer_key=get("RECOGNIZER_KEY"),
                    max_duration_s=float(get("MAX_DURATION_S") or 4 * 3600),
+                   max_upload_bytes=int(get("MAX_UPLOAD_BYTES") or 2 * 1024**3),
                    cpu_threads=int(get("CPU_THREADS") or 1))

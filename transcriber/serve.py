@@ -68,6 +68,12 @@ async def serve(config: Config, options: ServeOptions, *,
                 url = None
                 if options.http is not None:
                     from transcriber.api import create_app, serve_app
+                    from transcriber.uploads import sweep_strays
+
+                    # Uploads a killed process wrote but never recorded.
+                    removed = await sweep_strays(db, config.uploads)
+                    if removed:
+                        event(logging.WARNING, "swept_strays", files=len(removed))
                     host, port = options.http
                     url = await nursery.start(serve_app, create_app(db, config), host,
                                               port)

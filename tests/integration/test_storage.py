@@ -182,7 +182,6 @@ async def test_owner_with_recordings_cannot_be_deleted(db: Database, owner_id: i
 # Queue columns are a closed set written in one place
 # ---------------------------------------------------------------------------------
 
-@pytest.mark.scenario("storage", "Only the queue queries write queue columns")
 def claim_function_body() -> str:
     """The statement of claim_next (sql/0001_initial.sql), which the `claim` query calls:
     a function only to carry its planner setting, so its writes count as the claim's."""
@@ -191,6 +190,7 @@ def claim_function_body() -> str:
                      re.S).group(1)
 
 
+@pytest.mark.scenario("storage", "Only the queue queries write queue columns")
 def test_only_queue_queries_write_queue_columns() -> None:
     sql = load_queries()
     assert "claim_next(" in sql["claim"]

@@ -1,0 +1,370 @@
+"""Uploads at their edges (capability `intake`): the size limit, interruptions, a killed
+server and the startup sweep, and idempotent retries; over real HTTP on loopback."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.parse
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from tests.integration.test_api import (ann, as_ann, as_ben, base_url, ben,  # noqa: F401
+                                        client, config, count_recordings,
+                                        store_files, upload, uploaded)
+from transcriber.api import create_app, serving
+from transcriber.config import Config
+from transcriber.db import Database
+from transcriber.owners import NewOwner
+from transcriber.uploads import incoming, sweep_strays
+
+def intake(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("intake", title)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+MiB = 1 << 20
+CHUNK = b"\x55" * (64 * 1024)
+
+
+async def until(condition: Any, what: str) -> None:
+    """Poll for a state another task or process brings about (not a race to win)."""
+    with trio.fail_after(10):
+        while not condition():
+            await trio.sleep(0.01)
+
+
+def has_bytes(config: Config, at_least: int) -> bool:
+    return any(p.stat().st_size >= at_least for p in store_files(config))
+
+
+class RawUpload:
+    """An upload over a plain socket, so the test decides when each byte goes and can
+    read the answer while still sending, as curl does (httpx reads only once it has
+    sent the whole body)."""
+
+    def __init__(self, stream: trio.SocketStream):
+        self.stream = stream
+        self.sent = 0
+        self._chunked = True
+
+    @classmethod
+    async def start(cls, base_url: str, owner: NewOwner, *, content_type: str = "audio/wav",
+                    length: int | None = None, headers: dict[str, str] | None = None
+                    ) -> RawUpload:
+        url = urllib.parse.urlsplit(base_url)
+        assert url.hostname is not None and url.port is not None
+        upload = cls(await trio.open_tcp_stream(url.hostname, url.port))
+        fields = {"Host": url.netloc, "Authorization": f"Bearer {owner.token}",
+                  "Content-Type": content_type, **(headers or {})}
+        if length is None:
+            fields["Transfer-Encoding"] = "chunked"
+        else:
+            fields["Content-Length"] = str(length)
+            upload._chunked = False
+        head = "POST /v1/recordings HTTP/1.1\r\n" + "".join(
+            f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
+        await upload.stream.send_all(head.encode())
+        return upload
+
+    async def send(self, data: bytes) -> None:
+        framed = f"{len(data):x}\r\n".encode() + data + b"\r\n" if self._chunked else data
+        await self.stream.send_all(framed)
+        self.sent += len(data)
+
+    async def end(self) -> None:
+        if self._chunked:
+            await self.stream.send_all(b"0\r\n\r\n")
+
+    async def answer(self) -> tuple[int, dict[str, Any]]:
+        """The status and JSON body of the answer."""
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += await self._receive()
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        status = int(lines[0].split()[1])
+        length = next(int(line.split(":", 1)[1]) for line in lines[1:]
+                      if line.lower().startswith("content-length:"))
+        while len(body) < length:
+            body += await self._receive()
+        return status, json.loads(body[:length])
+
+    async def _receive(self) -> bytes:
+        chunk = await self.stream.receive_some(65536)
+        if not chunk:
+            raise EOFError("the server closed the connection without an answer")
+        return chunk
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+async def send_until_answered(upload: RawUpload, cap: int) -> tuple[int, dict[str, Any]]:
+    """Keep sending chunks until the answer comes (or `cap` bytes went out)."""
+    answered: list[tuple[int, dict[str, Any]]] = []
+    async with trio.open_nursery() as nursery:
+
+        async def read() -> None:
+            answered.append(await upload.answer())
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(read)
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while upload.sent < cap:
+                await upload.send(CHUNK)
+        await trio.sleep_forever()  # until the answer; the server closed or stopped reading
+    return answered[0]
+
+
+async def send_all_then_answer(upload: RawUpload, total: int) -> tuple[int, dict[str, Any]]:
+    """Send the whole body before reading, as httpx and many clients do; a server that
+    stops reading before answering and closing would leave this hanging."""
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while upload.sent < total:
+            await upload.send(CHUNK)
+        await upload.end()
+    return await upload.answer()
+
+
+# --- the size limit -----------------------------------------------------------------------
+
+@pytest.fixture
+async def small_limit_url(db: Database, config: Config) -> AsyncIterator[str]:
+    async with serving(create_app(db, config, max_upload_bytes=MiB)) as url:
+        yield url
+
+
+@intake("An upload over the limit is refused as soon as it passes it")
+async def test_upload_over_the_limit_is_refused_at_once(
+        db: Database, config: Config, small_limit_url: str, ann: NewOwner) -> None:
+    # Declared too large: refused before a byte of the body is sent.
+    declared = await RawUpload.start(small_limit_url, ann, length=5 * MiB)
+    with trio.fail_after(5):
+        assert await declared.answer() == (
+            413, {"error": f"the upload is larger than {MiB} bytes"})
+    await declared.aclose()
+
+    # Streamed without a length, raw or as a form: refused when the limit is passed,
+    # long before the end. (Socket buffers on loopback hold a few MiB, not 64.)
+    raw = await RawUpload.start(small_limit_url, ann)
+    form = await RawUpload.start(small_limit_url, ann,
+                                 content_type="multipart/form-data; boundary=xyz")
+    await form.send(b'--xyz\r\nContent-Disposition: form-data; name="file"; '
+                    b'filename="a.wav"\r\n\r\n')
+    for streamed in (raw, form):
+        with trio.fail_after(10):
+            status, body = await send_until_answered(streamed, cap=256 * MiB)
+        assert status == 413, body
+        assert streamed.sent < 64 * MiB
+        await streamed.aclose()
+    # A client that sends everything before it reads still gets the answer.
+    whole = await RawUpload.start(small_limit_url, ann, length=16 * MiB)
+    with trio.fail_after(10):
+        assert (await send_all_then_answer(whole, 16 * MiB))[0] == 413
+    await whole.aclose()
+    assert await count_recordings(db) == 0
+    assert store_files(config) == []
+
+    async with client(small_limit_url, ann) as c:
+        exact = await c.post("/v1/recordings", content=b"\x01" * MiB,
+                             headers={"Content-Type": "audio/wav"})
+        assert exact.status_code == 201 and exact.json()["size_bytes"] == MiB
+        exact_form = await upload(c, b"\x02" * MiB)
+        assert exact_form.status_code == 201, exact_form.text
+    assert sorted(p.stat().st_size for p in store_files(config)) == [MiB, MiB]
+
+
+async def test_early_answers_reach_a_client_still_sending(
+        db: Database, config: Config, base_url: str, ann: NewOwner,
+        as_ann: httpx.AsyncClient) -> None:
+    """An answer given before the body was read — a wrong token, an idempotent replay —
+    reaches a client that is still sending, and the connection does not hang."""
+    stranger = NewOwner(id=0, name="stranger", token="tr_not-a-token")
+    first = await as_ann.post("/v1/recordings", content=b"first",
+                              headers={"Content-Type": "audio/wav", "Idempotency-Key": "k"})
+    assert first.status_code == 201
+    for owner, headers, expected in [(stranger, {}, 401),
+                                     (ann, {"Idempotency-Key": "k"}, 200)]:
+        # A client that reads while it sends gets the answer at once ...
+        streamed = await RawUpload.start(base_url, owner, headers=headers)
+        with trio.fail_after(10):
+            status, body = await send_until_answered(streamed, cap=256 * MiB)
+        await streamed.aclose()
+        assert status == expected, body
+        assert streamed.sent < 64 * MiB
+        # ... and one that reads only after sending gets it too, instead of hanging.
+        for length in (None, 16 * MiB):
+            whole = await RawUpload.start(base_url, owner, headers=headers, length=length)
+            with trio.fail_after(10):
+                status, body = await send_all_then_answer(whole, 16 * MiB)
+            await whole.aclose()
+            assert status == expected, body
+    assert await count_recordings(db) == 1
+    assert [p.read_bytes() for p in store_files(config)] == [b"first"]
+
+
+# --- interruptions ------------------------------------------------------------------------
+
+@intake("An interrupted upload leaves no record and no file")
+async def test_client_gone_mid_upload_leaves_nothing(
+        db: Database, config: Config, base_url: str, ann: NewOwner) -> None:
+    upload_ = await RawUpload.start(base_url, ann)
+    while upload_.sent < 2 * MiB:
+        await upload_.send(CHUNK)
+    await until(lambda: has_bytes(config, MiB), "part of the upload on disk")
+    await upload_.aclose()  # the client goes away mid-body
+    await until(lambda: store_files(config) == [], "the partial file removed")
+    assert await count_recordings(db) == 0
+
+
+@intake("An interrupted upload leaves no record and no file")
+async def test_server_stopped_mid_upload_leaves_nothing(
+        db: Database, config: Config, ann: NewOwner) -> None:
+    async with serving(create_app(db, config)) as url:
+        upload_ = await RawUpload.start(url, ann)
+        while upload_.sent < 2 * MiB:
+            await upload_.send(CHUNK)
+        await until(lambda: has_bytes(config, MiB), "part of the upload on disk")
+    # The server is gone: every request it was serving was cancelled on the way out.
+    assert store_files(config) == []
+    assert await count_recordings(db) == 0
+    with pytest.raises((EOFError, trio.BrokenResourceError)):
+        await upload_.answer()  # the connection ended without an answer
+    await upload_.aclose()
+
+
+SERVE_IN_A_PROCESS = """
+import sys, trio, trio_asyncio
+from pathlib import Path
+from transcriber.api import create_app, serving
+from transcriber.config import Config
+from transcriber.db import open_database
+
+async def main():
+    async with trio_asyncio.open_loop():
+        async with open_database(sys.argv[1], min_size=1, max_size=2) as db:
+            async with serving(create_app(db, Config(home=Path(sys.argv[2])))) as url:
+                print(url, flush=True)
+                await trio.sleep_forever()
+
+trio.run(main)
+"""
+
+
+async def read_line(stream: trio.abc.ReceiveStream) -> str:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = await stream.receive_some(1024)
+        if not chunk:
+            raise EOFError(data.decode(errors="replace"))
+        data += chunk
+    return data.decode().strip()
+
+
+@intake("A killed server's partial upload is swept at startup")
+async def test_killed_servers_partial_upload_is_swept(
+        db: Database, db_url: str, config: Config, as_ann: httpx.AsyncClient,
+        ann: NewOwner) -> None:
+    kept = await uploaded(as_ann, b"a recording with a record")
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-c", SERVE_IN_A_PROCESS, db_url, str(config.home)],
+        cwd=ROOT, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        with trio.fail_after(30):
+            url = await read_line(proc.stdout)
+        upload_ = await RawUpload.start(url, ann)
+        while upload_.sent < 2 * MiB:
+            await upload_.send(CHUNK)
+        await until(lambda: has_bytes(config, MiB), "part of the upload on disk")
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+        await upload_.aclose()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+    files = store_files(config)
+    assert len(files) == 2  # the kill left the partial upload behind
+    [stray] = [p for p in files if p.stat().st_size >= MiB]
+    assert await count_recordings(db) == 1
+
+    # Too young to judge with the default age; then swept.
+    assert await sweep_strays(db, config.uploads) == []
+    os.utime(stray, (0, 0))
+    async with incoming(config.uploads) as live:  # an upload in progress right now
+        await live.write(b"in flight")
+        await live.finish()
+        os.utime(live.path, (0, 0))
+        assert await sweep_strays(db, config.uploads, older_than_s=0) == [stray]
+        assert live.path.exists()
+    remaining = store_files(config)
+    assert len(remaining) == 1 and remaining[0].read_bytes() == b"a recording with a record"
+    assert (await as_ann.get(f"/v1/recordings/{kept['id']}")).status_code == 200
+
+
+async def test_sweep_leaves_foreign_files_alone(db: Database, config: Config) -> None:
+    config.uploads.mkdir(parents=True)
+    foreign = config.uploads / "notes.txt"
+    foreign.write_text("not the store's")
+    stray = config.uploads / uuid.uuid4().hex
+    stray.write_bytes(b"x")
+    assert await sweep_strays(db, config.uploads, older_than_s=0) == [stray]
+    assert store_files(config) == [foreign]
+
+
+# --- idempotency -----------------------------------------------------------------------------
+
+@intake("Retrying with the same Idempotency-Key returns the first recording")
+async def test_same_idempotency_key_returns_the_first_recording(
+        db: Database, config: Config, as_ann: httpx.AsyncClient,
+        as_ben: httpx.AsyncClient) -> None:
+    key = {"Idempotency-Key": "upload-7"}
+    first = await as_ann.post("/v1/recordings", files={"file": ("a.wav", b"first")},
+                              headers=key)
+    assert first.status_code == 201
+    again = await as_ann.post("/v1/recordings", files={"file": ("b.wav", b"second")},
+                              headers=key)
+    assert again.status_code == 200
+    assert again.json() == first.json()
+    assert again.headers["location"] == first.headers["location"]
+    theirs = await as_ben.post("/v1/recordings", files={"file": ("a.wav", b"ben's")},
+                               headers=key)
+    assert theirs.status_code == 201 and theirs.json()["id"] != first.json()["id"]
+    assert await count_recordings(db) == 2
+    assert sorted(p.read_bytes() for p in store_files(config)) == [b"ben's", b"first"]
+
+
+@intake("Retrying with the same Idempotency-Key returns the first recording")
+async def test_concurrent_uploads_with_one_key_make_one_recording(
+        db: Database, config: Config, base_url: str, ann: NewOwner) -> None:
+    uploads = [await RawUpload.start(base_url, ann, headers={"Idempotency-Key": "same"})
+               for _ in range(2)]
+    for u in uploads:
+        await u.send(b"x" * 1000)
+    # Both are past the key check and streaming before either may finish.
+    await until(lambda: len(store_files(config)) == 2, "both uploads on disk")
+    answers = []
+    for u, more in zip(uploads, (b"first", b"second one")):
+        await u.send(more)
+        await u.end()
+        answers.append(await u.answer())
+        await u.aclose()
+    assert [status for status, _ in answers] == [201, 200]
+    assert answers[0][1]["id"] == answers[1][1]["id"]
+    assert await count_recordings(db) == 1
+    [stored] = store_files(config)
+    assert stored.read_bytes() == b"x" * 1000 + b"first"

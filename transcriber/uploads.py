@@ -1,0 +1,439 @@
+"""Receiving an HTTP upload into the store: streamed to disk under a generated name,
+counted against the size limit as it arrives, fsynced with its folder before a record
+may point at it, and removed again if no record ever does.
+
+A file being received is locked (flock) from its creation until its record commits or
+it is removed, so `sweep_strays` can tell a live upload from what a killed process
+left behind: the kernel drops the lock when the process dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.message
+import fcntl
+import os
+import re
+import time
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from pathlib import Path
+from typing import BinaryIO
+
+import attrs
+import trio
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+
+from transcriber.db import Database
+from transcriber.store import fsync_dir
+
+WRITE_CHUNK = 1 << 20
+"""Bytes gathered before one write off the event loop: a thread hop per network chunk
+(64 KiB) would cost more than the write."""
+
+FORM_SLACK = 1 << 20
+"""What a multipart body may carry besides the file (boundaries, headers, the text
+fields) before the whole body counts as too large."""
+
+TEXT_FIELD_MAX = 4096
+"""Bytes of one text form field (title, language)."""
+
+TITLE_MAX = 500
+FILENAME_MAX = 255
+
+_LANGUAGE = re.compile(r"[A-Za-z]{2,3}")
+_STORE_NAME = re.compile(r"[0-9a-f]{32}")
+
+
+class UploadRefused(Exception):
+    """The upload cannot be accepted; `status` is the HTTP answer. Nothing is kept."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@attrs.frozen
+class Upload:
+    """A received upload, on disk and fsynced, with what the client said about it."""
+
+    path: Path
+    size: int
+    filename: str | None
+    title: str | None
+    language: str | None
+
+
+# --- values the client sends --------------------------------------------------------
+
+def check_text(value: str, what: str, max_chars: int) -> str:
+    """`value` if PostgreSQL can store it as text and it is not too long; else ValueError
+    with a message for the client."""
+    if len(value) > max_chars:
+        raise ValueError(f"{what} is longer than {max_chars} characters")
+    if "\x00" in value:
+        raise ValueError(f"{what} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} is not valid Unicode") from None
+    return value
+
+
+def clean_title(value: str | None) -> str | None:
+    return None if value is None else check_text(value, "title", TITLE_MAX)
+
+
+def clean_language(value: str | None) -> str | None:
+    """A language hint is a two- or three-letter code (en, ru, haw), as recognizers take
+    it; anything else would only fail later, at every recognition attempt."""
+    if value is None or value == "":
+        return None
+    if not _LANGUAGE.fullmatch(value):
+        raise ValueError("language must be a two- or three-letter code such as en or ru")
+    return value.lower()
+
+
+def clean_filename(value: str | None) -> str | None:
+    """The client's name for the file, kept as data only (it never becomes a path):
+    its last path component, without control characters, at most 255 characters."""
+    if value is None:
+        return None
+    name = re.split(r"[\\/]", value)[-1]
+    name = "".join(c for c in name if c.isprintable())
+    name = name.encode("utf-8", "replace").decode("utf-8")[:FILENAME_MAX]
+    return name or None
+
+
+def _refuse_invalid(fn: Callable[[str | None], str | None], value: str | None) -> str | None:
+    try:
+        return fn(value)
+    except ValueError as e:
+        raise UploadRefused(422, str(e)) from None
+
+
+def disposition_filename(header: str | None) -> str | None:
+    """The filename of a Content-Disposition header, RFC 2231 `filename*` included."""
+    if not header:
+        return None
+    msg = email.message.Message()
+    msg["content-disposition"] = header
+    try:
+        return msg.get_filename()
+    except (ValueError, LookupError):
+        return None
+
+
+# --- the file in the store ------------------------------------------------------------
+
+@attrs.define(eq=False)
+class Incoming:
+    """One upload being written into the store under a generated name."""
+
+    path: Path
+    _out: BinaryIO
+    size: int = 0
+    kept: bool = False
+    _buffer: bytearray = attrs.field(factory=bytearray)
+
+    async def write(self, data: bytes) -> None:
+        """Cancellation: a write in progress finishes in its thread; the caller's exit
+        from `incoming` then removes the file."""
+        self._buffer += data
+        self.size += len(data)
+        if len(self._buffer) >= WRITE_CHUNK:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        data, self._buffer = bytes(self._buffer), bytearray()
+        if data:
+            await trio.to_thread.run_sync(self._out.write, data)
+
+    async def finish(self) -> None:
+        """Everything on disk: the file and the folder's entry for it are fsynced."""
+        await self._flush()
+
+        def sync() -> None:
+            self._out.flush()
+            os.fsync(self._out.fileno())
+            fsync_dir(self.path.parent)
+
+        await trio.to_thread.run_sync(sync)
+
+    def keep(self) -> None:
+        """A record points at the file (or may: a commit whose outcome is unknown), so
+        leaving `incoming` must not remove it."""
+        self.kept = True
+
+
+@contextlib.asynccontextmanager
+async def incoming(uploads: Path) -> AsyncIterator[Incoming]:
+    """A new locked file in `uploads`. Unless `keep()` was called, leaving the block —
+    by an error, a refusal or a cancellation — removes it. The lock is released on the
+    way out in every case.
+    """
+    uploads.mkdir(parents=True, exist_ok=True)
+    path = uploads / uuid.uuid4().hex
+    out = open(path, "xb")  # noqa: SIM115 - closed below, after the record committed
+    try:
+        # Never waits: the sweep does not touch a file this young.
+        fcntl.flock(out.fileno(), fcntl.LOCK_EX)
+        file = Incoming(path, out)
+        try:
+            yield file
+        finally:
+            if not file.kept:
+                path.unlink(missing_ok=True)
+    finally:
+        out.close()
+
+
+# --- reading the request body -----------------------------------------------------------
+
+async def receive_raw(chunks: AsyncIterable[bytes], into: Incoming, limit: int) -> None:
+    """The body itself is the audio. Refuses with 413 as soon as it passes `limit`."""
+    async for chunk in chunks:
+        if into.size + len(chunk) > limit:
+            raise UploadRefused(413, f"the upload is larger than {limit} bytes")
+        await into.write(chunk)
+
+
+class _Form:
+    """A streaming multipart/form-data body: python-multipart calls these methods while
+    it parses a chunk; the file's bytes are collected in `pending` and written out by
+    `receive_form` between chunks, so no more than a chunk is ever held."""
+
+    TEXT_FIELDS = frozenset({"title", "language"})
+
+    def __init__(self, boundary: bytes):
+        self.parser = MultipartParser(boundary, callbacks={
+            "on_part_begin": self._part_begin, "on_header_field": self._header_field,
+            "on_header_value": self._header_value, "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_finished, "on_part_data": self._part_data,
+            "on_part_end": self._part_end, "on_end": self._end,
+        }, max_header_count=16, max_header_size=8192)
+        self.fields: dict[str, str] = {}
+        self.filename: str | None = None
+        self.has_file = False
+        self.ended = False
+        self.pending: list[bytes] = []
+        self._name: str | None = None
+        self._in_file = False
+        self._headers: dict[bytes, bytes] = {}
+        self._field = bytearray()
+        self._value = bytearray()
+        self._text = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Parse `chunk`; returns the file's bytes found in it."""
+        try:
+            self.parser.write(chunk)
+        except MultipartParseError as e:
+            raise UploadRefused(400, f"malformed multipart body: {e}") from None
+        out, self.pending = self.pending, []
+        return out
+
+    def _part_begin(self) -> None:
+        self._headers, self._name, self._in_file = {}, None, False
+        self._text = bytearray()
+
+    def _header_field(self, data: bytes, start: int, end: int) -> None:
+        self._field += data[start:end]
+
+    def _header_value(self, data: bytes, start: int, end: int) -> None:
+        self._value += data[start:end]
+
+    def _header_end(self) -> None:
+        self._headers[bytes(self._field).strip().lower()] = bytes(self._value).strip()
+        self._field, self._value = bytearray(), bytearray()
+
+    def _headers_finished(self) -> None:
+        kind, params = parse_options_header(self._headers.get(b"content-disposition"))
+        name = params.get(b"name")
+        if kind != b"form-data" or name is None:
+            raise UploadRefused(400, "malformed multipart body: a part without a form-data name")
+        self._name = _decode_header(name)
+        if self._name == "file":
+            if self.has_file:
+                raise UploadRefused(422, "more than one file in the form; send one")
+            self.has_file = self._in_file = True
+            raw = params.get(b"filename")
+            self.filename = None if raw is None else _decode_header(raw)
+        elif self._name in self.TEXT_FIELDS:
+            if self._name in self.fields:
+                raise UploadRefused(422, f"form field {self._name!r} given twice")
+        else:
+            raise UploadRefused(422, f"unexpected form field {self._name!r}; "
+                                     "send file, title and language")
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        if self._in_file:
+            self.pending.append(data[start:end])
+            return
+        self._text += data[start:end]
+        if len(self._text) > TEXT_FIELD_MAX:
+            raise UploadRefused(422, f"form field {self._name!r} is longer than "
+                                     f"{TEXT_FIELD_MAX} bytes")
+
+    def _part_end(self) -> None:
+        if self._in_file or self._name is None:
+            return
+        try:
+            self.fields[self._name] = self._text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UploadRefused(422, f"form field {self._name!r} is not UTF-8") from None
+
+    def _end(self) -> None:
+        self.ended = True
+
+
+def _decode_header(raw: bytes) -> str:
+    # Browsers send names as raw UTF-8 inside the quoted string.
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+async def receive_form(chunks: AsyncIterable[bytes], content_type: str, into: Incoming,
+                       limit: int) -> _Form:
+    """A multipart/form-data body with one `file` part and optional `title` and
+    `language`. Refuses with 413 as soon as the file passes `limit`."""
+    _, params = parse_options_header(content_type)
+    boundary = params.get(b"boundary")
+    if not boundary or len(boundary) > 200:
+        raise UploadRefused(400, "multipart body without a usable boundary")
+    form = _Form(boundary)
+    received = 0
+    async for chunk in chunks:
+        received += len(chunk)
+        if received > limit + FORM_SLACK:
+            raise UploadRefused(413, f"the upload is larger than {limit} bytes")
+        for data in form.feed(chunk):
+            if into.size + len(data) > limit:
+                raise UploadRefused(413, f"the upload is larger than {limit} bytes")
+            await into.write(data)
+    if not form.ended:
+        raise UploadRefused(400, "malformed multipart body: it ended before its last boundary")
+    if not form.has_file:
+        raise UploadRefused(422, "the form has no 'file' field")
+    return form
+
+
+def is_form(content_type: str) -> bool:
+    return parse_options_header(content_type)[0] == b"multipart/form-data"
+
+
+def is_audio(content_type: str) -> bool:
+    kind = parse_options_header(content_type)[0]
+    return kind.startswith(b"audio/") or kind == b"application/octet-stream"
+
+
+async def receive(chunks: AsyncIterable[bytes], *, content_type: str,
+                  content_length: str | None, disposition: str | None, into: Incoming,
+                  limit: int, title: str | None, language: str | None,
+                  filename: str | None) -> Upload:
+    """Read a whole upload — a form or a raw audio body — into `into` and fsync it.
+
+    `title`, `language` and `filename` come from the query; a form's own fields win.
+    Raises UploadRefused: 400 empty or malformed, 413 too large (as soon as it is),
+    415 neither a form nor audio, 422 a field is invalid.
+    """
+    declared = _content_length(content_length)
+    if is_form(content_type):
+        if declared is not None and declared > limit + FORM_SLACK:
+            raise UploadRefused(413, f"the upload is larger than {limit} bytes")
+        form = await receive_form(chunks, content_type, into, limit)
+        title = form.fields.get("title", title)
+        language = form.fields.get("language", language)
+        filename = form.filename if form.filename is not None else filename
+    elif is_audio(content_type):
+        if declared is not None and declared > limit:
+            raise UploadRefused(413, f"the upload is larger than {limit} bytes")
+        await receive_raw(chunks, into, limit)
+        filename = filename if filename is not None else disposition_filename(disposition)
+    else:
+        raise UploadRefused(415, "send multipart/form-data with a 'file' field, or the audio "
+                                 "itself as audio/* or application/octet-stream")
+    if into.size == 0:
+        raise UploadRefused(400, "the upload is empty")
+    upload = Upload(into.path, into.size, clean_filename(filename),
+                    _refuse_invalid(clean_title, title),
+                    _refuse_invalid(clean_language, language))
+    await into.finish()
+    return upload
+
+
+def _content_length(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+# --- strays -------------------------------------------------------------------------------
+
+SWEEP_BATCH = 500
+
+
+async def sweep_strays(db: Database, uploads: Path, *, older_than_s: float = 3600.0
+                       ) -> list[Path]:
+    """Remove the files of the upload store that no record points at, and return them.
+
+    They are what a process killed between writing an upload and committing its record
+    leaves behind. A file is left alone while a live upload holds its lock, while it is
+    younger than `older_than_s` (the command line's `submit` writes without a lock and
+    commits moments later), and when its name is not one the store generates.
+    Run it at startup. Cancellation: files already removed stay removed.
+    """
+    old = await trio.to_thread.run_sync(_old_store_files, uploads, older_than_s)
+    removed: list[Path] = []
+    for start in range(0, len(old), SWEEP_BATCH):
+        # Locked while the sweep decides, so no upload can be writing what it removes;
+        # a batch at a time, so a large store does not exhaust file descriptors.
+        batch = await trio.to_thread.run_sync(_lock_unused, old[start:start + SWEEP_BATCH])
+        try:
+            rows = await db.fetch("sources_referenced", [path.name for path, _ in batch])
+            referenced = {r["name"] for r in rows}
+            for path, _ in batch:
+                if path.name not in referenced:
+                    path.unlink(missing_ok=True)
+                    removed.append(path)
+        finally:
+            for _, handle in batch:
+                handle.close()
+    if removed:
+        await trio.to_thread.run_sync(fsync_dir, uploads)
+    return removed
+
+
+def _old_store_files(uploads: Path, older_than_s: float) -> list[Path]:
+    # A file being written is young, so the sweep never even tries to lock it, and the
+    # upload's own lock never waits on the sweep.
+    if not uploads.is_dir():
+        return []
+    cutoff = time.time() - older_than_s
+    return [path for path in sorted(uploads.iterdir())
+            if _STORE_NAME.fullmatch(path.name) and path.is_file()
+            and path.stat().st_mtime <= cutoff]
+
+
+def _lock_unused(paths: list[Path]) -> list[tuple[Path, BinaryIO]]:
+    """The files of `paths` that no live upload holds, each open with its lock taken."""
+    found = []
+    for path in paths:
+        try:
+            handle = open(path, "rb")  # noqa: SIM115 - closed by the sweep
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        found.append((path, handle))
+    return found
