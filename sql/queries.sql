@@ -446,3 +446,9 @@ SELECT prosrc, proargnames[1:pronargs] AS names, proconfig,
                FROM unnest(proargtypes::oid[]) WITH ORDINALITY AS a (t, n) ORDER BY n) AS types
   FROM pg_proc
  WHERE proname = 'claim_next'
+
+-- name: journal_id_before
+-- The id just before the first event of the last $1 (an interval): where `journal
+-- --since` starts reading.
+SELECT coalesce((SELECT min(id) FROM journal WHERE at >= now() - $1::interval) - 1,
+                (SELECT max(id) FROM journal), 0)

@@ -21,7 +21,7 @@ from transcriber.config import Config
 from transcriber.db import Database, DatabaseUnreachable
 from transcriber.migrate import migrate as apply_migrations
 from transcriber.owners import OwnerExists, add_owner
-from transcriber.queue import NotStopped, PgQueue, Resumed
+from transcriber.queue import NotStopped, PgQueue
 from transcriber.session import open_session
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -81,6 +81,19 @@ def record_id(text: str) -> uuid.UUID:
         fail(f"{text!r} is not a recording id (a UUID)", 1)
 
 
+def parse_duration(text: str) -> dt.timedelta:
+    """`90s`, `15m`, `2h`, `3d` (a bare number is seconds)."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    number, unit = (text[:-1], text[-1]) if text[-1:] in units else (text, "s")
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a duration like 90s, 15m, 2h or 3d") from None
+    if value < 0:
+        raise ValueError(f"{text!r} is negative")
+    return dt.timedelta(seconds=value * units[unit])
+
+
 def ago(seconds: float | None) -> str:
     if seconds is None:
         return "-"
@@ -136,22 +149,39 @@ def stopped(reason: Annotated[str | None, typer.Option(help="only this stop reas
 
 
 @app.command()
-def resume(recording: Annotated[str, typer.Argument(metavar="ID")]) -> None:
-    """Return a stopped record to work from the milestone it reached (journaled as human)."""
-    rid = record_id(recording)
+def resume(recordings: Annotated[list[str] | None, typer.Argument(metavar="ID...")] = None,
+           reason: Annotated[str | None, typer.Option(
+               help="also every record stopped with this reason")] = None) -> None:
+    """Return stopped records to work from the milestone each reached (journaled as
+    human). Exit 1 if any could not be resumed; the others are."""
+    if not recordings and reason is None:
+        fail("name the records to resume (IDs) or a stop reason (--reason)", 1)
+    ids = [record_id(r) for r in recordings or []]
 
-    async def work(db: Database) -> Resumed:
-        try:
-            return await PgQueue(db, _no_steps()).resume(rid, by=_operator())
-        except NotStopped:
-            row = await db.fetchrow("recording", rid)
-            if row is None:
-                raise Refused(f"no recording {rid}") from None
-            raise Refused(f"recording {rid} is not stopped (at {row['milestone']}), "
-                          "nothing to resume") from None
+    async def work(db: Database) -> int:
+        queue = PgQueue(db, _no_steps())
+        targets = list(ids)
+        if reason is not None:
+            stopped = await db.fetch("stopped", reason)
+            typer.echo(f"{len(stopped)} records stopped with reason {reason}")
+            targets += [r["id"] for r in stopped if r["id"] not in ids]
+        refused = 0
+        for rid in targets:
+            try:
+                done = await queue.resume(rid, by=_operator())
+            except NotStopped:
+                refused += 1
+                row = await db.fetchrow("recording", rid)
+                why = (f"no recording {rid}" if row is None else
+                       f"recording {rid} is not stopped (at {row['milestone']}), "
+                       "nothing to resume")
+                typer.echo(f"transcriber: {why}", err=True)
+                continue
+            typer.echo(f"resumed {done.id} at {done.milestone}")
+        return refused
 
-    done = with_database(work)
-    typer.echo(f"resumed {done.id} at {done.milestone}")
+    if with_database(work):
+        raise typer.Exit(1)
 
 
 def _no_steps() -> Any:
@@ -186,12 +216,22 @@ def journal(recording: Annotated[str | None, typer.Argument(metavar="[ID]")] = N
             follow: Annotated[bool, typer.Option("--follow", "-f",
                                                  help="keep printing new events")] = False,
             as_json: Annotated[bool, typer.Option("--json", help="one JSON object a line")
-                               ] = False) -> None:
+                               ] = False,
+            since: Annotated[str | None, typer.Option(
+                help="only events of the last DURATION: 90s, 15m, 2h, 3d")] = None) -> None:
     """The record journal of one record, or of all; live with --follow."""
     rid = None if recording is None else record_id(recording)
+    window = None
+    if since is not None:
+        try:
+            window = parse_duration(since)
+        except ValueError as e:
+            fail(str(e), 1)
 
     async def work(db: Database) -> None:
         last = 0
+        if window is not None:
+            last = await db.fetchval("journal_id_before", window)
 
         async def drain() -> None:
             nonlocal last

@@ -90,3 +90,72 @@ async def test_owner_status_and_journal(db: Database, db_url: str, owner_id: int
     shown = await cli(db_url, "journal", str(rid))
     assert shown.returncode == 0
     assert [line.split()[4] for line in shown.stdout.splitlines()] == ["accepted", "stopped"]
+
+
+async def test_resume_several_and_by_reason(db: Database, db_url: str, owner_id: int) -> None:
+    first, second = await stopped_record(db, owner_id), await stopped_record(db, owner_id)
+    unknown = uuid.UUID(int=9)
+    some = await cli(db_url, "resume", str(first), str(unknown))
+    assert some.returncode == 1  # one could not be resumed ...
+    assert some.stdout.strip() == f"resumed {first} at received"  # ... the other was
+    assert f"no recording {unknown}" in some.stderr
+
+    # Stop the first again, with another reason: --reason picks only its own.
+    queue = PgQueue(db, table())
+    job = await queue.read(await queue.claim())
+    assert job.claim.id == first
+    assert await queue.stop(job, "other_reason", "x")
+    by_reason = await cli(db_url, "resume", "--reason", "attempts_exhausted")
+    assert by_reason.returncode == 0, by_reason.stderr
+    lines = by_reason.stdout.strip().splitlines()
+    assert lines == ["1 records stopped with reason attempts_exhausted",
+                     f"resumed {second} at received"]
+    assert (await state(db, first))["stop_reason"] == "other_reason"
+
+
+async def test_journal_since_and_json(db: Database, db_url: str, owner_id: int) -> None:
+    old, new = await accept(db, owner_id, "old.wav"), await accept(db, owner_id, "new.wav")
+    await db.run(lambda con: con.execute(
+        "UPDATE journal SET at = now() - interval '2 hours' WHERE recording_id = $1", old))
+    recent = await cli(db_url, "journal", "--since", "1h", "--json")
+    assert recent.returncode == 0, recent.stderr
+    import json
+    events = [json.loads(line) for line in recent.stdout.splitlines()]
+    assert [(e["recording_id"], e["kind"]) for e in events] == [(str(new), "accepted")]
+    bad = await cli(db_url, "journal", "--since", "soon")
+    assert bad.returncode == 1 and "not a duration" in bad.stderr
+
+
+async def test_journal_follow_shows_another_process_event(db: Database, db_url: str,
+                                                          owner_id: int) -> None:
+    first = await accept(db, owner_id, "first.wav")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
+    env["TRANSCRIBER_DATABASE_URL"] = db_url
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "transcriber", "journal", "--follow"], env=env,
+        stdout=subprocess.PIPE)
+    try:
+        lines = LineReader(proc.stdout)
+        with trio.fail_after(30):
+            assert str(first) in await lines.next()  # the history first ...
+        second = await accept(db, owner_id, "second.wav")  # ... then, written elsewhere,
+        with trio.fail_after(30):
+            assert str(second) in await lines.next()  # the new event, live
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+class LineReader:
+    def __init__(self, stream: Any):
+        self.stream = stream
+        self.buffer = b""
+
+    async def next(self) -> str:
+        while b"\n" not in self.buffer:
+            chunk = await self.stream.receive_some(4096)
+            if not chunk:
+                raise EOFError("the process closed its output")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode()
