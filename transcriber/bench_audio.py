@@ -83,6 +83,7 @@ def measured(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
 
 def main(minutes: float = 5.0, long_minutes: float = 60.0) -> int:
     work = Path(tempfile.mkdtemp(prefix="transcriber-bench-audio-"))
+    work.chmod(0o755)  # the embedded database's own user must reach the home inside
     models = bundled_model(work / "models")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
     env.update(TRANSCRIBER_HOME=str(work / "home"), TRANSCRIBER_MODEL=str(models))

@@ -19,6 +19,7 @@ import typer
 from actors.log import value as logfmt_value
 from transcriber.config import Config
 from transcriber.db import Database, DatabaseUnreachable
+from transcriber.embedded import HomeUnreachable
 from transcriber.migrate import migrate as apply_migrations
 from transcriber.owners import OwnerExists, add_owner
 from transcriber.queue import NotStopped, PgQueue
@@ -65,7 +66,7 @@ def run_trio(main: Callable[[], Awaitable[T]]) -> T:
         return trio.run(main)
     except BaseException as e:  # noqa: BLE001 - trio wraps everything in groups
         inner = unwrap(e)
-        if isinstance(inner, DatabaseUnreachable):
+        if isinstance(inner, (DatabaseUnreachable, HomeUnreachable)):
             fail(str(inner), 2)
         if isinstance(inner, Refused):
             fail(str(inner), 1)

