@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import asyncpg
+import tenacity
 import trio
 import trio_asyncio
 
@@ -60,6 +61,35 @@ def hide_password(url: str) -> str:
 
 
 _CONNECT_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
+
+CONNECTION_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError,
+                   asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError,
+                   asyncpg.AdminShutdownError)
+"""Errors that say the server went away (restart, network), not that a query is wrong."""
+
+
+async def _trio_sleep(seconds: float) -> None:
+    await trio.sleep(seconds)
+
+
+def retry_while_unreachable(patience_s: float) -> tenacity.AsyncRetrying:
+    """Retries, with backoff, a call that failed because the server went away; gives up
+    (re-raising) after `patience_s`. Only for calls that may run twice: the queue's
+    writes are fenced by their token, so a repeat changes nothing."""
+    return tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception_type(CONNECTION_LOST),
+        wait=tenacity.wait_exponential(multiplier=0.1, max=5) + tenacity.wait_random(0, 0.1),
+        stop=tenacity.stop_after_delay(patience_s), sleep=_trio_sleep, reraise=True,
+        before_sleep=lambda state: _log_retry(state))
+
+
+def _log_retry(state: tenacity.RetryCallState) -> None:
+    import logging
+
+    from actors.log import event
+    error = state.outcome.exception() if state.outcome else None
+    event(logging.WARNING, "database_retry", attempt=state.attempt_number,
+          error=describe(error) if error else None)
 
 SERVER_SETTINGS = {"application_name": "transcriber", "jit": "off"}
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import asyncpg
 import attrs
 
 from actors import Claim, FailOutcome, Job, Step, StepTable
-from transcriber.db import Database
+from transcriber.db import Database, retry_while_unreachable
+
+T = TypeVar("T")
 
 Now = dt.datetime | None
 """None: the database's now(). Tests pass a time to control the clock."""
@@ -43,6 +46,8 @@ class PgQueue:
     rng: random.Random = attrs.field(factory=random.Random)
     now: Now = None
     """A fixed time for every query (tests); None: the database's clock."""
+    patience_s: float = 120.0
+    """How long a queue call keeps retrying while the database is unreachable."""
     _claim_args: tuple[list[Any], ...] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -50,19 +55,38 @@ class PgQueue:
         self._claim_args = ([s.milestone for s in steps], [s.lease.base_s for s in steps],
                             [s.lease.per_audio_s for s in steps])
 
+    async def _run(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """db.run, retried with backoff while the server is away (a restart, a network
+        cut): every queue write is fenced by its token, so a repeat changes nothing.
+
+        Cancellation: like db.run; a pause between retries is a plain sleep.
+        """
+        async for attempt in retry_while_unreachable(self.patience_s):
+            with attempt:
+                return await self.db.run(work)
+        raise AssertionError("unreachable")
+
+    async def _fetchrow(self, name: str, *args: Any) -> Any:
+        sql = self.db.sql(name)
+        return await self._run(lambda con: con.fetchrow(sql, *args))
+
+    async def _fetchval(self, name: str, *args: Any) -> Any:
+        sql = self.db.sql(name)
+        return await self._run(lambda con: con.fetchval(sql, *args))
+
     async def claim(self) -> Claim | None:
-        return await self.db.run(self._claim_on)
+        return await self._run(self._claim_on)
 
     async def read(self, claim: Claim) -> Job | None:
-        return await self.db.run(lambda con: self._read_on(con, claim))
+        return await self._run(lambda con: self._read_on(con, claim))
 
     async def next_job(self) -> Job | None:
         """Claim, then read, in one trip to the database's side of the bridge: still
         two statements, the claim returning only the id and the token."""
-        return await self.db.run(self._next_job_on)
+        return await self._run(self._next_job_on)
 
     async def commit(self, job: Job, step: Step, result: Saved | None) -> bool:
-        return await self.db.run(lambda con: self._commit_on(con, job, step, result))
+        return await self._run(lambda con: self._commit_on(con, job, step, result))
 
     async def commit_then_next(self, job: Job, step: Step, result: Saved | None
                                ) -> tuple[bool, Job | None]:
@@ -73,7 +97,7 @@ class PgQueue:
             committed = await self._commit_on(con, job, step, result)
             return committed, await self._next_job_on(con)
 
-        return await self.db.run(both)
+        return await self._run(both)
 
     async def _claim_on(self, con: asyncpg.Connection) -> Claim | None:
         row = await con.fetchrow(self.db.sql("claim"), *self._claim_args, self.now)
@@ -112,21 +136,21 @@ class PgQueue:
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         pause = step.backoff.delay(job.attempts, self.rng)
-        row = await self.db.fetchrow("fail", job.claim.id, job.claim.token, step.max_attempts,
+        row = await self._fetchrow("fail", job.claim.id, job.claim.token, step.max_attempts,
                                      pause, error, job.milestone, self.now)
         assert row is not None
         return row["outcome"], pause if row["outcome"] == "retry" else None
 
     async def stop(self, job: Job, reason: str, error: str) -> bool:
-        return await self.db.fetchval("stop", job.claim.id, job.claim.token, reason, error,
+        return await self._fetchval("stop", job.claim.id, job.claim.token, reason, error,
                                       job.milestone, self.now)
 
     async def progress(self, job: Job, fraction: float) -> bool:
-        return await self.db.fetchval("progress", job.claim.id, job.claim.token, fraction,
+        return await self._fetchval("progress", job.claim.id, job.claim.token, fraction,
                                       job.milestone)
 
     async def release(self, job: Job, why: str) -> bool:
-        return await self.db.fetchval("release", job.claim.id, job.claim.token, job.milestone,
+        return await self._fetchval("release", job.claim.id, job.claim.token, job.milestone,
                                       why)
 
     async def resume(self, recording_id: Any, *, by: str) -> Resumed:
@@ -134,7 +158,7 @@ class PgQueue:
 
         Raises NotStopped, changing nothing, if the record is unknown or not stopped.
         """
-        row = await self.db.fetchrow("resume", recording_id, {"by": by}, self.now)
+        row = await self._fetchrow("resume", recording_id, {"by": by}, self.now)
         if row is None:
             raise NotStopped(recording_id)
         return Resumed(row["id"], row["milestone"])
