@@ -10,6 +10,7 @@ import attrs
 import trio
 
 from actors.log import event
+from actors.metrics import REGISTRY
 from actors.steps import Backoff
 from actors.worker import describe
 
@@ -66,6 +67,7 @@ class Supervisor:
                     pause = self.restart.delay(crashes, self.rng)
                     crashes += 1
                     self.restarts[child.name] = self.restarts.get(child.name, 0) + 1
+                    REGISTRY.inc("transcriber_actor_restarts_total", actor=child.name)
                     event(logging.ERROR, "actor_restart", actor=child.name,
                           error=describe(e), restart_in_s=round(pause, 3),
                           crashes_in_a_row=crashes)

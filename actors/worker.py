@@ -10,6 +10,7 @@ import attrs
 import trio
 
 from actors.log import event
+from actors.metrics import REGISTRY
 from actors.queue import Job, Queue
 from actors.steps import Step, StepTable, StopRecord
 from actors.wakeup import Wakeup
@@ -81,6 +82,7 @@ class Worker:
     async def _next(self) -> Job | None:
         job = await self.queue.next_job()
         if job is not None:
+            REGISTRY.inc("transcriber_claims_total")
             self.wakeup.wake_one()  # there may be more: let an idle peer look too
         return job
 
@@ -99,6 +101,7 @@ class Worker:
             await self._stop(job, "milestone_time_limit", error)
             return None
         self.busy = True
+        started = trio.current_time()
         try:
             outcome = await self._race(job, step)
         except trio.Cancelled:
@@ -112,6 +115,9 @@ class Worker:
             raise
         finally:
             self.busy = False
+        REGISTRY.observe("transcriber_step_seconds", trio.current_time() - started,
+                         step=step.name)
+        REGISTRY.inc("transcriber_steps_total", step=step.name, outcome=outcome.kind)
         if outcome.kind == "done":
             return await self._commit(job, step, outcome.result,
                                       then_next=then_next and not self.wakeup.closed)
@@ -124,6 +130,7 @@ class Worker:
         if then_next:
             committed, following = await self.queue.commit_then_next(job, step, result)
             if following is not None:
+                REGISTRY.inc("transcriber_claims_total")
                 self.wakeup.wake_one()
         else:
             committed = await self.queue.commit(job, step, result)
@@ -131,8 +138,7 @@ class Worker:
             event(logging.INFO, "milestone_reached", worker=self.name, id=job.claim.id,
                   milestone=step.next_milestone)
         else:
-            event(logging.WARNING, "lease_lost", worker=self.name, id=job.claim.id,
-                  at="commit", milestone=job.milestone)
+            self._lost(job, "commit")
         return following
 
     async def _race(self, job: Job, step: Step) -> _Outcome:
@@ -165,8 +171,7 @@ class Worker:
         if outcome.kind == "stop":
             await self._stop(job, outcome.reason, outcome.error)
         elif outcome.kind == "lease_lost":
-            event(logging.WARNING, "lease_lost", worker=self.name, id=cid, at="progress",
-                  milestone=job.milestone)
+            self._lost(job, "progress")
         else:  # a failed attempt: the step raised, or outlived its lease
             result, pause = await self.queue.fail(job, step, outcome.error)
             if result == "retry":
@@ -179,13 +184,17 @@ class Worker:
                 event(logging.ERROR, "stopped", worker=self.name, id=cid,
                       milestone=job.milestone, reason="attempts_exhausted", error=outcome.error)
             else:
-                event(logging.WARNING, "lease_lost", worker=self.name, id=cid, at="fail",
-                      milestone=job.milestone)
+                self._lost(job, "fail")
+
+    def _lost(self, job: Job, at: str) -> None:
+        """A fenced write found another claim's token (or none): nothing was written."""
+        REGISTRY.inc("transcriber_lease_lost_total", write=at)
+        event(logging.WARNING, "lease_lost", worker=self.name, id=job.claim.id, at=at,
+              milestone=job.milestone)
 
     async def _stop(self, job: Job, reason: str, error: str) -> None:
         if await self.queue.stop(job, reason, error):
             event(logging.ERROR, "stopped", worker=self.name, id=job.claim.id,
                   milestone=job.milestone, reason=reason, error=error)
         else:
-            event(logging.WARNING, "lease_lost", worker=self.name, id=job.claim.id, at="stop",
-                  milestone=job.milestone)
+            self._lost(job, "stop")

@@ -452,3 +452,12 @@ SELECT prosrc, proargnames[1:pronargs] AS names, proconfig,
 -- --since` starts reading.
 SELECT coalesce((SELECT min(id) FROM journal WHERE at >= now() - $1::interval) - 1,
                 (SELECT max(id) FROM journal), 0)
+
+-- name: metrics_milestones
+SELECT milestone, count(*) FILTER (WHERE stopped_at IS NULL) AS active,
+       count(*) FILTER (WHERE stopped_at IS NOT NULL) AS stopped
+  FROM recordings GROUP BY milestone ORDER BY milestone
+
+-- name: metrics_stop_reasons
+SELECT stop_reason, count(*) AS n FROM recordings
+ WHERE stopped_at IS NOT NULL GROUP BY stop_reason ORDER BY stop_reason

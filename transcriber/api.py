@@ -36,6 +36,7 @@ from transcriber.cards import card, card_from_row
 from transcriber.config import Config
 from transcriber.db import Database, describe
 from transcriber.formats import render
+from transcriber.metrics import render_metrics
 from transcriber.uploads import (TITLE_MAX, Incoming, Upload, UploadRefused, check_text,
                                  incoming, receive)
 
@@ -524,6 +525,12 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
             return JSONResponse({"status": "unavailable", "error": describe(e)},
                                 status_code=503)
         return JSONResponse({"status": "ok"})
+
+    @app.get("/metrics", summary="Prometheus metrics", response_model=None,
+             responses={200: {"content": {"text/plain": {}}}})
+    async def metrics() -> Response:
+        return Response(await render_metrics(db),
+                        media_type="text/plain; version=0.0.4; charset=utf-8")
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

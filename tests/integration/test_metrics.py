@@ -1,0 +1,57 @@
+"""`GET /metrics`: the queue by milestone and stop reason, and the runtime's counters."""
+
+from __future__ import annotations
+
+import re
+import httpx
+
+from actors.metrics import Registry
+from transcriber.db import Database
+from tests.integration.test_api import base_url, config, transcribe  # noqa: F401 - fixtures
+from tests.pipeline_helpers import accept, table
+from transcriber.queue import PgQueue
+
+
+def value(text: str, series: str) -> float:
+    m = re.search(rf"^{re.escape(series)} (\S+)$", text, re.M)
+    assert m, f"{series} not in\n{text}"
+    return float(m.group(1))
+
+
+async def test_metrics_count_milestones_stops_and_steps(db: Database, owner_id: int,
+                                                        base_url: str) -> None:  # noqa: F811
+    async with httpx.AsyncClient(base_url=base_url) as c:
+        before = (await c.get("/metrics")).text
+    claims_before = value(before, "transcriber_claims_total")
+    for i in range(3):
+        await accept(db, owner_id, f"{i}.wav")
+    await transcribe(db)  # all three through both steps
+    parked = await accept(db, owner_id, "parked.wav")
+    queue = PgQueue(db, table())
+    job = await queue.read(await queue.claim())
+    assert job.claim.id == parked and await queue.stop(job, "empty_audio", "no samples")
+
+    async with httpx.AsyncClient(base_url=base_url) as c:
+        answer = await c.get("/metrics")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/plain")
+    text = answer.text
+    assert value(text, 'transcriber_recordings{milestone="transcribed",stopped="false"}') == 3
+    assert value(text, 'transcriber_recordings{milestone="received",stopped="true"}') == 1
+    assert value(text, 'transcriber_stopped{reason="empty_audio"}') == 1
+    assert value(text, "transcriber_claims_total") - claims_before == 6
+    assert value(text, 'transcriber_step_seconds_count{step="recognize"}') >= 3
+
+
+def test_histogram_buckets_are_cumulative() -> None:
+    r = Registry()
+    r.histogram("h", "a test histogram", (1.0, 10.0))
+    for v in (0.5, 2.0, 20.0):
+        r.observe("h", v, step="x")
+    text = r.render()
+    assert 'h_bucket{step="x",le="1"} 1' in text
+    assert 'h_bucket{step="x",le="10"} 2' in text
+    assert 'h_bucket{step="x",le="+Inf"} 3' in text
+    assert 'h_count{step="x"} 3' in text and 'h_sum{step="x"} 22.5' in text
+
+
