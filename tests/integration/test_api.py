@@ -297,7 +297,7 @@ async def test_openapi_describes_every_endpoint(base_url: str) -> None:
         schema = (await c.get("/openapi.json")).json()
     paths = {(m.upper(), p) for p, ops in schema["paths"].items() for m in ops}
     assert {(m, p.replace("{id}", "{recording_id}")) for m, p in ENDPOINTS} | {
-        ("GET", "/healthz")} == paths
+        ("GET", "/healthz"), ("GET", "/metrics")} == paths
     assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     card = schema["components"]["schemas"]["Card"]["properties"]
     assert set(card) == CARD_FIELDS

@@ -8,6 +8,7 @@ import sys
 import uuid
 from typing import Any
 
+import pytest
 import trio
 
 from transcriber.db import Database
@@ -33,6 +34,7 @@ async def stopped_record(db: Database, owner_id: int) -> Any:
     return rid
 
 
+@pytest.mark.scenario("operations", "Stopped records show their reason and first error line")
 async def test_resume_a_stopped_record(db: Database, db_url: str, owner_id: int) -> None:
     rid = await stopped_record(db, owner_id)
     listed = await cli(db_url, "stopped")
@@ -48,6 +50,7 @@ async def test_resume_a_stopped_record(db: Database, db_url: str, owner_id: int)
     assert (last["origin"], last["kind"]) == ("human", "resumed")
 
 
+@pytest.mark.scenario("operations", "A refused resume changes nothing")
 async def test_resume_refusals_change_nothing(db: Database, db_url: str, owner_id: int) -> None:
     running = await accept(db, owner_id)
     before = await journal(db)
@@ -63,6 +66,7 @@ async def test_resume_refusals_change_nothing(db: Database, db_url: str, owner_i
     assert await journal(db) == before
 
 
+@pytest.mark.scenario("operations", "An unreachable database is one clear line")
 async def test_unreachable_database_exits_2_with_one_line() -> None:
     result = await cli("postgresql://ann:s3cret@127.0.0.1:1/transcriber", "status")
     assert result.returncode == 2
@@ -72,6 +76,7 @@ async def test_unreachable_database_exits_2_with_one_line() -> None:
     assert "s3cret" not in result.stderr
 
 
+@pytest.mark.scenario("operations", "Status counts each milestone")
 async def test_owner_status_and_journal(db: Database, db_url: str, owner_id: int) -> None:
     added = await cli(db_url, "owner", "add", "bob")
     assert added.returncode == 0
@@ -92,6 +97,8 @@ async def test_owner_status_and_journal(db: Database, db_url: str, owner_id: int
     assert [line.split()[4] for line in shown.stdout.splitlines()] == ["accepted", "stopped"]
 
 
+@pytest.mark.scenario("operations", "Resume several at once")
+@pytest.mark.scenario("operations", "Resume by reason")
 async def test_resume_several_and_by_reason(db: Database, db_url: str, owner_id: int) -> None:
     first, second = await stopped_record(db, owner_id), await stopped_record(db, owner_id)
     unknown = uuid.UUID(int=9)
@@ -113,6 +120,7 @@ async def test_resume_several_and_by_reason(db: Database, db_url: str, owner_id:
     assert (await state(db, first))["stop_reason"] == "other_reason"
 
 
+@pytest.mark.scenario("operations", "The journal since a time")
 async def test_journal_since_and_json(db: Database, db_url: str, owner_id: int) -> None:
     old, new = await accept(db, owner_id, "old.wav"), await accept(db, owner_id, "new.wav")
     await db.run(lambda con: con.execute(
@@ -126,6 +134,7 @@ async def test_journal_since_and_json(db: Database, db_url: str, owner_id: int) 
     assert bad.returncode == 1 and "not a duration" in bad.stderr
 
 
+@pytest.mark.scenario("operations", "The journal follows live")
 async def test_journal_follow_shows_another_process_event(db: Database, db_url: str,
                                                           owner_id: int) -> None:
     first = await accept(db, owner_id, "first.wav")

@@ -39,6 +39,7 @@ def restart(server: Any) -> None:
     pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user)
 
 
+@pytest.mark.scenario("operations", "A database restart loses no record")
 async def test_records_complete_across_a_database_restart(own_server: Any,
                                                           aio_loop: None) -> None:
     url = own_server.get_uri()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+
 import httpx
+import pytest
 
 from actors.metrics import Registry
 from transcriber.db import Database
@@ -18,6 +20,7 @@ def value(text: str, series: str) -> float:
     return float(m.group(1))
 
 
+@pytest.mark.scenario("operations", "Metrics show the queue")
 async def test_metrics_count_milestones_stops_and_steps(db: Database, owner_id: int,
                                                         base_url: str) -> None:  # noqa: F811
     async with httpx.AsyncClient(base_url=base_url) as c:

@@ -38,6 +38,7 @@ def messages(sock: socket.socket) -> list[dict[str, str]]:
         got.append(dict(line.split("=", 1) for line in data.decode().splitlines()))
 
 
+@pytest.mark.scenario("operations", "SIGTERM mid-step hands the record back")
 async def test_sigterm_mid_step_releases_the_record(
         db: Database, db_url: str, owner_id: int, tmp_path: Path,
         systemd: tuple[socket.socket, str]) -> None:
@@ -62,6 +63,7 @@ async def test_sigterm_mid_step_releases_the_record(
     assert {"STOPPING": "1"} in messages(sock)
 
 
+@pytest.mark.scenario("operations", "Ready only once working")
 async def test_serve_process_notifies_and_exits_0_on_sigterm(
         db_url: str, tmp_path: Path, systemd: tuple[socket.socket, str]) -> None:
     sock, path = systemd

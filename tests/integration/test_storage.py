@@ -43,7 +43,8 @@ BENCH_SEED_PREFIX = "bench_"
 EXPLAINED_ELSEWHERE = frozenset({("claim", BENCH_MODULE, "sql")})
 
 # Methods of transcriber.db.Database that take a query name as their first argument.
-_BY_NAME = frozenset({"fetch", "fetchrow", "fetchval", "execute", "sql"})
+_BY_NAME = frozenset({"fetch", "fetchrow", "fetchval", "execute", "sql",
+                      "_fetchrow", "_fetchval"})
 
 
 # ---------------------------------------------------------------------------------

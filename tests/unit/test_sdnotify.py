@@ -66,6 +66,7 @@ def test_watchdog_interval_is_ours_only() -> None:
     assert Notifier({"WATCHDOG_USEC": "20000000", "WATCHDOG_PID": "1"}).watchdog_s is None
 
 
+@pytest.mark.scenario("operations", "The watchdog is petted only while the database answers")
 async def test_watchdog_pets_only_while_healthy(systemd: tuple[socket.socket, str],
                                                 autojump_clock: trio.abc.Clock) -> None:
     sock, path = systemd
