@@ -89,21 +89,22 @@ def main(minutes: float = 5.0, long_minutes: float = 60.0) -> int:
     env.update(TRANSCRIBER_HOME=str(work / "home"), TRANSCRIBER_MODEL=str(models))
     report: dict[str, float] = {}
 
-    short = work / "short.flac"
-    duration = make_audio(short, minutes)
-    print(f"audio: {duration:.0f}s of speech and pauses", flush=True)
-    # Warm the embedded database and the page cache so both sides start alike.
-    measured([sys.executable, "-m", "transcriber", "migrate"], env)
-    raw_wall, raw_rss, _ = measured([sys.executable, "-c", RAW, str(models), str(short)], env)
-    svc_wall, svc_rss, text = measured(
-        [sys.executable, "-m", "transcriber", "transcribe", str(short)], env)
-    report.update(audio_s=duration, raw_s=raw_wall, service_s=svc_wall,
-                  ratio=svc_wall / raw_wall, service_rtf=svc_wall / duration,
-                  raw_rtf=raw_wall / duration, raw_rss_mib=raw_rss, service_rss_mib=svc_rss,
-                  words=len(text.split()))
-    print(f"raw faster-whisper {raw_wall:.1f}s, service end to end {svc_wall:.1f}s, "
-          f"ratio {svc_wall / raw_wall:.3f}, real-time factor {svc_wall / duration:.3f} "
-          f"(raw {raw_wall / duration:.3f})", flush=True)
+    if minutes > 0:
+        short = work / "short.flac"
+        duration = make_audio(short, minutes)
+        print(f"audio: {duration:.0f}s of speech and pauses", flush=True)
+        # Warm the embedded database and the page cache so both sides start alike.
+        measured([sys.executable, "-m", "transcriber", "migrate"], env)
+        raw_wall, raw_rss, _ = measured([sys.executable, "-c", RAW, str(models), str(short)], env)
+        svc_wall, svc_rss, text = measured(
+            [sys.executable, "-m", "transcriber", "transcribe", str(short)], env)
+        report.update(audio_s=duration, raw_s=raw_wall, service_s=svc_wall,
+                      ratio=svc_wall / raw_wall, service_rtf=svc_wall / duration,
+                      raw_rtf=raw_wall / duration, raw_rss_mib=raw_rss, service_rss_mib=svc_rss,
+                      words=len(text.split()))
+        print(f"raw faster-whisper {raw_wall:.1f}s, service end to end {svc_wall:.1f}s, "
+              f"ratio {svc_wall / raw_wall:.3f}, real-time factor {svc_wall / duration:.3f} "
+              f"(raw {raw_wall / duration:.3f})", flush=True)
 
     if long_minutes > 0:
         long = work / "long.flac"
