@@ -1,0 +1,178 @@
+"""The API benchmark: card latency under 50 concurrent clients while two recognitions
+run, and the server's peak memory while a 1 GiB body is uploaded.
+
+    transcriber bench-api [--clients 50] [--seconds 20] [--upload-gib 1]
+
+Servers are real `transcriber serve` processes on loopback, on a fresh embedded
+database; the audio is made here (the English sample, repeated), never committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from transcriber.bench_audio import make_audio
+from transcriber.recognize import bundled_model
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM")
+
+
+def percentile(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[max(0, int(round(p / 100 * len(xs) + 0.5)) - 1)]
+
+
+class Server:
+    """`transcriber serve` in a child process."""
+
+    def __init__(self, env: dict[str, str], workers: int):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "transcriber", "serve", "--http",
+             f"127.0.0.1:{self.port}", "--workers", str(workers)],
+            env=env, stderr=subprocess.DEVNULL)
+
+    async def ready(self) -> None:
+        async with httpx.AsyncClient(base_url=self.url) as c:
+            with trio.fail_after(120):
+                while True:
+                    try:
+                        if (await c.get("/healthz")).status_code == 200:
+                            return
+                    except httpx.TransportError:
+                        pass
+                    await trio.sleep(0.2)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+async def card_latency(env: dict[str, str], token: str, work: Path, clients: int,
+                       seconds: float) -> dict[str, Any]:
+    server = Server(env, workers=2)
+    try:
+        await server.ready()
+        headers = {"Authorization": f"Bearer {token}"}
+        ids = []
+        async with httpx.AsyncClient(base_url=server.url, headers=headers,
+                                     timeout=60) as c:
+            for i in range(2):
+                audio = work / f"talk{i}.flac"
+                make_audio(audio, 4)
+                with open(audio, "rb") as f:
+                    answer = await c.post("/v1/recordings", files={"file": (audio.name, f)})
+                answer.raise_for_status()
+                ids.append(answer.json()["id"])
+            # Measure only while both are being recognized.
+            with trio.fail_after(300):
+                while True:
+                    cards = [(await c.get(f"/v1/recordings/{i}")).json() for i in ids]
+                    if all(k["milestone"] == "normalized" for k in cards):
+                        break
+                    await trio.sleep(0.2)
+        latencies: list[float] = []
+        deadline = trio.current_time() + seconds
+
+        async def client(n: int) -> None:
+            async with httpx.AsyncClient(base_url=server.url, headers=headers,
+                                         timeout=60) as c:
+                while trio.current_time() < deadline:
+                    t = time.perf_counter()
+                    answer = await c.get(f"/v1/recordings/{ids[n % 2]}")
+                    latencies.append(time.perf_counter() - t)
+                    answer.raise_for_status()
+
+        async with trio.open_nursery() as nursery:
+            for n in range(clients):
+                nursery.start_soon(client, n)
+        async with httpx.AsyncClient(base_url=server.url, headers=headers) as c:
+            during = [(await c.get(f"/v1/recordings/{i}")).json() for i in ids]
+        ms = [x * 1e3 for x in latencies]
+        return {"clients": clients, "seconds": seconds, "requests": len(ms),
+                "requests_per_s": len(ms) / seconds, "p50_ms": percentile(ms, 50),
+                "p99_ms": percentile(ms, 99), "max_ms": max(ms),
+                "mean_ms": statistics.fmean(ms),
+                "recognition_progress_after": [k["progress"] for k in during],
+                "still_recognizing_after": all(k["milestone"] == "normalized" for k in during)}
+    finally:
+        server.stop()
+
+
+async def upload_memory(env: dict[str, str], token: str, gib: float) -> dict[str, Any]:
+    server = Server(env, workers=0)
+    try:
+        await server.ready()
+        before = peak_rss_mib(server.proc.pid)
+        size = int(gib * 1024**3)
+        chunk = os.urandom(1 << 20)
+
+        async def body():  # type: ignore[no-untyped-def]
+            sent = 0
+            while sent < size:
+                piece = chunk[: size - sent]
+                sent += len(piece)
+                yield piece
+
+        t = time.perf_counter()
+        async with httpx.AsyncClient(base_url=server.url, timeout=600) as c:
+            answer = await c.post("/v1/recordings", content=body(),
+                                  headers={"Authorization": f"Bearer {token}",
+                                           "Content-Type": "application/octet-stream",
+                                           "Content-Length": str(size)})
+        seconds = time.perf_counter() - t
+        answer.raise_for_status()
+        return {"bytes": size, "seconds": seconds, "mib_per_s": size / 2**20 / seconds,
+                "server_peak_rss_mib_before": before,
+                "server_peak_rss_mib": peak_rss_mib(server.proc.pid),
+                "stored_size_bytes": answer.json()["size_bytes"]}
+    finally:
+        server.stop()
+
+
+def main(clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0) -> int:
+    work = Path(tempfile.mkdtemp(prefix="transcriber-bench-api-"))
+    work.chmod(0o755)  # the embedded database's own user must reach the home inside
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
+    env.update(TRANSCRIBER_HOME=str(work / "home"),
+               TRANSCRIBER_MODEL=str(bundled_model(work / "models")))
+    token = subprocess.run([sys.executable, "-m", "transcriber", "owner", "add", "bench"],
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+    async def run() -> dict[str, Any]:
+        return {"card_latency": await card_latency(env, token, work, clients, seconds),
+                "upload": await upload_memory(env, token, upload_gib)}
+
+    report = trio.run(run)
+    c, u = report["card_latency"], report["upload"]
+    print(f"card GET with {c['clients']} clients while 2 recognitions run: p50 "
+          f"{c['p50_ms']:.1f} ms, p99 {c['p99_ms']:.1f} ms, {c['requests_per_s']:.0f} req/s "
+          f"(still recognizing after: {c['still_recognizing_after']})")
+    print(f"upload of {u['bytes'] / 2**30:.2f} GiB: {u['seconds']:.1f} s "
+          f"({u['mib_per_s']:.0f} MiB/s), server peak RSS {u['server_peak_rss_mib']:.0f} MiB")
+    print(json.dumps(report))
+    return 0
