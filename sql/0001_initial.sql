@@ -108,6 +108,16 @@ CREATE TABLE transcripts (
     created_at   timestamptz NOT NULL DEFAULT now()
 );
 
+-- A record as its card is made of: one definition for the card and the owner's list.
+CREATE VIEW recording_rows AS
+SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
+       r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
+       r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
+       r.audio_path, r.duration_s,
+       -- The language found by recognition once there is one, else the hint.
+       coalesce(t.language, r.language) AS language
+  FROM recordings r LEFT JOIN transcripts t ON t.recording_id = r.id;
+
 -- Append-only history of every record.
 CREATE TABLE journal (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -257,14 +257,7 @@ VALUES ($1, $2, $3::jsonb, $4, $5)
 ---------------------------------------------------------------------------------------
 
 -- name: recording
-SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
-       r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
-       r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
-       r.audio_path, r.duration_s,
-       -- The language found by recognition once there is one, else the hint.
-       coalesce(t.language, r.language) AS language
-  FROM recordings r LEFT JOIN transcripts t ON t.recording_id = r.id
- WHERE r.id = $1
+SELECT * FROM recording_rows WHERE id = $1
 
 -- name: edit_owner_fields
 -- The owner's edit: owner fields only, journaled as `edited` with origin `human`.
@@ -414,19 +407,13 @@ SELECT owner_id FROM recordings WHERE id = $1
 
 -- name: recordings_of_owner
 -- A page of one owner's records, newest first, after the cursor ($2 created_at, $3 id;
--- NULL for the first page), $4 at most. The same columns as `recording`, which the
--- card is made of (tests/integration/test_api.py compares the two). The cursor
--- defaults keep the condition a plain row comparison, so recordings_by_owner serves it.
-SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
-       r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
-       r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
-       r.audio_path, r.duration_s,
-       coalesce(t.language, r.language) AS language
-  FROM recordings r LEFT JOIN transcripts t ON t.recording_id = r.id
- WHERE r.owner_id = $1
-   AND (r.created_at, r.id) < (coalesce($2::timestamptz, 'infinity'),
-                               coalesce($3::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
- ORDER BY r.created_at DESC, r.id DESC
+-- NULL for the first page), $4 at most. The cursor defaults keep the condition a
+-- plain row comparison, so recordings_by_owner serves it.
+SELECT * FROM recording_rows
+ WHERE owner_id = $1
+   AND (created_at, id) < (coalesce($2::timestamptz, 'infinity'),
+                           coalesce($3::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+ ORDER BY created_at DESC, id DESC
  LIMIT $4
 
 -- name: sources_referenced

@@ -285,17 +285,7 @@ def serve(
         fail(str(e), 1)
     options = ServeOptions(http=address, workers=workers, grace_s=grace)
     config = Config.from_env()
-    async @app.command("bench-api")
-def bench_api(clients: Annotated[int, typer.Option(help="concurrent card readers")] = 50,
-              seconds: Annotated[float, typer.Option(help="how long they read")] = 20.0,
-              upload_gib: Annotated[float, typer.Option(help="size of the big upload")
-                                    ] = 1.0) -> None:
-    """Card latency under concurrent clients during recognition; upload peak memory."""
-    from transcriber.bench_api import main as run_bench_api
-    raise typer.Exit(run_bench_api(clients, seconds, upload_gib))
-
-
-def main() -> None:
+    async def main() -> None:
         async with trio_asyncio.open_loop():
             await run_serve(config, options, steps_for=audio_steps)
 

@@ -6,8 +6,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
+
 import pytest
 import trio
 
@@ -16,26 +16,7 @@ from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.serve import ServeOptions, serve
 from tests.pipeline_helpers import Gate, accept, journal, state, table
-
-
-@pytest.fixture
-def systemd(tmp_path: Path) -> Iterator[tuple[socket.socket, str]]:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    path = str(tmp_path / "notify")
-    sock.bind(path)
-    sock.setblocking(False)
-    yield sock, path
-    sock.close()
-
-
-def messages(sock: socket.socket) -> list[dict[str, str]]:
-    got = []
-    while True:
-        try:
-            data = sock.recv(4096)
-        except BlockingIOError:
-            return got
-        got.append(dict(line.split("=", 1) for line in data.decode().splitlines()))
+from tests.notify_socket import received, systemd  # noqa: F401 - a fixture
 
 
 @pytest.mark.scenario("operations", "SIGTERM mid-step hands the record back")
@@ -51,7 +32,7 @@ async def test_sigterm_mid_step_releases_the_record(
         await nursery.start(lambda task_status: serve(
             config, options, steps_for=lambda c: table(normalize=never),
             notifier=Notifier({"NOTIFY_SOCKET": path}), task_status=task_status))
-        assert messages(sock)[0]["READY"] == "1"
+        assert received(sock)[0]["READY"] == "1"
         await never.entered.wait()
         os.kill(os.getpid(), signal.SIGTERM)
     # serve returned: the step was cut after the grace and its claim handed back.
@@ -60,7 +41,7 @@ async def test_sigterm_mid_step_releases_the_record(
     assert (after["milestone"], after["claim_token"], after["attempts"]) == ("received", None, 0)
     kinds = [e["kind"] for e in await journal(db, rid)]
     assert kinds == ["accepted", "released"]
-    assert {"STOPPING": "1"} in messages(sock)
+    assert {"STOPPING": "1"} in received(sock)
 
 
 @pytest.mark.scenario("operations", "Ready only once working")
@@ -77,7 +58,7 @@ async def test_serve_process_notifies_and_exits_0_on_sigterm(
         with trio.fail_after(60):
             while not any(m.get("READY") == "1" for m in seen):
                 await trio.sleep(0.05)
-                seen += messages(sock)
+                seen += received(sock)
         proc.send_signal(signal.SIGTERM)
         with trio.fail_after(60):
             code = await proc.wait()
@@ -86,4 +67,4 @@ async def test_serve_process_notifies_and_exits_0_on_sigterm(
             proc.kill()
             await proc.wait()
     assert code == 0
-    assert {"STOPPING": "1"} in messages(sock)
+    assert {"STOPPING": "1"} in received(sock)

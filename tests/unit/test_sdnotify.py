@@ -4,33 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import trio
 
 from actors.sdnotify import Notifier, watchdog
-
-
-@pytest.fixture
-def systemd(tmp_path: Path) -> Iterator[tuple[socket.socket, str]]:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    path = str(tmp_path / "notify")
-    sock.bind(path)
-    sock.setblocking(False)
-    yield sock, path
-    sock.close()
-
-
-def received(sock: socket.socket) -> list[dict[str, str]]:
-    messages = []
-    while True:
-        try:
-            data = sock.recv(4096)
-        except BlockingIOError:
-            return messages
-        messages.append(dict(line.split("=", 1) for line in data.decode().splitlines()))
+from tests.notify_socket import received, systemd  # noqa: F401 - a fixture
 
 
 def test_ready_status_stopping(systemd: tuple[socket.socket, str]) -> None:
