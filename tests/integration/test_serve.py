@@ -14,6 +14,7 @@ import trio
 from actors.sdnotify import Notifier
 from transcriber.config import Config
 from transcriber.db import Database
+from transcriber.runtime import Pipeline
 from transcriber.serve import ServeOptions, serve
 from tests.pipeline_helpers import Gate, accept, journal, state, table
 from tests.notify_socket import received, systemd  # noqa: F401 - a fixture
@@ -39,9 +40,18 @@ async def test_sigterm_mid_step_releases_the_record(
     assert not never.ran_to_end
     after = await state(db, rid)
     assert (after["milestone"], after["claim_token"], after["attempts"]) == ("received", None, 0)
-    kinds = [e["kind"] for e in await journal(db, rid)]
-    assert kinds == ["accepted", "released"]
+    assert [e["kind"] for e in await journal(db, rid)] == ["accepted", "released"]
     assert {"STOPPING": "1"} in received(sock)
+    # A second daemon takes it at once, not after the 300 s lease of normalize.
+    second = Pipeline(db, table(), workers=1, poll_s=3600)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(second.run)
+            while (await state(db, rid))["milestone"] != "transcribed":
+                await trio.sleep(0.05)
+            assert await second.drain(10)
+    kinds = [e["kind"] for e in await journal(db, rid)]
+    assert kinds == ["accepted", "released", "milestone_reached", "milestone_reached"]
 
 
 @pytest.mark.scenario("operations", "Ready only once working")
