@@ -293,6 +293,54 @@ def serve(
 
 
 @app.command()
+def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False,
+                                                       readable=True, metavar="FILE...")],
+           owner: Annotated[str | None, typer.Option(help="owner name (default: local)")
+                            ] = None,
+           title: Annotated[str | None, typer.Option(help="title of each recording")] = None,
+           language: Annotated[str | None, typer.Option(help="language hint")] = None,
+           wait: Annotated[bool, typer.Option(help="wait until each is transcribed or "
+                                                   "stopped (a daemon does the work)")
+                           ] = False) -> None:
+    """Accept files as recordings for the daemon to transcribe; prints each id."""
+    from transcriber.cards import card
+    from transcriber.owners import local_owner
+    from transcriber.store import accept_file
+
+    config = Config.from_env()
+
+    async def work(db: Database) -> int:
+        if owner is None:
+            owner_id = await local_owner(db)
+        else:
+            row = await db.fetchrow("owner_by_name", owner)
+            if row is None:
+                raise Refused(f"no owner {owner!r} (transcriber owner add NAME)")
+            owner_id = row["id"]
+        ids = []
+        for path in files:
+            rid = await accept_file(db, config.uploads, path, owner_id,
+                                    language=language or config.language, title=title)
+            typer.echo(f"{rid}  {path.name}")
+            ids.append(rid)
+        stopped = 0
+        for rid in ids if wait else []:
+            while True:
+                c = await card(db, rid)
+                assert c is not None
+                if c["done"] or c["stopped"]:
+                    break
+                await trio.sleep(0.5)
+            state = "transcribed" if c["done"] else f"stopped ({c['stopped']['reason']})"
+            stopped += not c["done"]
+            typer.echo(f"{rid}  {state}")
+        return stopped
+
+    if with_database(work):
+        raise typer.Exit(1)
+
+
+@app.command()
 def transcribe(
         file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
                                              help="an audio or video file")],

@@ -16,10 +16,13 @@ from transcriber.queue import PgQueue
 from tests.pipeline_helpers import accept, journal, state, table
 
 
-async def cli(db_url: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+async def cli(db_url: str | None, *args: str, home: str | None = None
+              ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
     if db_url:
         env["TRANSCRIBER_DATABASE_URL"] = db_url
+    if home:
+        env["TRANSCRIBER_HOME"] = home
     result = await trio.run_process([sys.executable, "-m", "transcriber", *args], env=env,
                                     capture_stdout=True, capture_stderr=True, check=False)
     return subprocess.CompletedProcess(result.args, result.returncode,
@@ -168,3 +171,19 @@ class LineReader:
             self.buffer += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
         return line.decode()
+
+
+async def test_submit_accepts_files_for_the_daemon(db: Database, db_url: str, tmp_path: Any
+                                                   ) -> None:
+    audio = tmp_path / "talk.wav"
+    audio.write_bytes(b"RIFF not really audio")
+    env_home = str(tmp_path / "home")
+    result = await cli(db_url, "submit", str(audio), "--title", "Standup", home=env_home)
+    assert result.returncode == 0, result.stderr
+    rid, name = result.stdout.split()
+    assert name == "talk.wav"
+    row = await state(db, uuid.UUID(rid))
+    assert (row["milestone"], row["title"]) == ("received", "Standup")
+    unknown = await cli(db_url, "submit", str(audio), "--owner", "nobody", home=env_home)
+    assert unknown.returncode == 1 and "no owner 'nobody'" in unknown.stderr
+
