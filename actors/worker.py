@@ -42,7 +42,6 @@ class Worker:
     queue: Queue
     steps: StepTable
     wakeup: Wakeup
-    busy: bool = False
 
     async def run(self) -> None:
         """Claim and work until the wake-up is closed (drain); returns then.
@@ -100,7 +99,6 @@ class Worker:
                      f"limit {step.time_limit_s:.0f}s")
             await self._stop(job, "milestone_time_limit", error)
             return None
-        self.busy = True
         started = trio.current_time()
         try:
             outcome = await self._race(job, step)
@@ -113,8 +111,6 @@ class Worker:
                     event(logging.WARNING, "released", worker=self.name, id=job.claim.id,
                           milestone=job.milestone)
             raise
-        finally:
-            self.busy = False
         REGISTRY.observe("transcriber_step_seconds", trio.current_time() - started,
                          step=step.name)
         REGISTRY.inc("transcriber_steps_total", step=step.name, outcome=outcome.kind)
