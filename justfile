@@ -9,6 +9,10 @@ default:
 demo:
     transcriber transcribe samples/en.ogg --format srt
 
+# The daemon: HTTP API, workers, systemd watchdog (flags: --http, --workers, --no-api)
+serve *args:
+    transcriber serve "$@"
+
 # The test suite (benchmarks excluded); CI runs exactly this
 test *args:
     pytest -q "$@"
