@@ -278,7 +278,7 @@ def serve(
     from transcriber.pipeline import audio_steps
     from transcriber.serve import ServeOptions, parse_http, serve as run_serve
 
-    logging.getLogger().setLevel(logging.INFO)
+    logging.getLogger("transcriber").setLevel(logging.INFO)  # not the libraries' chatter
     try:
         address = parse_http(http) if api else None
     except ValueError as e:

@@ -85,10 +85,10 @@ async def serve(config: Config, options: ServeOptions, *,
                 event(logging.INFO, "ready", workers=options.workers, http=url)
                 task_status.started(url)
                 async for signum in signals:
-                    event(logging.INFO, "stopping", signal=signal.Signals(signum).name,
+                    event(logging.INFO, "shutting_down", signal=signal.Signals(signum).name,
                           grace_s=options.grace_s)
                     break
                 notifier.stopping()
                 drained = await pipeline.drain(options.grace_s)
-                event(logging.INFO, "stopped", drained=drained)
+                event(logging.INFO, "shut_down", drained=drained)
                 nursery.cancel_scope.cancel()
