@@ -8,6 +8,7 @@ was migrated once per session.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -87,16 +88,25 @@ async def aio_loop() -> AsyncIterator[None]:
         yield
 
 
+@contextlib.asynccontextmanager
+async def scratch_database(admin_url: str, template: str | None = None
+                           ) -> AsyncIterator[str]:
+    """A new database (a copy of `template`, or empty) for one test, dropped after it."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    copy = f' TEMPLATE "{template}"' if template else ""
+    await _admin(admin_url, f'CREATE DATABASE "{name}"{copy}')
+    try:
+        yield with_database(admin_url, name)
+    finally:
+        with trio.CancelScope(shield=True):
+            await _admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
 async def db_url(pg_admin_url: str, template_db: str, aio_loop: None) -> AsyncIterator[str]:
     """The URL of a fresh, migrated database of this test's own."""
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    await _admin(pg_admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
-    try:
-        yield with_database(pg_admin_url, name)
-    finally:
-        with trio.CancelScope(shield=True):
-            await _admin(pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    async with scratch_database(pg_admin_url, template_db) as url:
+        yield url
 
 
 @pytest.fixture

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -65,3 +68,30 @@ class Gate:
         await self.open.wait()
         self.ran_to_end = True
         return self.result
+
+
+_watchers: list[list[Any]] = []
+_hooked = False
+
+
+def _audit(name: str, args: tuple[Any, ...]) -> None:
+    if name == "socket.connect":
+        for seen in _watchers:
+            seen.append(args[1])
+
+
+@contextlib.contextmanager
+def outbound_connects() -> Iterator[list[Any]]:
+    """The addresses of every socket connect made inside the block. Connections a pool
+    already holds are not new; any outbound call would show. (An audit hook cannot be
+    removed, so one hook serves every block.)"""
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+    seen: list[Any] = []
+    _watchers.append(seen)
+    try:
+        yield seen
+    finally:
+        _watchers.remove(seen)

@@ -55,7 +55,7 @@ import asyncpg
 import trio
 import trio_asyncio
 
-from actors import Claim, Job, Step, StepTable
+from actors import Job, Step, StepTable
 from transcriber import embedded
 from transcriber.db import SERVER_SETTINGS, Database, open_database
 from transcriber.migrate import migrate

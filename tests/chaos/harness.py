@@ -17,7 +17,6 @@ rest, the workers get SIGTERM, and the checker runs.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import random

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import sys
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
@@ -18,7 +17,7 @@ import trio
 
 from actors import Wakeup, Worker
 from tests.conftest import _admin
-from tests.pipeline_helpers import Gate, journal, table
+from tests.pipeline_helpers import Gate, journal, outbound_connects, table
 from transcriber.api import create_app, serving
 from transcriber.config import Config
 from transcriber.db import WORK_CHANNEL, Database
@@ -485,20 +484,10 @@ async def test_transcript_too_early_is_409_with_the_card(as_ann: httpx.AsyncClie
 async def test_text_does_not_go_to_the_sender(db: Database,
                                               as_ann: httpx.AsyncClient) -> None:
     rid = (await uploaded(as_ann))["id"]
-    connects: list[Any] = []
-    watching = True
-
-    def audit(name: str, args: tuple[Any, ...]) -> None:
-        if watching and name == "socket.connect":
-            connects.append(args[1])
-
     # The sender is the HTTP client that uploaded; any outbound call would connect.
-    sys.addaudithook(audit)
-    try:
+    with outbound_connects() as connects:
         w = worker(db, normalize=normalized, recognize=recognized)
         assert await w.work_once() and await w.work_once()
-    finally:
-        watching = False
     assert connects == []
     card = (await as_ann.get(f"/v1/recordings/{rid}")).json()
     assert (card["milestone"], card["done"]) == ("transcribed", True)

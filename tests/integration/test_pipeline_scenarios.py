@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 from typing import Any
 
 import attrs
@@ -15,8 +14,8 @@ from actors import Claim, StopRecord, Wakeup, Worker
 from transcriber.cards import card
 from transcriber.db import Database
 from transcriber.queue import PgQueue, Saved
-from tests.pipeline_helpers import (FAST_RETRY, Gate, accept, at, db_now, journal, noop, state,
-                                    table)
+from tests.pipeline_helpers import (FAST_RETRY, Gate, accept, at, db_now, journal,
+                                    outbound_connects, state, table)
 
 pytestmark = pytest.mark.usefixtures("owner_id")
 
@@ -304,23 +303,13 @@ async def test_resuming_shows_in_journal(db: Database, owner_id: int) -> None:
 @scenario("The text does not go to the sender")
 async def test_text_does_not_go_to_sender(db: Database, owner_id: int) -> None:
     rid = await accept(db, owner_id)
-    connects: list[Any] = []
-    watching = True
 
-    def audit(name: str, args: tuple[Any, ...]) -> None:
-        if watching and name == "socket.connect":
-            connects.append(args[1])
+    async def recognize(job: Any, progress: Any) -> Saved:
+        return Saved("save_transcript", ("the quarterly numbers", [], "en", "test"))
 
-    # Connections the pool already holds are not new; any outbound call would be.
-    sys.addaudithook(audit)
-    try:
-        async def recognize(job: Any, progress: Any) -> Saved:
-            return Saved("save_transcript", ("the quarterly numbers", [], "en", "test"))
-
+    with outbound_connects() as connects:
         w = worker(PgQueue(db, table(recognize=recognize)))
         assert await w.work_once() and await w.work_once()
-    finally:
-        watching = False
     assert (await state(db, rid))["milestone"] == "transcribed"
     assert connects == []
     # The text waits at the record's own address.

@@ -6,7 +6,6 @@ import ast
 import datetime as dt
 import re
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 import trio
 import trio_asyncio
 
-from tests.conftest import _admin, with_database
+from tests.conftest import scratch_database
 from transcriber.db import Database, open_database
 from transcriber.migrate import migrate
 from transcriber.milestones import NORMALIZED, TRANSCRIBED, step_table
@@ -334,13 +333,8 @@ async def _applied(db: Database) -> list[tuple[int, str]]:
 
 @pytest.fixture
 async def empty_db_url(pg_admin_url: str, aio_loop: None) -> AsyncIterator[str]:
-    name = f"e_{uuid.uuid4().hex[:16]}"
-    await _admin(pg_admin_url, f'CREATE DATABASE "{name}"')
-    try:
-        yield with_database(pg_admin_url, name)
-    finally:
-        with trio.CancelScope(shield=True):
-            await _admin(pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    async with scratch_database(pg_admin_url) as url:
+        yield url
 
 
 @pytest.mark.scenario("storage", "Migrating twice applies nothing the second time")
