@@ -35,26 +35,53 @@ def pool_is_whole(db: Database) -> bool:
     return pool.get_idle_size() == pool.get_size()
 
 
+async def cancel_inside_a_transaction(db_url: str, run: Any) -> None:
+    """Cancel `run` of a transaction that inserted into `marks` and then waits in a
+    query; fails if the cancel does not reach the query."""
+
+    async def long_transaction(con: Any) -> None:
+        async with con.transaction():
+            await con.execute("INSERT INTO marks VALUES (1)")
+            await con.execute("SELECT pg_sleep(60)")
+
+    with trio.move_on_after(30) as deadline:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run, long_transaction)
+            await wait_until_active(db_url, 1)
+            nursery.cancel_scope.cancel()
+    assert not deadline.cancelled_caught, "the cancel did not reach the query"
+
+
 async def test_cancel_inside_a_transaction_rolls_back_and_returns_the_connection(
         db_url: str) -> None:
     async with open_database(db_url, min_size=1, max_size=2) as db:
         await db.run(lambda con: con.execute("CREATE TABLE marks (n int)"))
 
-        async def long_transaction(con: Any) -> None:
-            async with con.transaction():
-                await con.execute("INSERT INTO marks VALUES (1)")
-                await con.execute("SELECT pg_sleep(60)")
-
-        with trio.move_on_after(30) as deadline:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(db.run, long_transaction)
-                await wait_until_active(db_url, 1)
-                nursery.cancel_scope.cancel()
-        assert not deadline.cancelled_caught, "the cancel did not reach the query"
+        await cancel_inside_a_transaction(db_url, db.run)
         assert pool_is_whole(db)
         assert await db.run(lambda con: con.fetchval("SELECT count(*) FROM marks")) == 0
         sessions = await other_sessions(db_url)
         assert "idle in transaction" not in sessions and "active" not in sessions
+
+
+async def test_a_pinned_connection_is_kept_and_handed_back_when_a_call_is_cancelled(
+        db_url: str) -> None:
+    async with open_database(db_url, min_size=1, max_size=2) as db:
+        await db.run(lambda con: con.execute("CREATE TABLE marks (n int)"))
+        async with db.pinned() as pin:
+            pids = {await pin.run(lambda con: con.fetchval("SELECT pg_backend_pid()"))
+                    for _ in range(3)}
+            assert len(pids) == 1  # one connection for every call
+            assert db._pool.get_idle_size() == db._pool.get_size() - 1
+
+            await cancel_inside_a_transaction(db_url, pin.run)
+            # The cancelled call gave its connection back to the pool, rolled back.
+            assert pool_is_whole(db)
+            sessions = await other_sessions(db_url)
+            assert "idle in transaction" not in sessions and "active" not in sessions
+            # The next call takes a connection again, and sees nothing of the insert.
+            assert await pin.run(lambda con: con.fetchval("SELECT count(*) FROM marks")) == 0
+        assert pool_is_whole(db)
 
 
 async def test_cancel_while_waiting_to_acquire_leaves_no_connection_checked_out(
