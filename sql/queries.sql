@@ -77,45 +77,59 @@ FROM event
 ---------------------------------------------------------------------------------------
 
 -- name: claim
--- One statement picks and claims (see claim_next in sql/0001_initial.sql): the oldest
--- eligible record, a fresh token, the lease of its milestone. Returns the id and the
--- token only; the worker reads the rest itself.
--- $1 milestones with a step, $2 their lease base (s), $3 lease per second of audio, $4 now.
-SELECT id, claim_token FROM claim_next($1, $2, $3, $4)
+-- One statement picks and claims (see claim_next in sql/0003_claim_many.sql): the $5
+-- oldest eligible records (one per worker asking at this moment), each with a fresh
+-- token and the lease of its milestone. Returns the ids and tokens only; the workers
+-- read the rest themselves.
+-- $1 milestones with a step, $2 their lease base (s), $3 lease per second of audio,
+-- $4 now, $5 how many records.
+SELECT id, claim_token FROM claim_next($1, $2, $3, $4, $5)
 
 -- name: read_claimed
--- The ordinary read after a claim: the milestone, how long the lease and the milestone
--- have left or lasted (measured by the database clock, so hosts may disagree on time),
--- and the step's inputs. No row: the token is no longer on the record.
-SELECT r.id, r.milestone, r.attempts, r.source_path, r.language, r.audio_path, r.duration_s,
+-- The ordinary read after a claim, for one or several claims ($1 ids, $2 their tokens):
+-- the milestone, how long the lease and the milestone have left or lasted (measured by
+-- the database clock, so hosts may disagree on time), and the step's inputs. A claim
+-- whose token is no longer on its record has no row. Oldest first, as claimed.
+SELECT r.id, r.claim_token, r.milestone, r.attempts, r.source_path, r.language,
+       r.audio_path, r.duration_s,
        extract(epoch FROM r.lease_expires_at - coalesce($3::timestamptz, now()))::float8
            AS lease_remaining_s,
        extract(epoch FROM coalesce($3::timestamptz, now()) - r.milestone_entered_at)::float8
            AS in_milestone_s
-  FROM recordings r
- WHERE r.id = $1 AND r.claim_token = $2
+  FROM unnest($1::uuid[], $2::uuid[]) AS c (id, token)
+  JOIN recordings r ON r.id = c.id AND r.claim_token = c.token
+ ORDER BY r.milestone_entered_at, r.id
 
 -- name: commit
--- The step's result moves the record on, only while this claim's token is on it.
--- $1 id, $2 token, $3 from milestone, $4 to milestone, $5 detail, $6 now.
--- Zero rows updated: the result is dropped and `lease_lost` is journaled instead.
-WITH done AS (
-    UPDATE recordings
-       SET milestone = $4, milestone_entered_at = coalesce($6::timestamptz, now()),
+-- Steps' results move their records on, each only while its claim's token is on it:
+-- one or several commits ($1 ids, $2 tokens, $3 from milestones, $4 to milestones,
+-- $5 details; $6 now) in one statement, each fenced by its own token. A commit whose
+-- token is gone writes nothing and journals `lease_lost` instead; its caller drops the
+-- result. One row per commit: its id, token and whether it reached the milestone.
+-- One notification for the statement, however many events it journals.
+WITH c AS (
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[])
+        AS c (id, token, from_milestone, to_milestone, detail)
+), done AS (
+    UPDATE recordings r
+       SET milestone = c.to_milestone, milestone_entered_at = coalesce($6::timestamptz, now()),
            claim_token = NULL, lease_expires_at = NULL, attempts = 0, retry_at = NULL,
            progress = NULL
-     WHERE id = $1 AND claim_token = $2 AND milestone = $3
-    RETURNING id
+      FROM c
+     WHERE r.id = c.id AND r.claim_token = c.token AND r.milestone = c.from_milestone
+    RETURNING r.id, c.token
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
-    SELECT $1, 'pipeline',
-           CASE WHEN EXISTS (SELECT FROM done) THEN 'milestone_reached' ELSE 'lease_lost' END,
-           CASE WHEN EXISTS (SELECT FROM done) THEN $4 ELSE $3 END,
-           $2, coalesce($5::jsonb, '{}') || jsonb_build_object('write', 'commit')
-    RETURNING id, kind
+    SELECT c.id, 'pipeline',
+           CASE WHEN done.id IS NOT NULL THEN 'milestone_reached' ELSE 'lease_lost' END,
+           CASE WHEN done.id IS NOT NULL THEN c.to_milestone ELSE c.from_milestone END,
+           c.token, coalesce(c.detail, '{}') || jsonb_build_object('write', 'commit')
+      FROM c LEFT JOIN done ON done.id = c.id AND done.token = c.token
+    RETURNING id, recording_id, claim_token, kind
 )
-SELECT kind = 'milestone_reached' AS ok,
-       pg_notify('transcriber_journal', id || ' ' || kind) IS NULL AS notified
+SELECT recording_id AS id, claim_token AS token, kind = 'milestone_reached' AS ok,
+       (SELECT pg_notify('transcriber_journal', max(id) || ' ' || 'commit') FROM event)
+           IS NULL AS notified
   FROM event
 
 -- name: fail

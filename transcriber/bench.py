@@ -249,10 +249,11 @@ class Probe:
 
 
 def claim_args(steps: StepTable) -> tuple[Any, ...]:
-    """The claim's parameters as PgQueue passes them ($4 now: NULL, the server's clock)."""
+    """The claim's parameters as PgQueue passes them for one worker ($4 now: NULL, the
+    server's clock; $5: one record)."""
     s = list(steps.steps.values())
     return ([x.milestone for x in s], [x.lease.base_s for x in s],
-            [x.lease.per_audio_s for x in s], None)
+            [x.lease.per_audio_s for x in s], None, 1)
 
 
 def counts(rows: list[asyncpg.Record], key: str) -> dict[str, int]:
@@ -298,6 +299,8 @@ async def pipeline_phase(server: Server, records: int, workers: int, samples: in
             drain_claims = list(queue.claim_s)
             drain_chained = list(queue.chained_s)
             lost = queue.lost_commits
+            pg_queue = pipeline.queue.inner
+            trips, trip_asks = pg_queue.trips, pg_queue.trip_asks
 
             ms = counts(await db.fetch("bench_milestones"), "milestone")
             kinds = counts(await db.fetch("bench_journal_kinds"), "kind")
@@ -315,6 +318,8 @@ async def pipeline_phase(server: Server, records: int, workers: int, samples: in
                 "commit_then_claim": summary_ms(drain_chained),
                 "empty_claims": queue.empty_claims,
                 "lost_commits": lost,
+                "trips": trips, "asks_per_trip": trip_asks / trips if trips else None,
+                "trips_at_once": pg_queue.trips_at_once,
                 "milestones": ms, "journal": kinds, "verified": verified,
             }
             note(f"drain: {drain_s:.2f}s = {2 * records / drain_s:.0f} transitions/s, "
@@ -439,6 +444,8 @@ def _literals(args: tuple[Any, ...]) -> str:
             return "ARRAY[" + ", ".join(lit(x) for x in v) + "]"
         if isinstance(v, str):
             return "'" + v.replace("'", "''") + "'"
+        if isinstance(v, int):
+            return str(v)
         return repr(float(v))
 
     return ", ".join(lit(a) for a in args)
@@ -669,6 +676,9 @@ def _print_report(r: dict[str, Any]) -> None:
             say(f"{label:<19} p50 {c['p50_ms']:.2f} ms  p99 {c['p99_ms']:.2f} ms  max "
                 f"{c['max_ms']:.2f} ms over {c['n']} trips")
     say(f"empty claims  {d['empty_claims']}")
+    if d.get("trips"):
+        say(f"shared trips  {d['trips']} trips, {d['asks_per_trip']:.1f} asks per trip "
+            f"(at most {d['trips_at_once']} out at once)")
     for key, label in (("wake_in_process", "wake (same process producer)"),
                        ("wake_child_producer", "wake (child process producer)")):
         if key not in r:

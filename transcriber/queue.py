@@ -3,16 +3,19 @@ named queries of sql/queries.sql, and every write is fenced by the claim's token
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import asyncpg
 import attrs
+import trio
 
 from actors import Claim, FailOutcome, Job, Step, StepTable
-from transcriber.db import Database, retry_while_unreachable
+from actors.worker import RELEASE_TIMEOUT_S
+from transcriber.db import CONNECTION_LOST, Database, Pinned, retry_while_unreachable
 
 T = TypeVar("T")
 
@@ -35,6 +38,27 @@ class Resumed:
     milestone: str
 
 
+_INPUTS = ("source_path", "language", "audio_path", "duration_s")
+"""The columns a step may read as its inputs."""
+
+
+@attrs.define(eq=False)
+class _Ask:
+    """One caller's part of a shared trip: a commit to write, a record wanted, or both;
+    and, once the trip is back, the answers."""
+
+    commit: tuple[Job, Step, Saved | None] | None
+    wants_job: bool
+    wake: trio.Event = attrs.field(factory=trio.Event)
+    answered: bool = False
+    resend: bool = False
+    """The trip was cut (its leader was cancelled): send what is unanswered again."""
+    committed: bool | None = None
+    job_answered: bool = False
+    job: Job | None = None
+    error: BaseException | None = None
+
+
 class NotStopped(Exception):
     """Resume of a record that is not stopped (or does not exist): nothing changed."""
 
@@ -48,14 +72,44 @@ class PgQueue:
     """A fixed time for every query (tests); None: the database's clock."""
     patience_s: float = 120.0
     """How long a queue call keeps retrying while the database is unreachable."""
+    trips_at_once: int = 2
+    """Trips out at the same time at most: enough for the database to work on one while
+    the next is on the way, few enough that trips stay shared."""
+    full_trip: int = 1
+    """How many asks make a trip worth sending beside one already out (a pipeline sets
+    its workers' share of the trips out at once)."""
+    trips: int = attrs.field(init=False, default=0)
+    """Shared trips made (commits and claims of workers asking at once); for benchmarks."""
+    trip_asks: int = attrs.field(init=False, default=0)
+    """Asks those trips answered."""
     _claim_args: tuple[list[Any], ...] = attrs.field(init=False)
+    _asks: list[_Ask] = attrs.field(init=False, factory=list)
+    _trips_out: int = attrs.field(init=False, default=0)
+    _pins: list[Pinned] = attrs.field(init=False, factory=list)
 
     def __attrs_post_init__(self) -> None:
         steps = list(self.steps.steps.values())
         self._claim_args = ([s.milestone for s in steps], [s.lease.base_s for s in steps],
                             [s.lease.per_audio_s for s in steps])
 
-    async def _run(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+    @contextlib.asynccontextmanager
+    async def pinned(self) -> AsyncIterator[None]:
+        """Inside this block the shared trips keep their connections (one per trip that
+        may be out at once) instead of taking one from the pool each time. For a long
+        run of work, such as a pipeline's.
+
+        Cancellation: the connections go back to the pool on the way out, shielded.
+        """
+        async with contextlib.AsyncExitStack() as stack:
+            self._pins = [await stack.enter_async_context(self.db.pinned())
+                          for _ in range(self.trips_at_once)]
+            try:
+                yield
+            finally:
+                self._pins = []
+
+    async def _run(self, work: Callable[[asyncpg.Connection], Awaitable[T]],
+                   on: Pinned | None = None) -> T:
         """db.run, retried with backoff while the server is away (a restart, a network
         cut): every queue write is fenced by its token, so a repeat changes nothing.
 
@@ -63,7 +117,7 @@ class PgQueue:
         """
         async for attempt in retry_while_unreachable(self.patience_s):
             with attempt:
-                return await self.db.run(work)
+                return await (on or self.db).run(work)
         raise AssertionError("unreachable")
 
     async def _fetchrow(self, name: str, *args: Any) -> Any:
@@ -75,64 +129,202 @@ class PgQueue:
         return await self._run(lambda con: con.fetchval(sql, *args))
 
     async def claim(self) -> Claim | None:
-        return await self._run(self._claim_on)
+        claims = await self._run(lambda con: self._claim_on(con, 1))
+        return claims[0] if claims else None
 
     async def read(self, claim: Claim) -> Job | None:
-        return await self._run(lambda con: self._read_on(con, claim))
+        jobs = await self._run(lambda con: self._read_on(con, [claim]))
+        return jobs[0] if jobs else None
 
     async def next_job(self) -> Job | None:
-        """Claim, then read, in one trip to the database's side of the bridge: still
-        two statements, the claim returning only the id and the token."""
-        return await self._run(self._next_job_on)
+        """Claim, then read (the claim returns only ids and tokens)."""
+        return (await self._share(_Ask(None, wants_job=True))).job
 
     async def commit(self, job: Job, step: Step, result: Saved | None) -> bool:
-        return await self._run(lambda con: self._commit_on(con, job, step, result))
+        return bool((await self._share(_Ask((job, step, result), wants_job=False))).committed)
 
     async def commit_then_next(self, job: Job, step: Step, result: Saved | None
                                ) -> tuple[bool, Job | None]:
-        """Commit, then claim and read the next record, in one trip: a worker that just
-        finished a step is about to ask for more anyway."""
+        """Commit, then claim and read the next record: a worker that just finished a
+        step is about to ask for more anyway."""
+        ask = await self._share(_Ask((job, step, result), wants_job=True))
+        return bool(ask.committed), ask.job
 
-        async def both(con: asyncpg.Connection) -> tuple[bool, Job | None]:
-            committed = await self._commit_on(con, job, step, result)
-            return committed, await self._next_job_on(con)
+    # -- Shared trips -------------------------------------------------------------------
+    # Workers of one process that commit or ask for work at the same moment share one
+    # trip to the database: their commits go in one statement (each fenced by its own
+    # token and journaled on its own), their claims in one claim statement (a fresh
+    # token per record, one record per asking worker), their reads in one read. There
+    # is no timer: an ask that finds no trip out leaves at once; asks made while a trip
+    # is out leave together when it is back. An idle queue answers as fast as ever; a
+    # busy one pays one round of statements for many workers instead of one each.
 
-        return await self._run(both)
+    async def _share(self, ask: _Ask) -> _Ask:
+        """Send `ask` with the next trip (leading it if none is out) and wait for its
+        answer; raises what the trip raised.
 
-    async def _claim_on(self, con: asyncpg.Connection) -> Claim | None:
-        row = await con.fetchrow(self.db.sql("claim"), *self._claim_args, self.now)
-        return None if row is None else Claim(row["id"], row["claim_token"])
+        Cancellation: an ask whose trip has not left is withdrawn. One whose trip is out
+        waits for it, shielded, at most RELEASE_TIMEOUT_S, and a record claimed for it
+        is released, so nothing stays claimed for a caller that is gone. A trip cut by
+        its leader's cancellation sends its other asks again with the next trip, minus
+        what it had already answered: every write is fenced, so a repeat is harmless.
+        """
+        while True:
+            self._asks.append(ask)
+            try:
+                while not ask.answered:
+                    if not self._may_leave():
+                        await ask.wake.wait()
+                        ask.wake = trio.Event()
+                    else:
+                        await self._lead()
+            except trio.Cancelled:
+                await self._abandon(ask)
+                raise
+            if not ask.resend:
+                break
+            ask.answered = ask.resend = False
+        if ask.error is not None:
+            raise ask.error
+        return ask
 
-    async def _read_on(self, con: asyncpg.Connection, claim: Claim) -> Job | None:
-        row = await con.fetchrow(self.db.sql("read_claimed"), claim.id, claim.token, self.now)
-        if row is None:
-            return None
-        inputs = {k: row[k] for k in ("source_path", "language", "audio_path", "duration_s")}
-        return Job(claim=claim, milestone=row["milestone"], attempts=row["attempts"],
-                   lease_remaining_s=row["lease_remaining_s"],
-                   in_milestone_s=row["in_milestone_s"], inputs=inputs)
+    def _may_leave(self) -> bool:
+        """Whether a trip may leave now with the asks waiting: at once when none is out;
+        beside one that is out only with a full load (a trip that left half empty would
+        cost the database a round of statements for few asks)."""
+        return self._trips_out == 0 or (self._trips_out < self.trips_at_once
+                                        and len(self._asks) >= self.full_trip)
 
-    async def _next_job_on(self, con: asyncpg.Connection) -> Job | None:
-        while (claim := await self._claim_on(con)) is not None:
-            job = await self._read_on(con, claim)
-            if job is not None:
-                return job
-            # Lost between the claim and the read (resumed meanwhile): try the next.
-        return None
+    async def _lead(self) -> None:
+        """Take every waiting ask on one trip, answer them all, pass the lead on."""
+        self._trips_out += 1
+        asks, self._asks = self._asks, []
+        pin = self._pins.pop() if self._pins else None
+        try:
+            await self._run(lambda con: self._trip_on(con, asks), pin)
+            self.trips += 1
+            self.trip_asks += len(asks)
+        except trio.Cancelled:
+            for a in asks:
+                a.resend = True
+            raise
+        except Exception as e:
+            for a in asks:
+                a.error = a.error or e
+        finally:
+            if pin is not None:
+                self._pins.append(pin)
+            self._trips_out -= 1
+            for a in asks:
+                a.answered = True
+                a.wake.set()
+            if self._asks:
+                self._asks[0].wake.set()  # the next leader
 
-    async def _commit_on(self, con: asyncpg.Connection, job: Job, step: Step,
-                         result: Saved | None) -> bool:
-        c = job.claim
-        args = (c.id, c.token, job.milestone, step.next_milestone,
-                {"step": step.name, "attempt": job.attempts + 1}, self.now)
-        commit_sql = self.db.sql("commit")
-        if result is None:
-            return await con.fetchval(commit_sql, *args)
-        async with con.transaction():
-            if not await con.fetchval(commit_sql, *args):
-                return False  # the lease_lost event commits; the result is dropped
-            await con.execute(self.db.sql(result.query), c.id, *result.args)
-            return True
+    async def _abandon(self, ask: _Ask) -> None:
+        """The caller of `ask` was cancelled."""
+        if ask in self._asks:  # its trip has not left: withdraw it
+            self._asks.remove(ask)
+            if self._asks and self._may_leave():
+                self._asks[0].wake.set()  # it may have been woken to lead
+            return
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + RELEASE_TIMEOUT_S
+            while not ask.answered:
+                await ask.wake.wait()
+                ask.wake = trio.Event()
+            if ask.job is not None:
+                await self.release(ask.job, "worker stopping")
+
+    async def _trip_on(self, con: asyncpg.Connection, asks: list[_Ask]) -> None:
+        """One trip: the commits, then the claims and reads for the asks that want a
+        record. Run again, for what it has not answered yet, if the connection is lost
+        on the way."""
+        commits = [a for a in asks if a.commit is not None and a.committed is None]
+        for a, result in (await self._commit_on(con, commits)).items():
+            if isinstance(result, Exception):
+                a.error = result
+            else:
+                a.committed = result
+        wanting = [a for a in asks if a.wants_job and not a.job_answered and a.error is None]
+        if wanting:
+            jobs = await self._next_jobs_on(con, len(wanting))
+            for i, a in enumerate(wanting):
+                a.job, a.job_answered = (jobs[i] if i < len(jobs) else None), True
+
+    async def _commit_on(self, con: asyncpg.Connection, asks: list[_Ask]
+                         ) -> dict[_Ask, bool | Exception]:
+        """Commit in one statement; with the results' saves, in one transaction. A
+        result the database refuses (say text it cannot store) must not cost the other
+        commits theirs: then each commit goes alone and the error is its caller's."""
+        if not any(a.commit and a.commit[2] is not None for a in asks):
+            return await self._commit_together_on(con, asks)
+        try:
+            async with con.transaction():
+                return await self._commit_together_on(con, asks)
+        except asyncpg.PostgresError as e:
+            if isinstance(e, CONNECTION_LOST):
+                raise
+            if len(asks) == 1:
+                return {asks[0]: e}
+            outcome: dict[_Ask, bool | Exception] = {}
+            for a in asks:
+                outcome |= await self._commit_on(con, [a])
+            return outcome
+
+    async def _commit_together_on(self, con: asyncpg.Connection, asks: list[_Ask]
+                                  ) -> dict[_Ask, bool | Exception]:
+        if not asks:
+            return {}
+        commits = [a.commit for a in asks if a.commit is not None]
+        rows = await con.fetch(
+            self.db.sql("commit"),
+            [j.claim.id for j, _, _ in commits], [j.claim.token for j, _, _ in commits],
+            [j.milestone for j, _, _ in commits], [s.next_milestone for _, s, _ in commits],
+            [{"step": s.name, "attempt": j.attempts + 1} for j, s, _ in commits], self.now)
+        reached = {(row["id"], row["token"]) for row in rows if row["ok"]}
+        await self._save_on(con, [(j, r) for j, _, r in commits if r is not None], reached)
+        return {a: (a.commit[0].claim.id, a.commit[0].claim.token) in reached
+                for a in asks if a.commit is not None}
+
+    async def _save_on(self, con: asyncpg.Connection, saves: list[tuple[Job, Saved]],
+                       reached: set[tuple[Any, Any]]) -> None:
+        """The results of the commits that reached their milestone, in the commit's
+        transaction; the results of claims that lost their token are dropped."""
+        if not saves:
+            return
+        by_query: dict[str, list[tuple[Any, ...]]] = {}
+        for job, saved in saves:
+            if (job.claim.id, job.claim.token) in reached:
+                by_query.setdefault(saved.query, []).append((job.claim.id, *saved.args))
+        for query, rows in by_query.items():
+            await con.executemany(self.db.sql(query), rows)
+
+    async def _claim_on(self, con: asyncpg.Connection, n: int) -> list[Claim]:
+        rows = await con.fetch(self.db.sql("claim"), *self._claim_args, self.now, n)
+        return [Claim(row["id"], row["claim_token"]) for row in rows]
+
+    async def _read_on(self, con: asyncpg.Connection, claims: list[Claim]) -> list[Job]:
+        rows = await con.fetch(self.db.sql("read_claimed"), [c.id for c in claims],
+                               [c.token for c in claims], self.now)
+        return [Job(claim=Claim(row["id"], row["claim_token"]), milestone=row["milestone"],
+                    attempts=row["attempts"], lease_remaining_s=row["lease_remaining_s"],
+                    in_milestone_s=row["in_milestone_s"],
+                    inputs={k: row[k] for k in _INPUTS})
+                for row in rows]
+
+    async def _next_jobs_on(self, con: asyncpg.Connection, n: int) -> list[Job]:
+        """Up to `n` claimed and read records, oldest first."""
+        jobs: list[Job] = []
+        while len(jobs) < n:
+            want = n - len(jobs)
+            claims = await self._claim_on(con, want)
+            # A claim with no read row lost its token in between (a person resumed the
+            # record meanwhile): claim again for it.
+            jobs += await self._read_on(con, claims)
+            if len(claims) < want:
+                break  # nothing more is eligible
+        return jobs
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         pause = step.backoff.delay(job.attempts, self.rng)

@@ -4,6 +4,7 @@ each under a supervisor that restarts it alone when it crashes."""
 from __future__ import annotations
 
 import logging
+import math
 import random
 
 import attrs
@@ -55,6 +56,7 @@ class Pipeline:
     def __attrs_post_init__(self) -> None:
         self.wakeup = Wakeup(self.poll_s, rng=self.rng)
         self.queue = PgQueue(self.db, self.steps, rng=self.rng)
+        self.queue.full_trip = max(1, math.ceil(self.workers / self.queue.trips_at_once))
         self.worker_supervisor = Supervisor(rng=self.rng)
         # Reconnects quickly at first: wake-ups are missed while it is away.
         self.listener_supervisor = Supervisor(restart=Backoff(base_s=0.1, cap_s=10.0),
@@ -68,7 +70,7 @@ class Pipeline:
         """
         self._workers = [Worker(f"worker-{i + 1}", self.queue, self.steps, self.wakeup)
                          for i in range(self.workers)]
-        async with trio.open_nursery() as nursery:
+        async with self.queue.pinned(), trio.open_nursery() as nursery:
             await nursery.start(self.listener_supervisor.run,
                                 [Child("listener", lambda: listen_for_work(self.db, self.wakeup))])
             event(logging.INFO, "pipeline_started", workers=self.workers)

@@ -42,3 +42,8 @@ def load_migrations(folder: Path = SQL_DIR) -> list[Migration]:
     if len(set(versions)) != len(versions):
         raise ValueError(f"{folder}: two migrations share a version: {versions}")
     return found
+
+
+def schema_text(folder: Path = SQL_DIR) -> str:
+    """Every migration, in order: a later definition of an object replaces an earlier."""
+    return "\n".join(m.sql for m in load_migrations(folder))

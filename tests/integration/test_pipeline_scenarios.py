@@ -90,7 +90,7 @@ async def test_claim_returns_id_and_token(db: Database, owner_id: int) -> None:
     rid = await accept(db, owner_id)
     queue = PgQueue(db, table())
     claim_sql = db.sql("claim")
-    row = await db.run(lambda con: con.fetchrow(claim_sql, *queue._claim_args, None))
+    row = await db.run(lambda con: con.fetchrow(claim_sql, *queue._claim_args, None, 1))
     # The statement returns exactly these two columns, nothing else of the record.
     assert list(row.keys()) == ["id", "claim_token"]
     assert row["id"] == rid

@@ -82,7 +82,7 @@ async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None
     async def explain(con: Any) -> str:
         async with con.transaction():
             claim = await claim_statement(db, con)
-            rows = await con.fetch("EXPLAIN " + claim, *args, None)
+            rows = await con.fetch("EXPLAIN " + claim, *args, None, 1)
             return "\n".join(r[0] for r in rows)
 
     plan = await db.run(explain)
@@ -92,12 +92,12 @@ async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None
 def test_the_final_milestone_in_sql_matches_the_step_table() -> None:
     """The claim's partial index names the final milestone literally (a parameter would
     keep the planner from using it); it must be the table's only final milestone."""
-    from transcriber.sqlfiles import SQL_DIR, load_queries
+    from transcriber.sqlfiles import load_queries, schema_text
     steps = step_table(normalize=noop, recognize=noop)
     assert steps.final == [TRANSCRIBED]
-    schema = (SQL_DIR / "0001_initial.sql").read_text()
+    schema = schema_text()
     index = re.search(r"CREATE INDEX recordings_claimable .*?;", schema, re.S).group(0)
     assert f"milestone <> '{TRANSCRIBED}'" in index
-    claim = re.search(r"CREATE FUNCTION claim_next.*?\$claim\$;", schema, re.S).group(0)
+    claim = re.findall(r"CREATE FUNCTION claim_next.*?\$claim\$;", schema, re.S)[-1]
     assert f"r.milestone <> '{TRANSCRIBED}'" in claim
     assert "claim_next(" in load_queries()["claim"]

@@ -19,7 +19,7 @@ from transcriber.db import Database, open_database
 from transcriber.migrate import migrate
 from transcriber.milestones import NORMALIZED, TRANSCRIBED, step_table
 from transcriber.queue import PgQueue, Saved
-from transcriber.sqlfiles import SQL_DIR, load_queries
+from transcriber.sqlfiles import SQL_DIR, load_queries, schema_text
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE_DIRS = (ROOT / "transcriber", ROOT / "actors")
@@ -183,11 +183,11 @@ async def test_owner_with_recordings_cannot_be_deleted(db: Database, owner_id: i
 # ---------------------------------------------------------------------------------
 
 def claim_function_body() -> str:
-    """The statement of claim_next (sql/0001_initial.sql), which the `claim` query calls:
-    a function only to carry its planner setting, so its writes count as the claim's."""
-    schema = (SQL_DIR / "0001_initial.sql").read_text()
-    return re.search(r"CREATE FUNCTION claim_next.*?AS \$claim\$(.*?)\$claim\$;", schema,
-                     re.S).group(1)
+    """The statement of claim_next (its last definition in sql/), which the `claim` query
+    calls: a function only to carry its planner setting, so its writes count as the
+    claim's."""
+    return re.findall(r"CREATE FUNCTION claim_next.*?AS \$claim\$(.*?)\$claim\$;",
+                      schema_text(), re.S)[-1]
 
 
 @pytest.mark.scenario("storage", "Only the queue queries write queue columns")

@@ -1,0 +1,233 @@
+"""Shared trips (openspec/specs/storage): workers of one process that commit or ask for
+work at the same moment share one trip to the database, and every write stays fenced
+by its own token. Trips are held at a gate, so who travels with whom is forced, not
+hoped for."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import asyncpg
+import pytest
+import trio
+import trio.testing
+
+from actors import Job
+from transcriber.db import Database
+from transcriber.milestones import NORMALIZED, RECEIVED
+from transcriber.queue import PgQueue, Saved
+from tests.pipeline_helpers import accept, at, db_now, journal, state, table
+
+T = TypeVar("T")
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("storage", title)
+
+
+class GatedDatabase:
+    """The real database as a queue sees it, counting the queue's trips (one `run`
+    each); after `hold()`, the next trip waits at a gate until the test opens it."""
+
+    def __init__(self, db: Database):
+        self.db = db
+        self.runs = 0
+        self.at_gate = trio.Event()
+        self._gate: trio.Event | None = None
+
+    def sql(self, name: str) -> str:
+        return self.db.sql(name)
+
+    def hold(self) -> trio.Event:
+        self._gate, self.at_gate = trio.Event(), trio.Event()
+        return self._gate
+
+    async def run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        self.runs += 1
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            self.at_gate.set()
+            await gate.wait()
+        return await self.db.run(work)
+
+
+def gated_queue(db: Database) -> tuple[GatedDatabase, PgQueue]:
+    gated = GatedDatabase(db)
+    # One trip out at a time: whoever asks while it is out travels on the next one.
+    return gated, PgQueue(gated, table(), trips_at_once=1)  # type: ignore[arg-type]
+
+
+async def claimed(db: Database, n: int) -> list[Job]:
+    queue = PgQueue(db, table())
+    jobs = [await queue.next_job() for _ in range(n)]
+    assert all(j is not None for j in jobs)
+    return jobs  # type: ignore[return-value]
+
+
+async def stale_job(db: Database, rid: Any) -> Job:
+    """A claim on `rid` whose token is no longer on the record: its lease ran out and
+    another claim took the record."""
+    now = await db_now(db)
+    queue = PgQueue(db, table())
+    job = await at(queue, now).next_job()
+    assert job is not None and job.claim.id == rid
+    later = at(queue, now, job.lease_remaining_s + 1)
+    assert (await later.claim()).id == rid
+    return job
+
+
+@scenario("Workers asking at once share one trip, each write fenced by its own token")
+async def test_workers_asking_at_once_share_one_trip(db: Database, owner_id: int) -> None:
+    rids = [await accept(db, owner_id, f"{i}.wav") for i in range(6)]
+    stale = await stale_job(db, rids[0])
+    a, b = await claimed(db, 2)  # rids[1], rids[2]
+    gated, queue = gated_queue(db)
+    answers: dict[str, Any] = {}
+
+    async def commit_then_next(name: str, job: Job) -> None:
+        answers[name] = await queue.commit_then_next(job, table()[RECEIVED], None)
+
+    async def first_trip() -> None:
+        answers["first"] = await queue.next_job()
+
+    gate = gated.hold()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(first_trip)
+        await gated.at_gate.wait()
+        for name, job in (("a", a), ("b", b), ("stale", stale)):
+            nursery.start_soon(commit_then_next, name, job)
+        await trio.testing.wait_all_tasks_blocked()
+        assert gated.runs == 1  # the three wait for the trip that is out
+        gate.set()
+
+    assert gated.runs == 2 and queue.trips == 2 and queue.trip_asks == 4
+    assert answers["a"][0] is True and answers["b"][0] is True
+    assert answers["stale"][0] is False
+    for job in (a, b):
+        assert (await state(db, job.claim.id))["milestone"] == NORMALIZED
+    kinds = [(e["kind"], e["claim_token"]) for e in await journal(db, rids[0])]
+    assert ("lease_lost", stale.claim.token) in kinds
+    assert ("milestone_reached", stale.claim.token) not in kinds
+    # Each worker got a record of its own, with a token of its own, as stored.
+    jobs = [answers["first"]] + [answers[n][1] for n in ("a", "b", "stale")]
+    assert all(j is not None for j in jobs)
+    assert len({j.claim.id for j in jobs}) == 4 and len({j.claim.token for j in jobs}) == 4
+    for job in jobs:
+        assert (await state(db, job.claim.id))["claim_token"] == job.claim.token
+
+
+@scenario("A result the database refuses costs only its own commit")
+async def test_refused_result_costs_only_its_own_commit(db: Database, owner_id: int) -> None:
+    for i in range(3):
+        await accept(db, owner_id, f"{i}.wav")
+    good, bad = await claimed(db, 2)
+    gated, queue = gated_queue(db)
+    step = table()[RECEIVED]
+    outcome: dict[str, Any] = {}
+
+    async def commit(name: str, job: Job, saved: Saved) -> None:
+        try:
+            outcome[name] = await queue.commit(job, step, saved)
+        except asyncpg.PostgresError as e:
+            outcome[name] = e
+
+    gate = gated.hold()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(queue.next_job)
+        await gated.at_gate.wait()
+        nursery.start_soon(commit, "good", good, Saved("save_normalized", ("/a.wav", 2.5)))
+        # PostgreSQL text cannot hold a NUL character: the database refuses this result.
+        nursery.start_soon(commit, "bad", bad, Saved("save_normalized", ("/b\x00.wav", 1.0)))
+        await trio.testing.wait_all_tasks_blocked()
+        gate.set()
+
+    assert gated.runs == 2  # both commits left on one trip
+    assert outcome["good"] is True
+    kept = await state(db, good.claim.id)
+    assert (kept["milestone"], kept["audio_path"], kept["duration_s"]) == (NORMALIZED, "/a.wav", 2.5)
+    assert isinstance(outcome["bad"], asyncpg.CharacterNotInRepertoireError)
+    refused = await state(db, bad.claim.id)
+    assert (refused["milestone"], refused["claim_token"]) == (RECEIVED, bad.claim.token)
+    assert refused["audio_path"] is None
+    assert "milestone_reached" not in [e["kind"] for e in await journal(db, bad.claim.id)]
+
+
+@scenario("A worker cancelled while its trip is out leaves nothing claimed")
+async def test_cancelled_while_trip_out_leaves_nothing_claimed(db: Database, owner_id: int
+                                                               ) -> None:
+    for i in range(4):
+        await accept(db, owner_id, f"{i}.wav")
+    gated, queue = gated_queue(db)
+    got: dict[str, Any] = {}
+    cancelled = trio.CancelScope()
+
+    async def ask(name: str, scope: trio.CancelScope | None = None) -> None:
+        with scope or trio.CancelScope():
+            got[name] = await queue.next_job()
+
+    first = gated.hold()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, "first")
+        await gated.at_gate.wait()
+        nursery.start_soon(ask, "leader")
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(ask, "gone", cancelled)
+        await trio.testing.wait_all_tasks_blocked()
+        second = gated.hold()  # the trip "leader" leads, with the ask of "gone" on it
+        first.set()
+        await gated.at_gate.wait()
+        cancelled.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        assert "gone" not in got  # still waiting, shielded, for what its trip brings
+        second.set()
+
+    assert "gone" not in got and cancelled.cancelled_caught
+    assert got["first"] is not None and got["leader"] is not None
+    released = [e for e in await journal(db) if e["kind"] == "released"]
+    assert len(released) == 1
+    rid = released[0]["recording_id"]
+    assert rid not in (got["first"].claim.id, got["leader"].claim.id)
+    assert released[0]["detail"]["why"] == "worker stopping"
+    assert (await state(db, rid))["claim_token"] is None
+    # Claimable at once (the oldest left), not after its lease.
+    assert (await PgQueue(db, table()).claim()).id == rid
+
+
+@scenario("A trip cut by its leader's cancellation is sent again")
+async def test_trip_cut_by_leader_cancellation_is_sent_again(db: Database, owner_id: int
+                                                             ) -> None:
+    for i in range(3):
+        await accept(db, owner_id, f"{i}.wav")
+    (job,) = await claimed(db, 1)
+    gated, queue = gated_queue(db)
+    leader = trio.CancelScope()
+    got: dict[str, Any] = {}
+
+    async def lead() -> None:
+        with leader:
+            got["leader"] = await queue.next_job()
+
+    async def commit() -> None:
+        got["commit"] = await queue.commit(job, table()[RECEIVED], None)
+
+    first = gated.hold()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(queue.next_job)
+        await gated.at_gate.wait()
+        nursery.start_soon(lead)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(commit)
+        await trio.testing.wait_all_tasks_blocked()
+        second = gated.hold()  # the leader's trip, with the commit on it
+        first.set()
+        await gated.at_gate.wait()
+        leader.cancel()
+
+    assert second.is_set() is False and leader.cancelled_caught and "leader" not in got
+    assert gated.runs == 3  # the held trip, the cut one, the one that carried it again
+    assert got["commit"] is True
+    assert (await state(db, job.claim.id))["milestone"] == NORMALIZED
+    reached = [e for e in await journal(db, job.claim.id) if e["kind"] == "milestone_reached"]
+    assert len(reached) == 1
