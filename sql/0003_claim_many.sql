@@ -1,12 +1,15 @@
 -- Workers that ask for work at the same moment share one claim statement: claim_next
--- takes how many records to claim (p_limit). Each record still gets its own fresh
--- token and the lease of its own milestone; everything else is as in 0001_initial.sql,
--- including `SET enable_sort = off`, which keeps the claim walking the partial index in
--- order and stopping after p_limit records.
+-- takes how many records to claim (p_limit), and records it must not claim (p_exclude:
+-- those the calling statement itself commits, so that no statement writes a record
+-- twice). Each record still gets its own fresh token and the lease of its own
+-- milestone; everything else is as in 0001_initial.sql, including `SET enable_sort =
+-- off`, which keeps the claim walking the partial index in order and stopping after
+-- p_limit records.
 DROP FUNCTION claim_next(text[], float8[], float8[], timestamptz);
 
 CREATE FUNCTION claim_next(p_milestones text[], p_lease_base_s float8[],
-                           p_lease_per_audio_s float8[], p_now timestamptz, p_limit integer)
+                           p_lease_per_audio_s float8[], p_now timestamptz, p_limit integer,
+                           p_exclude uuid[])
 RETURNS TABLE (id uuid, claim_token uuid)
 LANGUAGE sql VOLATILE
 SET enable_sort = off
@@ -23,6 +26,7 @@ WITH step AS (
        AND r.milestone <> 'transcribed'
        AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= coalesce(p_now, now()))
        AND (r.retry_at IS NULL OR r.retry_at <= coalesce(p_now, now()))
+       AND r.id <> ALL (p_exclude)
      ORDER BY r.milestone_entered_at, r.id
      LIMIT p_limit
        FOR UPDATE OF r SKIP LOCKED

@@ -83,7 +83,7 @@ FROM event
 -- read the rest themselves.
 -- $1 milestones with a step, $2 their lease base (s), $3 lease per second of audio,
 -- $4 now, $5 how many records.
-SELECT id, claim_token FROM claim_next($1, $2, $3, $4, $5)
+SELECT id, claim_token FROM claim_next($1, $2, $3, $4, $5, '{}')
 
 -- name: read_claimed
 -- The ordinary read after a claim, for one or several claims ($1 ids, $2 their tokens):
@@ -105,8 +105,11 @@ SELECT r.id, r.claim_token, r.milestone, r.attempts, r.source_path, r.language,
 -- one or several commits ($1 ids, $2 tokens, $3 from milestones, $4 to milestones,
 -- $5 details; $6 now) in one statement, each fenced by its own token. A commit whose
 -- token is gone writes nothing and journals `lease_lost` instead; its caller drops the
--- result. One row per commit: its id, token and whether it reached the milestone.
--- One notification for the statement, however many events it journals.
+-- result. One `commit` row per commit: its id, token and whether it reached the
+-- milestone. One notification for the statement, however many events it journals.
+-- The same statement claims $10 records for the workers asking for their next (`claim`
+-- rows: id and token only, as the `claim` query; $7-$9 as its $1-$3). It does not
+-- claim the records it commits: a record just moved on waits for the next claim.
 WITH c AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[])
         AS c (id, token, from_milestone, to_milestone, detail)
@@ -126,11 +129,16 @@ WITH c AS (
            c.token, coalesce(c.detail, '{}') || jsonb_build_object('write', 'commit')
       FROM c LEFT JOIN done ON done.id = c.id AND done.token = c.token
     RETURNING id, recording_id, claim_token, kind
+), claimed AS (
+    SELECT * FROM claim_next($7, $8, $9, $6, $10, $1)
 )
-SELECT recording_id AS id, claim_token AS token, kind = 'milestone_reached' AS ok,
+SELECT 'commit' AS row, recording_id AS id, claim_token AS token,
+       kind = 'milestone_reached' AS ok,
        (SELECT pg_notify('transcriber_journal', max(id) || ' ' || 'commit') FROM event)
            IS NULL AS notified
   FROM event
+UNION ALL
+SELECT 'claim', id, claim_token, NULL, NULL FROM claimed
 
 -- name: fail
 -- One failed attempt, only by the claim holder: attempts + 1 and a retry pause of

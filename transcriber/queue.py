@@ -237,55 +237,63 @@ class PgQueue:
                 await self.release(ask.job, "worker stopping")
 
     async def _trip_on(self, con: asyncpg.Connection, asks: list[_Ask]) -> None:
-        """One trip: the commits, then the claims and reads for the asks that want a
-        record. Run again, for what it has not answered yet, if the connection is lost
-        on the way."""
+        """One trip: the commits, with the claims for the asks that want a record in
+        the same statement; then the read. Claims again for what that left short (the
+        commit's statement does not claim the records it moves on). Run again, for
+        what it has not answered yet, if the connection is lost on the way."""
         commits = [a for a in asks if a.commit is not None and a.committed is None]
-        for a, result in (await self._commit_on(con, commits)).items():
-            if isinstance(result, Exception):
-                a.error = result
-            else:
-                a.committed = result
-        wanting = [a for a in asks if a.wants_job and not a.job_answered and a.error is None]
-        if wanting:
-            jobs = await self._next_jobs_on(con, len(wanting))
-            for i, a in enumerate(wanting):
-                a.job, a.job_answered = (jobs[i] if i < len(jobs) else None), True
+        wanting = [a for a in asks if a.wants_job and not a.job_answered]
+        claims: list[Claim] = []
+        if commits:
+            outcome, claims = await self._commit_on(con, commits, len(wanting))
+            for a, result in outcome.items():
+                if isinstance(result, Exception):
+                    a.error = result
+                else:
+                    a.committed = result
+            wanting = [a for a in wanting if a.error is None]
+        jobs = await self._read_on(con, claims) if claims else []
+        if len(jobs) < len(wanting):
+            jobs += await self._next_jobs_on(con, len(wanting) - len(jobs))
+        for i, a in enumerate(wanting):
+            a.job, a.job_answered = (jobs[i] if i < len(jobs) else None), True
 
-    async def _commit_on(self, con: asyncpg.Connection, asks: list[_Ask]
-                         ) -> dict[_Ask, bool | Exception]:
-        """Commit in one statement; with the results' saves, in one transaction. A
-        result the database refuses (say text it cannot store) must not cost the other
-        commits theirs: then each commit goes alone and the error is its caller's."""
+    async def _commit_on(self, con: asyncpg.Connection, asks: list[_Ask], claim: int
+                         ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
+        """Commit in one statement that also claims `claim` records; with the results'
+        saves, in one transaction. A result the database refuses (say text it cannot
+        store) must not cost the other commits theirs: then each commit goes alone,
+        claiming nothing, and the error is its caller's."""
         if not any(a.commit and a.commit[2] is not None for a in asks):
-            return await self._commit_together_on(con, asks)
+            return await self._commit_together_on(con, asks, claim)
         try:
             async with con.transaction():
-                return await self._commit_together_on(con, asks)
+                return await self._commit_together_on(con, asks, claim)
         except asyncpg.PostgresError as e:
             if isinstance(e, CONNECTION_LOST):
                 raise
             if len(asks) == 1:
-                return {asks[0]: e}
+                return {asks[0]: e}, []
             outcome: dict[_Ask, bool | Exception] = {}
             for a in asks:
-                outcome |= await self._commit_on(con, [a])
-            return outcome
+                outcome |= (await self._commit_on(con, [a], 0))[0]
+            return outcome, []
 
-    async def _commit_together_on(self, con: asyncpg.Connection, asks: list[_Ask]
-                                  ) -> dict[_Ask, bool | Exception]:
-        if not asks:
-            return {}
+    async def _commit_together_on(self, con: asyncpg.Connection, asks: list[_Ask], claim: int
+                                  ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
         commits = [a.commit for a in asks if a.commit is not None]
         rows = await con.fetch(
             self.db.sql("commit"),
             [j.claim.id for j, _, _ in commits], [j.claim.token for j, _, _ in commits],
             [j.milestone for j, _, _ in commits], [s.next_milestone for _, s, _ in commits],
-            [{"step": s.name, "attempt": j.attempts + 1} for j, s, _ in commits], self.now)
-        reached = {(row["id"], row["token"]) for row in rows if row["ok"]}
+            [{"step": s.name, "attempt": j.attempts + 1} for j, s, _ in commits], self.now,
+            *self._claim_args, claim)
+        reached = {(r["id"], r["token"]) for r in rows if r["row"] == "commit" and r["ok"]}
         await self._save_on(con, [(j, r) for j, _, r in commits if r is not None], reached)
-        return {a: (a.commit[0].claim.id, a.commit[0].claim.token) in reached
-                for a in asks if a.commit is not None}
+        outcome: dict[_Ask, bool | Exception] = {
+            a: (a.commit[0].claim.id, a.commit[0].claim.token) in reached
+            for a in asks if a.commit is not None}
+        return outcome, [Claim(r["id"], r["token"]) for r in rows if r["row"] == "claim"]
 
     async def _save_on(self, con: asyncpg.Connection, saves: list[tuple[Job, Saved]],
                        reached: set[tuple[Any, Any]]) -> None:

@@ -5,7 +5,6 @@ hoped for."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -116,6 +115,20 @@ async def test_workers_asking_at_once_share_one_trip(db: Database, owner_id: int
     assert len({j.claim.id for j in jobs}) == 4 and len({j.claim.token for j in jobs}) == 4
     for job in jobs:
         assert (await state(db, job.claim.id))["claim_token"] == job.claim.token
+
+
+@scenario("A record just committed is handed on in the same trip")
+async def test_record_just_committed_is_handed_on_in_the_same_trip(db: Database, owner_id: int
+                                                                    ) -> None:
+    rid = await accept(db, owner_id)
+    gated, queue = gated_queue(db)
+    job = await queue.next_job()
+    assert job is not None and job.claim.id == rid and gated.runs == 1
+    committed, following = await queue.commit_then_next(job, table()[RECEIVED], None)
+    assert gated.runs == 2 and committed
+    assert following is not None and following.claim.id == rid
+    assert following.milestone == NORMALIZED and following.claim.token != job.claim.token
+    assert (await state(db, rid))["claim_token"] == following.claim.token
 
 
 @scenario("A result the database refuses costs only its own commit")
