@@ -2,18 +2,21 @@
 -- takes how many records to claim (p_limit), and records it must not claim (p_exclude:
 -- those the calling statement itself commits, so that no statement writes a record
 -- twice). Each record still gets its own fresh token and the lease of its own
--- milestone; everything else is as in 0001_initial.sql, including `SET enable_sort =
+-- milestone; the statement is the one of 0001_initial.sql, including `SET enable_sort =
 -- off`, which keeps the claim walking the partial index in order and stopping after
--- p_limit records.
+-- p_limit records. The function is now PL/pgSQL only to keep the statement's plan from
+-- one call to the next: a SQL function planned it on every call (~0.3 ms a claim here).
 DROP FUNCTION claim_next(text[], float8[], float8[], timestamptz);
 
 CREATE FUNCTION claim_next(p_milestones text[], p_lease_base_s float8[],
                            p_lease_per_audio_s float8[], p_now timestamptz, p_limit integer,
                            p_exclude uuid[])
 RETURNS TABLE (id uuid, claim_token uuid)
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET enable_sort = off
 AS $claim$
+#variable_conflict use_column
+BEGIN RETURN QUERY
 WITH step AS (
     SELECT * FROM unnest(p_milestones, p_lease_base_s, p_lease_per_audio_s)
         AS s (milestone, lease_base_s, lease_per_audio_s)
@@ -37,5 +40,6 @@ UPDATE recordings r
        progress = NULL
   FROM picked
  WHERE r.id = picked.id
-RETURNING r.id, r.claim_token
+RETURNING r.id, r.claim_token;
+END
 $claim$;

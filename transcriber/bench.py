@@ -456,7 +456,9 @@ async def claim_statement(db: Database, con: asyncpg.Connection) -> str:
     settings applied to the current transaction: what EXPLAIN must look at, since the
     plan of a function call shows only the call."""
     row = await con.fetchrow(db.sql("claim_function"))
-    sql = row["prosrc"]
+    # The PL/pgSQL body is one `RETURN QUERY <statement>;`.
+    found = re.search(r"BEGIN RETURN QUERY(.*?);\s*END", row["prosrc"], re.S)
+    sql = found.group(1) if found else row["prosrc"]
     for i, (name, type_) in enumerate(zip(row["names"], row["types"]), 1):
         sql = re.sub(rf"\b{name}\b", f"${i}::{type_}", sql)
     for setting in row["proconfig"] or []:
