@@ -392,7 +392,7 @@ WITH made AS (
 SELECT id FROM made UNION ALL SELECT id FROM owners WHERE name = $1 LIMIT 1
 
 ---------------------------------------------------------------------------------------
--- HTTP API (transcriber/api.py, transcriber/auth.py, transcriber/uploads.py)
+-- HTTP API (transcriber/http/, transcriber/auth.py)
 ---------------------------------------------------------------------------------------
 
 -- name: owner_by_token

@@ -67,8 +67,8 @@ async def serve(config: Config, options: ServeOptions, *,
             async with trio.open_nursery() as nursery:
                 url = None
                 if options.http is not None:
-                    from transcriber.api import create_app, serve_app
-                    from transcriber.uploads import sweep_strays
+                    from transcriber.http import create_app, serve_app
+                    from transcriber.http.uploads import sweep_strays
 
                     # Uploads a killed process wrote but never recorded.
                     removed = await sweep_strays(db, config.uploads)

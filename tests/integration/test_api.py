@@ -18,7 +18,7 @@ import trio
 from actors import Wakeup, Worker
 from tests.conftest import _admin
 from tests.pipeline_helpers import Gate, journal, outbound_connects, table
-from transcriber.api import create_app, serving
+from transcriber.http import create_app, serving
 from transcriber.config import Config
 from transcriber.db import WORK_CHANNEL, Database
 from transcriber.owners import NewOwner, add_owner

@@ -22,11 +22,11 @@ import trio
 from tests.integration.test_api import (ann, as_ann, as_ben, base_url, ben,  # noqa: F401
                                         client, config, count_recordings,
                                         store_files, upload, uploaded)
-from transcriber.api import create_app, serving
+from transcriber.http import create_app, serving
 from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.owners import NewOwner
-from transcriber.uploads import incoming, sweep_strays
+from transcriber.http.uploads import incoming, sweep_strays
 
 def intake(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("intake", title)
@@ -247,7 +247,7 @@ async def test_server_stopped_mid_upload_leaves_nothing(
 SERVE_IN_A_PROCESS = """
 import sys, trio, trio_asyncio
 from pathlib import Path
-from transcriber.api import create_app, serving
+from transcriber.http import create_app, serving
 from transcriber.config import Config
 from transcriber.db import open_database
 

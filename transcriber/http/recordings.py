@@ -1,0 +1,175 @@
+"""Intake and the archive: uploading a recording, listing mine, reading and editing a
+card."""
+
+import base64
+import binascii
+import contextlib
+import datetime as dt
+import logging
+import uuid
+from typing import Annotated
+
+import asyncpg
+import trio
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
+
+from actors.log import event
+from transcriber.cards import card_from_row
+from transcriber.db import Database
+from transcriber.http.auth import Owner
+from transcriber.http.cards import card_of, card_response, owned, with_links
+from transcriber.http.deps import Db, Settings
+from transcriber.http.errors import ApiError, documented_errors
+from transcriber.http.models import Card, CardPage, Edit
+from transcriber.http.uploads import TITLE_MAX, Incoming, Upload, incoming, receive
+
+ACCEPT_TIMEOUT_S = 30.0
+
+UPLOAD_BODY = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {"schema": {
+            "type": "object", "required": ["file"],
+            "properties": {
+                "file": {"type": "string", "format": "binary"},
+                "title": {"type": "string", "maxLength": TITLE_MAX},
+                "language": {"type": "string", "pattern": "^[A-Za-z]{2,3}$",
+                             "description": "a language hint such as en or ru"},
+            }}},
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        "audio/*": {"schema": {"type": "string", "format": "binary"}},
+    },
+}
+
+LOCATION = {"Location": {"description": "the card's address", "required": True,
+                         "schema": {"type": "string"}}}
+
+router = APIRouter()
+
+
+def encode_cursor(created_at: dt.datetime, rid: uuid.UUID) -> str:
+    raw = f"{created_at.isoformat()}|{rid}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[dt.datetime, uuid.UUID]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at, _, rid = raw.partition("|")
+        created_at = dt.datetime.fromisoformat(at)
+        if created_at.tzinfo is None:
+            raise ValueError("naive time")
+        return created_at, uuid.UUID(rid)
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        raise ApiError(422, "invalid cursor; pass the next_cursor of the previous page") from None
+
+
+# --- intake ---
+
+@router.post("/v1/recordings", status_code=201, summary="Upload a recording",
+             response_model=None, openapi_extra={"requestBody": UPLOAD_BODY},
+             responses={201: {"model": Card, "description": "accepted", "headers": LOCATION},
+                        200: {"model": Card, "headers": LOCATION,
+                              "description": "this Idempotency-Key was used before: "
+                                             "the first recording"},
+                        **documented_errors(400, 401, 413, 415)})
+async def upload(
+        request: Request, owner: Owner, db: Db, config: Settings,
+        title: Annotated[str | None, Query(max_length=TITLE_MAX,
+                                           description="for a raw body")] = None,
+        language: Annotated[str | None, Query(pattern="^[A-Za-z]{2,3}$",
+                                              description="for a raw body")] = None,
+        filename: Annotated[str | None, Query(max_length=1000,
+                                              description="for a raw body")] = None,
+        idempotency_key: Annotated[str | None, Header(
+            min_length=1, max_length=200,
+            description="retrying with the same key returns the first recording")] = None,
+) -> JSONResponse:
+    """A multipart form (`file`, `title`, `language`) or the audio itself as the body.
+    The recording is on disk and its record committed before the answer."""
+    if idempotency_key is not None:
+        first = await db.fetchval("recording_by_key", owner, idempotency_key)
+        if first is not None:
+            return await card_response(db, first, 200)
+    try:
+        # Closed at once even when the upload is refused halfway, so the generator
+        # is not left for the garbage collector.
+        async with incoming(config.uploads) as into, \
+                contextlib.aclosing(request.stream()) as body:
+            up = await receive(
+                body, content_type=request.headers.get("content-type", ""),
+                content_length=request.headers.get("content-length"),
+                disposition=request.headers.get("content-disposition"), into=into,
+                limit=request.app.state.max_upload_bytes, title=title, language=language,
+                filename=filename)
+            rid, status = await accept(db, owner, up, idempotency_key, into)
+    except ClientDisconnect:
+        event(logging.INFO, "upload_interrupted", owner=owner)
+        raise ApiError(400, "the upload was interrupted") from None
+    event(logging.INFO, "upload_accepted" if status == 201 else "upload_replayed",
+          id=rid, owner=owner, size=up.size)
+    return await card_response(db, rid, status)
+
+
+async def accept(db: Database, owner: int, up: Upload, key: str | None, into: Incoming
+                 ) -> tuple[uuid.UUID, int]:
+    """Commit the record of a received upload; (id, 201), or (the first id, 200)
+    when `key` was used meanwhile.
+
+    Cancellation: the insert runs shielded (with a deadline), so a shutdown never
+    leaves it unknown whether the record committed; if it still is unknown (the
+    connection broke), the file stays and the startup sweep decides.
+    """
+    with trio.CancelScope(shield=True) as scope:
+        scope.deadline = trio.current_time() + ACCEPT_TIMEOUT_S
+        try:
+            rid = await db.fetchval("accept_upload", owner, up.filename, up.size,
+                                    str(up.path), up.language, up.title, key)
+        except asyncpg.PostgresError:
+            raise  # refused by the database: surely no record; the file goes
+        except BaseException:
+            into.keep()
+            raise
+    if scope.cancelled_caught:
+        into.keep()
+        raise ApiError(503, "the database did not confirm the upload in time")
+    if rid is None:
+        # Another upload with this key committed first; this file goes.
+        return await db.fetchval("recording_by_key", owner, key), 200
+    into.keep()
+    return rid, 201
+
+
+# --- the archive ---
+
+@router.get("/v1/recordings", summary="My recordings, newest first", response_model=None,
+            responses={200: {"model": CardPage}, **documented_errors(401)})
+async def list_recordings(
+        owner: Owner, db: Db, limit: Annotated[int, Query(ge=1, le=100)] = 20,
+        cursor: Annotated[str | None, Query(max_length=200)] = None) -> JSONResponse:
+    after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
+    rows = await db.fetch("recordings_of_owner", owner, after_at, after_id, limit + 1)
+    items = [with_links(card_from_row(r)) for r in rows[:limit]]
+    last = rows[limit - 1] if len(rows) > limit else None
+    return JSONResponse({"items": items, "next_cursor": None if last is None
+                         else encode_cursor(last["created_at"], last["id"])})
+
+
+@router.get("/v1/recordings/{recording_id}", summary="The record card", response_model=None,
+            responses={200: {"model": Card}, **documented_errors(401, 404)})
+async def get_card(owner: Owner, db: Db, recording_id: str) -> JSONResponse:
+    return JSONResponse(await card_of(db, await owned(db, owner, recording_id)))
+
+
+@router.patch("/v1/recordings/{recording_id}", summary="Edit title, summary, topics",
+              response_model=None,
+              responses={200: {"model": Card}, **documented_errors(400, 401, 404)})
+async def edit(owner: Owner, db: Db, recording_id: str, body: Edit) -> JSONResponse:
+    rid = await owned(db, owner, recording_id)
+    changed = sorted(body.model_fields_set)
+    if changed:
+        await db.fetchval("edit_owner_fields", rid, body.title, body.summary, body.topics,
+                          {"by": "owner", "owner_id": owner, "fields": changed})
+    return JSONResponse(await card_of(db, rid))
