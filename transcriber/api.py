@@ -425,7 +425,8 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
             scope.deadline = trio.current_time() + ACCEPT_TIMEOUT_S
             try:
                 rid = await db.fetchval("accept_upload", owner, up.filename, up.size,
-                                        str(up.path), up.language, up.title, key)
+                                        str(up.path), up.language, up.title, key,
+                                        None)
             except asyncpg.PostgresError:
                 raise  # refused by the database: surely no record; the file goes
             except BaseException:
