@@ -44,9 +44,11 @@ SELECT id, name FROM owners WHERE name = $1
 
 -- name: accept
 -- A new record at `received`, and its `accepted` event, in one statement.
+-- $7: the recognition options (jsonb; NULL for the defaults), see sql/0006.
 WITH rec AS (
-    INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title)
-    VALUES ($1, $2, $3, $4, $5, $6)
+    INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
+                            options)
+    VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}'))
     RETURNING id, milestone
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone)
@@ -91,7 +93,7 @@ SELECT id, claim_token FROM claim_next($1, $2, $3, $4, $5, '{}')
 -- the database clock, so hosts may disagree on time), and the step's inputs. A claim
 -- whose token is no longer on its record has no row. Oldest first, as claimed.
 SELECT r.id, r.claim_token, r.milestone, r.attempts, r.source_path, r.language,
-       r.audio_path, r.duration_s,
+       r.audio_path, r.duration_s, r.options,
        extract(epoch FROM r.lease_expires_at - coalesce($3::timestamptz, now()))::float8
            AS lease_remaining_s,
        extract(epoch FROM coalesce($3::timestamptz, now()) - r.milestone_entered_at)::float8
@@ -404,11 +406,11 @@ SELECT id, token_hash FROM owners WHERE token_hash = $1
 -- `accept` for an HTTP upload, with the owner's optional Idempotency-Key ($7). A key
 -- the owner used before inserts nothing and returns no row: the caller then reads the
 -- first record with `recording_by_key`. (A NULL key never conflicts.) Like `accept`, it
--- wakes an idle worker on `transcriber_work`.
+-- wakes an idle worker on `transcriber_work`. $8: the recognition options, as `accept`'s $7.
 WITH rec AS (
     INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
-                            idempotency_key)
-    VALUES ($1, $2, $3, $4, $5, $6, $7)
+                            idempotency_key, options)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::jsonb, '{}'))
     ON CONFLICT ON CONSTRAINT idempotency_once DO NOTHING
     RETURNING id, milestone
 ), event AS (

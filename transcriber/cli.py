@@ -21,6 +21,7 @@ from transcriber.config import Config
 from transcriber.db import Database, DatabaseUnreachable
 from transcriber.embedded import HomeUnreachable
 from transcriber.migrate import migrate as apply_migrations
+from transcriber.options import BadOptions, RecognitionOptions
 from transcriber.owners import OwnerExists, add_owner
 from transcriber.queue import NotStopped, PgQueue
 from transcriber.session import open_session
@@ -31,6 +32,16 @@ owner_app = typer.Typer(no_args_is_help=True, help="Owners of recordings and the
 app.add_typer(owner_app, name="owner")
 
 T = TypeVar("T")
+
+
+TASK_HELP = "transcribe (text in the speech's language) or translate (English text)"
+
+
+def recognition_options(task: str) -> RecognitionOptions:
+    try:
+        return RecognitionOptions(task=task)
+    except BadOptions as e:
+        fail(str(e), 2)
 
 
 class Refused(Exception):
@@ -299,6 +310,7 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
                             ] = None,
            title: Annotated[str | None, typer.Option(help="title of each recording")] = None,
            language: Annotated[str | None, typer.Option(help="language hint")] = None,
+           task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
            wait: Annotated[bool, typer.Option(help="wait until each is transcribed or "
                                                    "stopped (a daemon does the work)")
                            ] = False) -> None:
@@ -308,6 +320,7 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
     from transcriber.store import accept_file
 
     config = Config.from_env()
+    options = recognition_options(task)
 
     async def work(db: Database) -> int:
         if owner is None:
@@ -320,7 +333,8 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
         ids = []
         for path in files:
             rid = await accept_file(db, config.uploads, path, owner_id,
-                                    language=language or config.language, title=title)
+                                    language=language or config.language, title=title,
+                                    options=options)
             typer.echo(f"{rid}  {path.name}")
             ids.append(rid)
         stopped = 0
@@ -347,6 +361,7 @@ def transcribe(
         language: Annotated[str | None, typer.Option(help="language hint, e.g. en, ru")
                             ] = None,
         fmt: Annotated[str, typer.Option("--format", help="txt, srt, vtt or json")] = "txt",
+        task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
 ) -> None:
     """One shot: run the pipeline on FILE and print its transcript (exit 1 if stopped)."""
     from transcriber.formats import FORMATS, render
@@ -355,9 +370,11 @@ def transcribe(
 
     if fmt not in FORMATS:
         fail(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}", 1)
+    options = recognition_options(task)
     config = Config.from_env()
     done = with_database(lambda db: transcribe_file(db, config, audio_steps(config), file,
-                                                    language=language, on_card=ProgressBar()))
+                                                    language=language, options=options,
+                                                    on_card=ProgressBar()))
     if done.transcript is None:
         stop = done.card["stopped"]
         fail(f"{file.name}: stopped at {done.card['milestone']} ({stop['reason']}): "

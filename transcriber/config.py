@@ -30,6 +30,16 @@ class Config:
     max_duration_s: float = 4 * 3600.0
     max_upload_bytes: int = 2 * 1024**3
     cpu_threads: int = 1
+    decoding: str = "batched"
+    """batched (VAD-segmented, faster-whisper's BatchedInferencePipeline) or sequential."""
+    batch_size: int = 8
+    """Speech pieces (up to 30 s each) decoded together by the batched pipeline."""
+    recognizer_nice: int = 10
+    """Added to the recognizer processes' nice value: the API and the queue come first."""
+    device: str = "auto"
+    """auto (CUDA when CTranslate2 sees a GPU, else CPU), cpu or cuda."""
+    compute_type: str = "auto"
+    """auto (float16 on CUDA, int8 on CPU) or any CTranslate2 compute type."""
 
     @property
     def uploads(self) -> Path:
@@ -57,4 +67,9 @@ class Config:
                    recognizer_url=get("RECOGNIZER_URL"), recognizer_key=get("RECOGNIZER_KEY"),
                    max_duration_s=float(get("MAX_DURATION_S") or 4 * 3600),
                    max_upload_bytes=int(get("MAX_UPLOAD_BYTES") or 2 * 1024**3),
-                   cpu_threads=int(get("CPU_THREADS") or 1))
+                   cpu_threads=int(get("CPU_THREADS") or 1),
+                   decoding=get("DECODING") or "batched",
+                   batch_size=int(get("BATCH_SIZE") or 8),
+                   recognizer_nice=int(get("RECOGNIZER_NICE") or 10),
+                   device=get("DEVICE") or "auto",
+                   compute_type=get("COMPUTE_TYPE") or "auto")

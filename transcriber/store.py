@@ -12,6 +12,7 @@ import asyncpg
 import trio
 
 from transcriber.db import Database
+from transcriber.options import RecognitionOptions
 
 CHUNK = 1 << 20
 
@@ -45,7 +46,8 @@ def copy_into_store(src: BinaryIO, uploads: Path) -> tuple[Path, int]:
 
 
 async def accept_file(db: Database, uploads: Path, path: Path, owner_id: int, *,
-                      language: str | None = None, title: str | None = None) -> Any:
+                      language: str | None = None, title: str | None = None,
+                      options: RecognitionOptions | None = None) -> Any:
     """Store a local file and create its record at `received`; returns the id.
 
     Cancellation: a cancel while copying removes the partial file; once the record
@@ -58,7 +60,7 @@ async def accept_file(db: Database, uploads: Path, path: Path, owner_id: int, *,
     stored, size = await trio.to_thread.run_sync(copy)
     try:
         return await db.fetchval("accept", owner_id, path.name, size, str(stored), language,
-                                 title)
+                                 title, options.to_json() if options else None)
     except asyncpg.PostgresError:
         # The insert surely failed: no record points at the file. (After a cancel it
         # may have committed, so the file stays.)

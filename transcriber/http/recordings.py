@@ -126,7 +126,8 @@ async def accept(db: Database, owner: int, up: Upload, key: str | None, into: In
         scope.deadline = trio.current_time() + ACCEPT_TIMEOUT_S
         try:
             rid = await db.fetchval("accept_upload", owner, up.filename, up.size,
-                                    str(up.path), up.language, up.title, key)
+                                    str(up.path), up.language, up.title, key,
+                                    None)
         except asyncpg.PostgresError:
             raise  # refused by the database: surely no record; the file goes
         except BaseException:
