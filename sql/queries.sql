@@ -407,6 +407,8 @@ SELECT id, token_hash FROM owners WHERE token_hash = $1
 -- the owner used before inserts nothing and returns no row: the caller then reads the
 -- first record with `recording_by_key`. (A NULL key never conflicts.) Like `accept`, it
 -- wakes an idle worker on `transcriber_work`. $8: the recognition options, as `accept`'s $7.
+-- $9: the door it came in by, journaled as the event's `via` ('http': the API's upload
+-- route, 'openai': the OpenAI-compatible endpoint).
 WITH rec AS (
     INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
                             idempotency_key, options)
@@ -415,7 +417,7 @@ WITH rec AS (
     RETURNING id, milestone
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, detail)
-    SELECT id, 'pipeline', 'accepted', milestone, jsonb_build_object('via', 'http') FROM rec
+    SELECT id, 'pipeline', 'accepted', milestone, jsonb_build_object('via', $9::text) FROM rec
     RETURNING id, kind
 )
 SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified,

@@ -40,6 +40,9 @@ class Config:
     """auto (CUDA when CTranslate2 sees a GPU, else CPU), cpu or cuda."""
     compute_type: str = "auto"
     """auto (float16 on CUDA, int8 on CPU) or any CTranslate2 compute type."""
+    openai_wait_s: float = 300.0
+    """How long a request to the OpenAI-compatible endpoint waits for its record before
+    it answers with the record's id instead (the record goes on)."""
 
     @property
     def uploads(self) -> Path:
@@ -72,4 +75,5 @@ class Config:
                    batch_size=int(get("BATCH_SIZE") or 8),
                    recognizer_nice=int(get("RECOGNIZER_NICE") or 10),
                    device=get("DEVICE") or "auto",
-                   compute_type=get("COMPUTE_TYPE") or "auto")
+                   compute_type=get("COMPUTE_TYPE") or "auto",
+                   openai_wait_s=float(get("OPENAI_WAIT_S") or 300))

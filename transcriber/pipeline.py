@@ -19,3 +19,10 @@ def audio_steps(config: Config) -> StepTable:
     else:
         recognize = recognize_step(config, WhisperRecognizer(config))
     return step_table(normalize=normalize_step(config), recognize=recognize)
+
+
+def recognizer_name(config: Config) -> str:
+    """The model name the configured recognizer writes into the transcripts it makes."""
+    if config.recognizer_url:
+        return RemoteRecognizer(config.recognizer_url).model_name
+    return WhisperRecognizer(config).name

@@ -84,11 +84,16 @@ class RemoteRecognizer:
                              f"{answer.status_code}: {answer.text[:500]}")
         if answer.status_code != 200:
             raise RuntimeError(f"recognizer answered {answer.status_code}: {answer.text[:200]}")
-        return parse_verbose_json(answer.json(), self.model)
+        return parse_verbose_json(answer.json(), self.model_name)
+
+    @property
+    def model_name(self) -> str:
+        """As the transcripts it makes name their model."""
+        return f"remote:{self.model}"
 
 
 def parse_verbose_json(body: dict[str, Any], model: str) -> Transcript:
-    """Segments with their words: a segment's own `words` when the server gives them
+    """The transcript (its model named `model`): segments with their words: a segment's own `words` when the server gives them
     (faster-whisper servers do), else the answer's `words` (OpenAI's) by their start
     time, each in the segment it starts in."""
     segments = [{"start": float(s["start"]), "end": float(s["end"]), "text": s["text"].strip(),
@@ -102,7 +107,7 @@ def parse_verbose_json(body: dict[str, Any], model: str) -> Transcript:
             if home is not None:
                 home["words"].append(w)
     text = (body.get("text") or " ".join(s["text"] for s in segments)).strip()
-    return Transcript(text, segments, body.get("language"), f"remote:{model}")
+    return Transcript(text, segments, body.get("language"), model)
 
 
 def _word(w: dict[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,10 @@ class ServeOptions:
     """How long running steps may finish after SIGTERM before they are cut and released."""
 
 
+ANSWER_PATIENCE_S = 5.0
+"""How long a stopping service lets requests that wait on a record send their answer."""
+
+
 def parse_http(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit():
@@ -65,7 +69,7 @@ async def serve(config: Config, options: ServeOptions, *,
         async with open_session(config, max_size=options.workers + 8) as db:
             pipeline = Pipeline(db, steps_for(config), workers=options.workers)
             async with trio.open_nursery() as nursery:
-                url = None
+                url = app = None
                 if options.http is not None:
                     from transcriber.http import create_app, serve_app
                     from transcriber.http.uploads import sweep_strays
@@ -75,8 +79,8 @@ async def serve(config: Config, options: ServeOptions, *,
                     if removed:
                         event(logging.WARNING, "swept_strays", files=len(removed))
                     host, port = options.http
-                    url = await nursery.start(serve_app, create_app(db, config), host,
-                                              port)
+                    app = create_app(db, config)
+                    url = await nursery.start(serve_app, app, host, port)
                 if options.workers:
                     await nursery.start(pipeline.run)
                 nursery.start_soon(watchdog, notifier, lambda: database_answers(db),
@@ -89,6 +93,10 @@ async def serve(config: Config, options: ServeOptions, *,
                           grace_s=options.grace_s)
                     break
                 notifier.stopping()
+                if app is not None:
+                    # Requests waiting on a record answer now, naming it: it goes on
+                    # after the restart.
+                    await app.state.waiting.stop(ANSWER_PATIENCE_S)
                 drained = await pipeline.drain(options.grace_s)
                 event(logging.INFO, "shut_down", drained=drained)
                 nursery.cancel_scope.cancel()

@@ -27,6 +27,7 @@ def intake(title: str) -> pytest.MarkDecorator:
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_headers_conformance, response_schema_conformance]
+OPENAI_CHECKS = [c for c in CHECKS if c is not not_a_server_error]
 
 # Bounded, and the same examples every run, so CI is repeatable and quick.
 SETTINGS = hypothesis.settings(
@@ -59,6 +60,14 @@ def fuzz(base_url: str, token: str, recording_id: str) -> tuple[int, list[str]]:
                     nonlocal sent
                     response = case.call(base_url=base_url, headers=auth, timeout=30)
                     sent += 1
+                    if operation.path.startswith("/v1/audio/"):
+                        # No worker runs here: an audio request the OpenAI-compatible
+                        # endpoint accepts waits in vain and answers 504, by design.
+                        case.validate_response(response, checks=OPENAI_CHECKS, headers=auth)
+                        assert response.status_code < 500 or (
+                            response.status_code == 504
+                            and response.json()["error"]["code"] == "still_working")
+                        return
                     case.validate_response(response, checks=CHECKS, headers=auth)
 
                 try:

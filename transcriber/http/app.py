@@ -11,12 +11,13 @@ from fastapi import APIRouter, FastAPI
 
 from transcriber.config import Config
 from transcriber.db import Database
-from transcriber.http import events, recordings, service, transcripts
+from transcriber.http import events, openai_api, recordings, service, transcripts
 from transcriber.http.errors import install_error_handlers
 from transcriber.http.middleware import DrainRequestBody
+from transcriber.http.waiting import Waiting
 
 ROUTERS: list[APIRouter] = [recordings.router, transcripts.router, events.router,
-                            service.router]
+                            service.router, openai_api.router]
 
 
 def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = None
@@ -30,6 +31,8 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
     app.state.config = config
     app.state.max_upload_bytes = (config.max_upload_bytes if max_upload_bytes is None
                                   else max_upload_bytes)
+    # Requests that wait on a record (openai): told to answer when the service stops.
+    app.state.waiting = Waiting()
     app.add_middleware(DrainRequestBody)
     install_error_handlers(app)
     for router in ROUTERS:

@@ -24,6 +24,7 @@ from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, documented_errors
 from transcriber.http.models import Card, CardPage, Edit
 from transcriber.http.uploads import TITLE_MAX, Incoming, Upload, incoming, receive
+from transcriber.options import RecognitionOptions
 
 ACCEPT_TIMEOUT_S = 30.0
 
@@ -113,10 +114,11 @@ async def upload(
     return await card_response(db, rid, status)
 
 
-async def accept(db: Database, owner: int, up: Upload, key: str | None, into: Incoming
+async def accept(db: Database, owner: int, up: Upload, key: str | None, into: Incoming,
+                 *, options: RecognitionOptions | None = None, via: str = "http"
                  ) -> tuple[uuid.UUID, int]:
     """Commit the record of a received upload; (id, 201), or (the first id, 200)
-    when `key` was used meanwhile.
+    when `key` was used meanwhile. `via` names the route in the journal's `accepted`.
 
     Cancellation: the insert runs shielded (with a deadline), so a shutdown never
     leaves it unknown whether the record committed; if it still is unknown (the
@@ -127,7 +129,7 @@ async def accept(db: Database, owner: int, up: Upload, key: str | None, into: In
         try:
             rid = await db.fetchval("accept_upload", owner, up.filename, up.size,
                                     str(up.path), up.language, up.title, key,
-                                    None)
+                                    None if options is None else options.to_json(), via)
         except asyncpg.PostgresError:
             raise  # refused by the database: surely no record; the file goes
         except BaseException:

@@ -207,7 +207,12 @@ class _Form:
 
     TEXT_FIELDS = frozenset({"title", "language"})
 
-    def __init__(self, boundary: bytes):
+    def __init__(self, boundary: bytes, text_fields: frozenset[str] = TEXT_FIELDS):
+        """`text_fields`: the names a part other than the file may have. One ending in
+        `[]` may be given more than once (a list, as OpenAI's clients send arrays); its
+        values are in `lists`, the others in `fields`."""
+        self.text_fields = text_fields
+        self.lists: dict[str, list[str]] = {}
         self.parser = MultipartParser(boundary, callbacks={
             "on_part_begin": self._part_begin, "on_header_field": self._header_field,
             "on_header_value": self._header_value, "on_header_end": self._header_end,
@@ -261,12 +266,13 @@ class _Form:
             self.has_file = self._in_file = True
             raw = params.get(b"filename")
             self.filename = None if raw is None else _decode_header(raw)
-        elif self._name in self.TEXT_FIELDS:
+        elif self._name in self.text_fields:
             if self._name in self.fields:
                 raise UploadRefused(422, f"form field {self._name!r} given twice")
         else:
+            names = ["file", *sorted(self.text_fields)]
             raise UploadRefused(422, f"unexpected form field {self._name!r}; "
-                                     "send file, title and language")
+                                     f"send {', '.join(names[:-1])} and {names[-1]}")
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
         if self._in_file:
@@ -281,9 +287,13 @@ class _Form:
         if self._in_file or self._name is None:
             return
         try:
-            self.fields[self._name] = self._text.decode("utf-8")
+            value = self._text.decode("utf-8")
         except UnicodeDecodeError:
             raise UploadRefused(422, f"form field {self._name!r} is not UTF-8") from None
+        if self._name.endswith("[]"):
+            self.lists.setdefault(self._name, []).append(value)
+        else:
+            self.fields[self._name] = value
 
     def _end(self) -> None:
         self.ended = True
@@ -298,14 +308,15 @@ def _decode_header(raw: bytes) -> str:
 
 
 async def receive_form(chunks: AsyncIterable[bytes], content_type: str, into: Incoming,
-                       limit: int) -> _Form:
-    """A multipart/form-data body with one `file` part and optional `title` and
-    `language`. Refuses with 413 as soon as the file passes `limit`."""
+                       limit: int, text_fields: frozenset[str] = _Form.TEXT_FIELDS) -> _Form:
+    """A multipart/form-data body with one `file` part and optional text fields of
+    these names (by default `title` and `language`). Refuses with 413 as soon as the
+    file passes `limit`."""
     _, params = parse_options_header(content_type)
     boundary = params.get(b"boundary")
     if not boundary or len(boundary) > 200:
         raise UploadRefused(400, "multipart body without a usable boundary")
-    form = _Form(boundary)
+    form = _Form(boundary, text_fields)
     received = 0
     async for chunk in chunks:
         received += len(chunk)

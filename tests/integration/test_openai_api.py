@@ -1,0 +1,220 @@
+"""The OpenAI-compatible endpoint's own rules (capability `openai`), in process with
+fake audio steps: the fields it takes, its error shape, the answer formats, stopped
+records and the wait's limit. The real SDK and model: tests/integration/test_openai.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from actors import StopRecord
+from tests.pipeline_helpers import journal, table
+from transcriber.config import Config
+from transcriber.db import Database
+from transcriber.http import create_app, serving
+from transcriber.owners import NewOwner, add_owner
+from transcriber.queue import Saved
+from transcriber.runtime import Pipeline
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("openai", title)
+
+
+LIMIT = 10_000
+SEGMENTS = [
+    {"start": 0.0, "end": 1.5, "text": "Hello there.", "words": [
+        {"start": 0.0, "end": 0.6, "word": " Hello", "probability": 0.9},
+        {"start": 0.6, "end": 1.5, "word": " there.", "probability": 0.8}]},
+    {"start": 1.5, "end": 3.25, "text": "General Kenobi.", "words": [
+        {"start": 1.5, "end": 2.4, "word": " General", "probability": 0.9},
+        {"start": 2.4, "end": 3.25, "word": " Kenobi.", "probability": 0.7}]}]
+TEXT = "Hello there. General Kenobi."
+
+
+async def normalized(job: Any, progress: Any) -> Saved:
+    return Saved("save_normalized", ("/store/audio.wav", 3.25))
+
+
+async def recognized(job: Any, progress: Any) -> Saved:
+    return Saved("save_transcript", (TEXT, SEGMENTS, "en", "test-model"))
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    return Config(home=tmp_path / "home", openai_wait_s=60.0)
+
+
+@pytest.fixture
+async def ann(db: Database) -> NewOwner:
+    return await add_owner(db, "ann")
+
+
+@pytest.fixture
+async def api(db: Database, config: Config, ann: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
+    async with serving(create_app(db, config, max_upload_bytes=LIMIT)) as url, \
+            httpx.AsyncClient(base_url=url, timeout=60, headers={
+                "Authorization": f"Bearer {ann.token}"}) as client:
+        yield client
+
+
+async def working(db: Database, nursery: trio.Nursery, **steps: Any) -> None:
+    """Workers with these fake steps, taking records as they come."""
+    pipeline = Pipeline(db, table(**({"normalize": normalized, "recognize": recognized}
+                                     | steps)), workers=1)
+    await nursery.start(pipeline.run)
+
+
+def post(api: httpx.AsyncClient, data: dict[str, Any],
+         audio: bytes = b"RIFF fake audio", path: str = "/v1/audio/transcriptions",
+         **kwargs: Any) -> Any:
+    return api.post(path, data=data, files={"file": ("talk.wav", audio)}, **kwargs)
+
+
+def openai_error(r: httpx.Response) -> dict[str, Any]:
+    body = r.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}
+    return body["error"]
+
+
+async def count(db: Database) -> int:
+    return await db.run(lambda con: con.fetchval("SELECT count(*) FROM recordings"))
+
+
+@scenario("Every response_format answers in OpenAI's shape")
+async def test_every_response_format(db: Database, api: httpx.AsyncClient) -> None:
+    answers: dict[str, httpx.Response] = {}
+    formats = ["json", "text", "srt", "vtt", "verbose_json", "words"]
+    async with trio.open_nursery() as nursery:
+        await working(db, nursery)
+        async with trio.open_nursery() as requests:
+            for fmt in formats:
+                async def ask(fmt: str = fmt) -> None:
+                    if fmt == "words":
+                        data: Any = {"response_format": "verbose_json",
+                                     "timestamp_granularities[]": ["word"]}
+                    else:
+                        data = {"response_format": fmt, "model": "whisper-1"}
+                    answers[fmt] = await post(api, data)
+                requests.start_soon(ask)
+        nursery.cancel_scope.cancel()
+    assert all(r.status_code == 200 for r in answers.values()), answers
+    assert answers["json"].json() == {"text": TEXT, "usage": {"type": "duration", "seconds": 4}}
+    assert answers["text"].text == TEXT + "\n"
+    assert answers["srt"].text.startswith("1\n00:00:00,000 --> 00:00:01,500\nHello there.\n")
+    assert answers["vtt"].text.startswith("WEBVTT\n\n00:00:00.000 --> 00:00:01.500\n")
+    assert answers["vtt"].headers["content-type"].startswith("text/vtt")
+    verbose = answers["verbose_json"].json()
+    assert {k: verbose[k] for k in ("task", "language", "duration", "text", "model")} == {
+        "task": "transcribe", "language": "english", "duration": 3.25, "text": TEXT,
+        "model": "test-model"}
+    assert "words" not in verbose  # segments only, unless words are asked for
+    assert [(s["id"], s["start"], s["end"], s["text"]) for s in verbose["segments"]] == [
+        (0, 0.0, 1.5, "Hello there."), (1, 1.5, 3.25, "General Kenobi.")]
+    assert verbose["segments"][0]["avg_logprob"] is None  # not kept, so not made up
+    words = answers["words"].json()
+    assert "segments" not in words  # only the granularity asked for
+    assert words["words"] == [{"word": "Hello", "start": 0.0, "end": 0.6},
+                              {"word": "there.", "start": 0.6, "end": 1.5},
+                              {"word": "General", "start": 1.5, "end": 2.4},
+                              {"word": "Kenobi.", "start": 2.4, "end": 3.25}]
+    ids = {r.headers["x-transcriber-recording-id"] for r in answers.values()}
+    assert len(ids) == len(formats)
+    for rid in ids:
+        assert (await journal(db, uuid.UUID(rid)))[0]["detail"] == {"via": "openai"}
+
+
+@scenario("A stopped record answers with its reason and the status a client expects")
+async def test_stopped_records_answer_with_their_reason(db: Database,
+                                                        api: httpx.AsyncClient) -> None:
+    cases = [("too_long", 413), ("empty_audio", 400), ("attempts_exhausted", 503)]
+    for reason, status in cases:
+        async def stop(job: Any, progress: Any, reason: str = reason) -> Saved:
+            raise StopRecord(reason, f"said the test ({reason})")
+
+        async with trio.open_nursery() as nursery:
+            await working(db, nursery, normalize=stop)
+            r = await post(api, {"model": "whisper-1"})
+            nursery.cancel_scope.cancel()
+        assert r.status_code == status, r.text
+        error = openai_error(r)
+        rid = r.headers["x-transcriber-recording-id"]
+        assert (error["code"], error["param"]) == (reason, "file")
+        assert rid in error["message"] and f"said the test ({reason})" in error["message"]
+        assert r.headers["x-should-retry"] == "false"  # a retry would be a second record
+        assert error["type"] == ("server_error" if status >= 500 else "invalid_request_error")
+
+
+@scenario("A wait past its limit names the record, which goes on")
+async def test_a_wait_past_its_limit_names_the_record(db: Database, config: Config,
+                                                      ann: NewOwner) -> None:
+    quick = Config(home=config.home, openai_wait_s=0.2)
+    async with serving(create_app(db, quick)) as url, httpx.AsyncClient(
+            base_url=url, timeout=60, headers={"Authorization": f"Bearer {ann.token}"}) as api:
+        # OpenAI's fields for other models are taken (and not used): the client works.
+        r = await post(api, {"model": "gpt-4o-transcribe", "include[]": ["logprobs"],
+                             "chunking_strategy": "auto", "stream": "false"})
+        assert r.status_code == 504, r.text
+        rid = r.headers["x-transcriber-recording-id"]
+        error = openai_error(r)
+        assert error["code"] == "still_working" and rid in error["message"]
+        assert f"/v1/recordings/{rid}" in error["message"]
+        assert r.headers["x-should-retry"] == "false"
+        async with trio.open_nursery() as nursery:
+            await working(db, nursery)
+            with trio.fail_after(30):
+                while not (await api.get(f"/v1/recordings/{rid}")).json()["done"]:
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+        assert (await api.get(f"/v1/recordings/{rid}/text")).text == TEXT + "\n"
+
+
+@scenario("Bad requests get OpenAI's errors and leave nothing behind")
+async def test_bad_requests_get_openais_errors(db: Database, config: Config,
+                                               api: httpx.AsyncClient) -> None:
+    cases: list[tuple[int, str | None, str, Any]] = [
+        (400, "response_format", "xml", dict(data={"response_format": "xml"})),
+        (400, "temperature", "from 0 to 1", dict(data={"temperature": "2"})),
+        (400, "temperature", "a number", dict(data={"temperature": "warm"})),
+        (400, "language", "two- or three-letter", dict(data={"language": "english"})),
+        (400, "stream", "streaming", dict(data={"stream": "true"})),
+        (400, "timestamp_granularities", "char",
+         dict(data={"timestamp_granularities[]": "char"})),
+        (400, None, "unexpected form field 'voice'", dict(data={"voice": "alloy"})),
+        (400, "file", "empty", dict(data={}, audio=b"")),
+        (413, None, f"larger than {LIMIT}", dict(data={}, audio=b"x" * (LIMIT + 1))),
+        # translations take no timestamp granularities
+        (400, None, "unexpected form field 'timestamp_granularities[]'",
+         dict(data={"timestamp_granularities[]": "word"}, path="/v1/audio/translations")),
+    ]
+    for status, param, said, kwargs in cases:
+        r = await post(api, **kwargs)
+        assert r.status_code == status, (kwargs, r.text)
+        error = openai_error(r)
+        assert error["param"] == param and said in error["message"], (kwargs, error)
+    no_form = await api.post("/v1/audio/transcriptions", content=b"RIFF",
+                             headers={"Content-Type": "audio/wav"})
+    assert no_form.status_code == 400 and "multipart/form-data" in openai_error(no_form)["message"]
+    no_file = await api.post("/v1/audio/transcriptions", data={"model": "whisper-1"},
+                             files={"other": ("x", b"")})
+    assert no_file.status_code == 400
+    for path in ("/v1/audio/transcriptions", "/v1/audio/translations", "/v1/models"):
+        method = "GET" if path == "/v1/models" else "POST"
+        anonymous = await api.request(method, path, headers={"Authorization": "Bearer x"},
+                                      files={"file": ("a.wav", b"RIFF")} if method == "POST"
+                                      else None)
+        assert anonymous.status_code == 401
+        assert openai_error(anonymous)["code"] == "invalid_api_key"
+        assert anonymous.headers["www-authenticate"] == "Bearer"
+    # The rest of the API keeps its own shape.
+    assert (await api.get("/v1/recordings", headers={"Authorization": "Bearer x"})).json() == {
+        "error": "missing or invalid API token"}
+    assert await count(db) == 0
+    assert not config.uploads.exists() or list(config.uploads.iterdir()) == []

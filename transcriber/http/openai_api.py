@@ -1,0 +1,448 @@
+"""The OpenAI-compatible endpoint: `POST /v1/audio/transcriptions`,
+`POST /v1/audio/translations` and `GET /v1/models`, as OpenAI's clients call them
+(the `openai` SDKs, subtitle tools, voice pipelines), on the durable pipeline.
+
+Each request becomes a record of the caller's owner (journaled `accepted` with
+`via: openai`), like an upload to `POST /v1/recordings`; the request then waits until
+the record is transcribed or stopped and answers in OpenAI's shape. The record's id is
+in the `X-Transcriber-Recording-Id` header of every answer given after it committed.
+The record does not depend on the request: a client that goes away, a wait that runs
+past `TRANSCRIBER_OPENAI_WAIT_S`, a service that stops — the record goes on, and its
+card and transcript are at `/v1/recordings/{id}` as for any other.
+
+Errors of these routes are in OpenAI's shape,
+`{"error": {"message", "type", "param", "code"}}`, which OpenAI's clients read; the rest
+of the API keeps its own. An answer about a record the client must not send again
+(stopped, still working, the service stopping) carries `x-should-retry: false`, which
+OpenAI's SDKs obey: a retry would make a second record of the same audio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import uuid
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import attrs
+import trio
+from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+
+from actors.log import event
+from transcriber.cards import card
+from transcriber.config import Config
+from transcriber.db import Database
+from transcriber.formats import to_srt, to_text, to_vtt
+from transcriber.http.auth import Owner
+from transcriber.http.cards import TRANSCRIPT_PATHS, card_path
+from transcriber.http.deps import Db, Settings
+from transcriber.http.errors import ApiError, validation_message
+from transcriber.http.recordings import accept
+from transcriber.http.uploads import (FORM_SLACK, TEXT_FIELD_MAX, Upload, UploadRefused,
+                                      check_text, clean_filename, clean_language, incoming,
+                                      is_form, receive_form)
+from transcriber.http.waiting import Waiting
+from transcriber.languages import language_name
+from transcriber.options import RecognitionOptions
+from transcriber.pipeline import recognizer_name
+
+RECORDING_HEADER = "X-Transcriber-Recording-Id"
+NO_RETRY = {"x-should-retry": "false"}
+"""OpenAI's SDKs retry 5xx answers on their own, each retry a new request: told not to
+where the record exists already."""
+
+WHISPER_1 = "whisper-1"
+FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
+GRANULARITIES = ("segment", "word")
+MODEL_MAX = 200
+
+POLL_FIRST_S = 0.1
+POLL_MAX_S = 1.0
+"""The wait reads the record's card at growing intervals up to this: a light poll, a
+query per waiting request a second at most, and at most this late."""
+
+COMMON_FIELDS = frozenset({"model", "prompt", "response_format", "temperature",
+                           "language"})
+IGNORED_FIELDS = frozenset({
+    "stream", "include[]", "chunking_strategy", "chunking_strategy[type]",
+    "chunking_strategy[prefix_padding_ms]", "chunking_strategy[silence_duration_ms]",
+    "chunking_strategy[threshold]", "known_speaker_names[]", "known_speaker_references[]",
+    "keywords[]", "languages[]"})
+"""OpenAI's fields for its newer models that no Whisper recognizer can honour: taken, so
+a client that always sends them works, and otherwise unused (see the README)."""
+TRANSCRIPTION_FIELDS = COMMON_FIELDS | {"timestamp_granularities[]"} | IGNORED_FIELDS
+# OpenAI's translations take no language (the text is English); a language given
+# anyway is the speech's, a hint as for a transcription.
+TRANSLATION_FIELDS = COMMON_FIELDS
+
+# Why a record stopped → the status OpenAI's clients expect for it.
+STOP_STATUS = {"undecodable_audio": 400, "empty_audio": 400,
+               "recognizer_refused_audio": 400, "too_long": 413}
+STOP_STATUS_OTHER = 503
+
+
+class OpenAIError(Exception):
+    """An answer in OpenAI's error shape."""
+
+    def __init__(self, status: int, message: str, *, code: str | None = None,
+                 param: str | None = None, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+        self.headers = headers or {}
+
+    def response(self) -> JSONResponse:
+        kind = ("server_error" if self.status >= 500
+                else "authentication_error" if self.status == 401 else "invalid_request_error")
+        return JSONResponse({"error": {"message": self.message, "type": kind,
+                                       "param": self.param, "code": self.code}},
+                            status_code=self.status, headers=self.headers)
+
+
+CODE_OF_STATUS = {400: "invalid_request", 401: "invalid_api_key", 404: "not_found",
+                  413: "file_too_large", 415: "invalid_content_type",
+                  422: "invalid_request", 503: "service_unavailable"}
+
+
+def as_openai(exc: Exception) -> OpenAIError | None:
+    """The errors the rest of the API raises (the shared `Owner` dependency's 401, an
+    upload refused, a malformed request), in OpenAI's shape; None for any other."""
+    if isinstance(exc, OpenAIError):
+        return exc
+    if isinstance(exc, ApiError):
+        return OpenAIError(exc.status, exc.message, code=CODE_OF_STATUS.get(exc.status),
+                           headers=exc.headers)
+    if isinstance(exc, UploadRefused):
+        # OpenAI answers 400 for what this API answers 422 (a field it cannot use).
+        status = 400 if exc.status == 422 else exc.status
+        return OpenAIError(status, exc.message, code=CODE_OF_STATUS.get(exc.status))
+    if isinstance(exc, RequestValidationError):
+        return OpenAIError(400, validation_message(exc), code="invalid_request")
+    if isinstance(exc, StarletteHTTPException):
+        return OpenAIError(exc.status_code, str(exc.detail),
+                           code=CODE_OF_STATUS.get(exc.status_code),
+                           headers=getattr(exc, "headers", None))
+    return None
+
+
+class OpenAIRoute(APIRoute):
+    """A route of this module: its errors in OpenAI's shape (the application's handlers
+    give every other route the API's own), and counted among the requests a stopping
+    service waits for (`Waiting`)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def openai_errors(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Exception as e:
+                error = as_openai(e)
+                if error is None:
+                    raise
+                return error.response()
+
+        return openai_errors
+
+    async def handle(self, scope: Any, receive: Any, send: Any) -> None:
+        with waiting_of(scope["app"]).hold():
+            await super().handle(scope, receive, send)
+
+
+def waiting_of(app: Any) -> Waiting:
+    return app.state.waiting
+
+
+router = APIRouter(route_class=OpenAIRoute, tags=["OpenAI-compatible"])
+
+
+# --- the request ---------------------------------------------------------------------
+
+@attrs.frozen
+class AudioRequest:
+    """What an OpenAI client asked for, checked."""
+
+    task: str
+    model: str
+    language: str | None
+    options: RecognitionOptions
+    response_format: str
+    granularities: frozenset[str]
+
+
+def form_value(fields: dict[str, str], name: str) -> str | None:
+    value = fields.get(name)
+    return None if value is None or value == "" else value
+
+
+def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
+                  ) -> AudioRequest:
+    """The form's fields as an AudioRequest; OpenAIError 400 naming the field that is
+    wrong."""
+    def bad(param: str, message: str) -> OpenAIError:
+        return OpenAIError(400, message, code="invalid_value", param=param)
+
+    model = form_value(fields, "model") or WHISPER_1
+    if len(model) > MODEL_MAX:
+        raise bad("model", f"model is longer than {MODEL_MAX} characters")
+    response_format = form_value(fields, "response_format") or "json"
+    if response_format not in FORMATS:
+        raise bad("response_format", f"response_format must be one of {', '.join(FORMATS)}, "
+                                     f"not {response_format!r}")
+    try:
+        language = clean_language(form_value(fields, "language"))
+    except ValueError as e:
+        raise bad("language", str(e)) from None
+    prompt = form_value(fields, "prompt")
+    if prompt is not None:
+        try:
+            check_text(prompt, "prompt", TEXT_FIELD_MAX)
+        except ValueError as e:
+            raise bad("prompt", str(e)) from None
+    temperature = None
+    if (raw := form_value(fields, "temperature")) is not None:
+        try:
+            temperature = float(raw)
+        except ValueError:
+            raise bad("temperature", f"temperature must be a number, not {raw!r}") from None
+        if not 0 <= temperature <= 1:
+            raise bad("temperature", f"temperature must be from 0 to 1, not {raw}")
+        # OpenAI: 0 means "raise the temperature as needed", which is the recognizer's
+        # own fallback; only another value fixes it.
+        temperature = temperature or None
+    granularities = frozenset(lists.get("timestamp_granularities[]", ()))
+    if unknown := granularities - set(GRANULARITIES):
+        raise bad("timestamp_granularities", "timestamp_granularities takes segment and "
+                                             f"word, not {', '.join(sorted(unknown))}")
+    if (form_value(fields, "stream") or "false").lower() not in ("false", "0"):
+        raise bad("stream", "streaming is not supported: leave stream out or false")
+    return AudioRequest(task, model, language,
+                        RecognitionOptions(task=task, prompt=prompt, temperature=temperature),
+                        response_format, granularities)
+
+
+async def receive_request(request: Request, owner: int, db: Database, config: Config,
+                          task: str) -> tuple[uuid.UUID, AudioRequest]:
+    """Store the form's file and commit its record; the record's id and the request.
+
+    Cancellation: as `POST /v1/recordings`: before the commit nothing is kept; the commit
+    itself is shielded.
+    """
+    content_type = request.headers.get("content-type", "")
+    if not is_form(content_type):
+        raise OpenAIError(400, "send multipart/form-data with a 'file' field",
+                          code="invalid_content_type")
+    limit = request.app.state.max_upload_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit + FORM_SLACK:
+        raise OpenAIError(413, f"the file is larger than {limit} bytes", code="file_too_large",
+                          param="file")
+    fields = TRANSCRIPTION_FIELDS if task == "transcribe" else TRANSLATION_FIELDS
+    try:
+        async with incoming(config.uploads) as into, \
+                contextlib.aclosing(request.stream()) as body:
+            form = await receive_form(body, content_type, into, limit, fields)
+            if into.size == 0:
+                raise OpenAIError(400, "the file is empty", code="empty_file", param="file")
+            asked = parse_request(task, form.fields, form.lists)
+            await into.finish()
+            up = Upload(into.path, into.size, clean_filename(form.filename), None,
+                        asked.language)
+            rid, _ = await accept(db, owner, up, None, into, options=asked.options,
+                                  via="openai")
+    except ClientDisconnect:
+        raise OpenAIError(400, "the upload was interrupted", code="invalid_request") from None
+    event(logging.INFO, "openai_accepted", id=rid, owner=owner, size=up.size, task=task,
+          model=asked.model)
+    return rid, asked
+
+
+# --- waiting for the record ------------------------------------------------------------
+
+STOPPING = "stopping"
+TIMED_OUT = "timed_out"
+
+
+async def outcome(db: Database, rid: uuid.UUID, wait_s: float, stopping: trio.Event
+                  ) -> dict[str, Any] | str:
+    """The record's card once it is transcribed or stopped; STOPPING when the service
+    stops first, TIMED_OUT after `wait_s`.
+
+    Reads the card at growing intervals (the milestone commits are the record's own
+    business; this only looks). Cancellation: nothing to undo; the record goes on.
+    """
+    poll = POLL_FIRST_S
+    with trio.move_on_after(wait_s):
+        while True:
+            c = await card(db, rid)
+            assert c is not None  # records are never deleted
+            if c["done"] or c["stopped"]:
+                return c
+            with trio.move_on_after(poll):
+                await stopping.wait()
+            if stopping.is_set():
+                return STOPPING
+            poll = min(poll * 1.5, POLL_MAX_S)
+    return TIMED_OUT
+
+
+async def outcome_unless_gone(request: Request, db: Database, rid: uuid.UUID,
+                              wait_s: float) -> dict[str, Any] | str | None:
+    """`outcome`, or None as soon as the client disconnects (nobody would read the
+    answer; the record goes on).
+
+    Cancellation: the watch on the connection ends with the wait.
+    """
+    found: dict[str, Any] | str | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def wait() -> None:
+            nonlocal found
+            found = await outcome(db, rid, wait_s, waiting_of(request.app).stopping)
+            nursery.cancel_scope.cancel()
+
+        async def watch() -> None:
+            # The body was read whole: what the connection says next is its end.
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(wait)
+        nursery.start_soon(watch)
+    return found
+
+
+def stopped_error(c: dict[str, Any], headers: dict[str, str]) -> OpenAIError:
+    stop = c["stopped"]
+    return OpenAIError(
+        STOP_STATUS.get(stop["reason"], STOP_STATUS_OTHER),
+        f"recording {c['id']} stopped at {c['milestone']} ({stop['reason']}): "
+        f"{stop['error']}", code=stop["reason"], param="file", headers=headers)
+
+
+# --- the answer ----------------------------------------------------------------------
+
+def verbose(c: dict[str, Any], t: Any, asked: AudioRequest) -> dict[str, Any]:
+    """OpenAI's verbose_json, from what the record keeps. What it does not keep
+    (tokens, log probabilities, the temperature used) is null, not made up; `model`
+    is the recognizer that made the transcript, whatever the request named."""
+    segments = t["segments"]
+    body: dict[str, Any] = {
+        "task": asked.task, "language": language_name(t["language"]),
+        "duration": c["duration_s"], "text": t["text"], "model": t["model"],
+    }
+    if not asked.granularities or "segment" in asked.granularities:
+        body["segments"] = [
+            {"id": i, "seek": None, "start": s["start"], "end": s["end"], "text": s["text"],
+             "tokens": None, "temperature": None, "avg_logprob": None,
+             "compression_ratio": None, "no_speech_prob": None}
+            for i, s in enumerate(segments)]
+    if "word" in asked.granularities:
+        body["words"] = [{"word": w["word"].strip(), "start": w["start"], "end": w["end"]}
+                         for s in segments for w in s.get("words") or ()]
+    body["usage"] = usage(c)
+    return body
+
+
+def usage(c: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "duration", "seconds": math.ceil(c["duration_s"] or 0)}
+
+
+def answer(c: dict[str, Any], t: Any, asked: AudioRequest, headers: dict[str, str]
+           ) -> Response:
+    text, segments = t["text"], t["segments"]
+    fmt = asked.response_format
+    if fmt == "json":
+        return JSONResponse({"text": text, "usage": usage(c)}, headers=headers)
+    if fmt == "verbose_json":
+        return JSONResponse(verbose(c, t, asked), headers=headers)
+    if fmt == "text":
+        return PlainTextResponse(to_text(text, segments), headers=headers)
+    if fmt == "srt":
+        return PlainTextResponse(to_srt(text, segments), headers=headers)
+    return PlainTextResponse(to_vtt(text, segments), headers=headers,
+                             media_type="text/vtt")
+
+
+async def recognize(request: Request, owner: int, db: Database, config: Config, task: str
+                    ) -> Response:
+    if waiting_of(request.app).stopping.is_set():
+        raise OpenAIError(503, "the service is stopping; try again shortly",
+                          code="service_unavailable")
+    rid, asked = await receive_request(request, owner, db, config, task)
+    headers = {RECORDING_HEADER: str(rid)}
+    where = card_path(rid)
+    found = await outcome_unless_gone(request, db, rid, config.openai_wait_s)
+    if found is None:
+        event(logging.INFO, "openai_client_gone", id=rid)
+        return Response(status_code=499, headers=headers)  # nobody reads it
+    if found == STOPPING:
+        raise OpenAIError(503, f"the service is stopping; recording {rid} is kept and will "
+                               f"be transcribed when it is back: read it at {where}",
+                          code="service_stopping", headers={**headers, **NO_RETRY})
+    if found == TIMED_OUT:
+        raise OpenAIError(504, f"recording {rid} is not transcribed after "
+                               f"{config.openai_wait_s:g} s; it goes on: read it at {where}"
+                               f" (its text at {where}/{TRANSCRIPT_PATHS['text']})",
+                          code="still_working", headers={**headers, **NO_RETRY})
+    assert isinstance(found, dict)
+    if found["stopped"]:
+        raise stopped_error(found, {**headers, **NO_RETRY})
+    t = await db.fetchrow("transcript", rid)
+    return answer(found, t, asked, headers)
+
+
+AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "the transcript in the asked response_format; the record's id in "
+                         f"the {RECORDING_HEADER} header",
+          "content": {"application/json": {}, "text/plain": {}, "text/vtt": {}}},
+    **{code: {"description": what} for code, what in (
+        (400, "unreadable or empty file, a bad field"), (401, "bad API token"),
+        (413, "file too large"), (503, "cannot take work now, or stopped for a reason "
+                                        "retrying cannot help"),
+        (504, "not transcribed within TRANSCRIBER_OPENAI_WAIT_S; the record goes on"))},
+}
+
+
+def openai_form(fields: frozenset[str]) -> dict[str, Any]:
+    properties: dict[str, Any] = {"file": {"type": "string", "format": "binary"}}
+    properties.update({name: {"type": "string"} for name in sorted(fields)})
+    return {"required": True, "content": {"multipart/form-data": {"schema": {
+        "type": "object", "required": ["file"], "properties": properties}}}}
+
+
+@router.post("/v1/audio/transcriptions", response_model=None,
+             summary="Transcribe (OpenAI-compatible)", responses=AUDIO_RESPONSES,
+             openapi_extra={"requestBody": openai_form(TRANSCRIPTION_FIELDS)})
+async def transcriptions(request: Request, owner: Owner, db: Db, config: Settings
+                         ) -> Response:
+    """OpenAI's `audio.transcriptions.create`: the speech as text in its own language."""
+    return await recognize(request, owner, db, config, "transcribe")
+
+
+@router.post("/v1/audio/translations", response_model=None,
+             summary="Translate to English (OpenAI-compatible)", responses=AUDIO_RESPONSES,
+             openapi_extra={"requestBody": openai_form(TRANSLATION_FIELDS)})
+async def translations(request: Request, owner: Owner, db: Db, config: Settings
+                       ) -> Response:
+    """OpenAI's `audio.translations.create`: speech in any language as English text."""
+    return await recognize(request, owner, db, config, "translate")
+
+
+@router.get("/v1/models", response_model=None, summary="Models (OpenAI-compatible)",
+            responses={401: {"description": "bad API token"}})
+async def models(owner: Owner, config: Settings) -> JSONResponse:
+    """What the `model` field may name: `whisper-1` and the configured recognizer's own
+    name, both recognized by the configured recognizer."""
+    return JSONResponse({"object": "list", "data": [
+        {"id": name, "object": "model", "created": 0, "owned_by": "transcriber"}
+        for name in dict.fromkeys([WHISPER_1, recognizer_name(config)])]})
