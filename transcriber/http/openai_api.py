@@ -45,7 +45,7 @@ from transcriber.http.cards import TRANSCRIPT_PATHS, card_path
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, validation_message
 from transcriber.http.recordings import accept
-from transcriber.http.uploads import (FORM_SLACK, TEXT_FIELD_MAX, Upload, UploadRefused,
+from transcriber.http.uploads import (FORM_SLACK, PROMPT_MAX, Upload, UploadRefused,
                                       check_text, clean_filename, clean_language, incoming,
                                       is_form, receive_form)
 from transcriber.http.waiting import Waiting
@@ -205,7 +205,7 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
     prompt = form_value(fields, "prompt")
     if prompt is not None:
         try:
-            check_text(prompt, "prompt", TEXT_FIELD_MAX)
+            check_text(prompt, "prompt", PROMPT_MAX)
         except ValueError as e:
             raise bad("prompt", str(e)) from None
     temperature = None
@@ -256,9 +256,8 @@ async def receive_request(request: Request, owner: int, db: Database, config: Co
             asked = parse_request(task, form.fields, form.lists)
             await into.finish()
             up = Upload(into.path, into.size, clean_filename(form.filename), None,
-                        asked.language)
-            rid, _ = await accept(db, owner, up, None, into, options=asked.options,
-                                  via="openai")
+                        asked.language, asked.options)
+            rid, _ = await accept(db, owner, up, None, into, via="openai")
     except ClientDisconnect:
         raise OpenAIError(400, "the upload was interrupted", code="invalid_request") from None
     event(logging.INFO, "openai_accepted", id=rid, owner=owner, size=up.size, task=task,

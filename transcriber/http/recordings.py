@@ -7,7 +7,7 @@ import contextlib
 import datetime as dt
 import logging
 import uuid
-from typing import Annotated
+from typing import Annotated, Literal
 
 import asyncpg
 import trio
@@ -23,10 +23,18 @@ from transcriber.http.cards import card_of, card_response, owned, with_links
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, documented_errors
 from transcriber.http.models import Card, CardPage, Edit
-from transcriber.http.uploads import TITLE_MAX, Incoming, Upload, incoming, receive
-from transcriber.options import RecognitionOptions
+from transcriber.http.uploads import (PROMPT_MAX, TITLE_MAX, Incoming, Upload, incoming,
+                                      receive)
+from transcriber.options import TASKS
 
 ACCEPT_TIMEOUT_S = 30.0
+
+TASK_SCHEMA = {"type": "string", "enum": list(TASKS),
+               "description": "transcribe (text in the speech's language, the default) "
+                              "or translate (English text)"}
+PROMPT_SCHEMA = {"type": "string", "maxLength": PROMPT_MAX,
+                 "description": "text the recognizer takes as coming before the audio: "
+                                "names, spelling, style"}
 
 UPLOAD_BODY = {
     "required": True,
@@ -38,6 +46,7 @@ UPLOAD_BODY = {
                 "title": {"type": "string", "maxLength": TITLE_MAX},
                 "language": {"type": "string", "pattern": "^[A-Za-z]{2,3}$",
                              "description": "a language hint such as en or ru"},
+                "task": TASK_SCHEMA, "prompt": PROMPT_SCHEMA,
             }}},
         "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
         "audio/*": {"schema": {"type": "string", "format": "binary"}},
@@ -84,11 +93,16 @@ async def upload(
                                               description="for a raw body")] = None,
         filename: Annotated[str | None, Query(max_length=1000,
                                               description="for a raw body")] = None,
+        task: Annotated[Literal["transcribe", "translate"] | None, Query(
+            description="for a raw body: transcribe (the default) or translate")] = None,
+        prompt: Annotated[str | None, Query(max_length=PROMPT_MAX,
+                                            description="for a raw body")] = None,
         idempotency_key: Annotated[str | None, Header(
             min_length=1, max_length=200,
             description="retrying with the same key returns the first recording")] = None,
 ) -> JSONResponse:
-    """A multipart form (`file`, `title`, `language`) or the audio itself as the body.
+    """A multipart form (`file`, `title`, `language`, `task`, `prompt`) or the audio
+    itself as the body.
     The recording is on disk and its record committed before the answer."""
     if idempotency_key is not None:
         first = await db.fetchval("recording_by_key", owner, idempotency_key)
@@ -104,7 +118,7 @@ async def upload(
                 content_length=request.headers.get("content-length"),
                 disposition=request.headers.get("content-disposition"), into=into,
                 limit=request.app.state.max_upload_bytes, title=title, language=language,
-                filename=filename)
+                filename=filename, task=task, prompt=prompt)
             rid, status = await accept(db, owner, up, idempotency_key, into)
     except ClientDisconnect:
         event(logging.INFO, "upload_interrupted", owner=owner)
@@ -115,8 +129,7 @@ async def upload(
 
 
 async def accept(db: Database, owner: int, up: Upload, key: str | None, into: Incoming,
-                 *, options: RecognitionOptions | None = None, via: str = "http"
-                 ) -> tuple[uuid.UUID, int]:
+                 *, via: str = "http") -> tuple[uuid.UUID, int]:
     """Commit the record of a received upload; (id, 201), or (the first id, 200)
     when `key` was used meanwhile. `via` names the route in the journal's `accepted`.
 
@@ -129,7 +142,7 @@ async def accept(db: Database, owner: int, up: Upload, key: str | None, into: In
         try:
             rid = await db.fetchval("accept_upload", owner, up.filename, up.size,
                                     str(up.path), up.language, up.title, key,
-                                    None if options is None else options.to_json(), via)
+                                    up.options.to_json(), via)
         except asyncpg.PostgresError:
             raise  # refused by the database: surely no record; the file goes
         except BaseException:

@@ -26,6 +26,7 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from transcriber.db import Database
+from transcriber.options import RecognitionOptions
 from transcriber.store import fsync_dir
 
 WRITE_CHUNK = 1 << 20
@@ -40,6 +41,8 @@ TEXT_FIELD_MAX = 4096
 """Bytes of one text form field (title, language)."""
 
 TITLE_MAX = 500
+PROMPT_MAX = 1000
+"""Characters of a recognition prompt: Whisper reads only the last 224 tokens of it."""
 FILENAME_MAX = 255
 
 _LANGUAGE = re.compile(r"[A-Za-z]{2,3}")
@@ -64,6 +67,7 @@ class Upload:
     filename: str | None
     title: str | None
     language: str | None
+    options: RecognitionOptions = RecognitionOptions()
 
 
 # --- values the client sends --------------------------------------------------------
@@ -105,6 +109,17 @@ def clean_filename(value: str | None) -> str | None:
     name = "".join(c for c in name if c.isprintable())
     name = name.encode("utf-8", "replace").decode("utf-8")[:FILENAME_MAX]
     return name or None
+
+
+def recognition_options(task: str | None, prompt: str | None) -> RecognitionOptions:
+    """The recognition options of an upload's `task` and `prompt` fields; 422 for a task
+    no recognizer has or a prompt that cannot be stored."""
+    try:
+        if prompt:
+            check_text(prompt, "prompt", PROMPT_MAX)
+        return RecognitionOptions(task=task or "transcribe", prompt=prompt or None)
+    except ValueError as e:  # BadOptions is one
+        raise UploadRefused(422, str(e)) from None
 
 
 def _refuse_invalid(fn: Callable[[str | None], str | None], value: str | None) -> str | None:
@@ -205,7 +220,7 @@ class _Form:
     it parses a chunk; the file's bytes are collected in `pending` and written out by
     `receive_form` between chunks, so no more than a chunk is ever held."""
 
-    TEXT_FIELDS = frozenset({"title", "language"})
+    TEXT_FIELDS = frozenset({"title", "language", "task", "prompt"})
 
     def __init__(self, boundary: bytes, text_fields: frozenset[str] = TEXT_FIELDS):
         """`text_fields`: the names a part other than the file may have. One ending in
@@ -345,10 +360,12 @@ def is_audio(content_type: str) -> bool:
 async def receive(chunks: AsyncIterable[bytes], *, content_type: str,
                   content_length: str | None, disposition: str | None, into: Incoming,
                   limit: int, title: str | None, language: str | None,
-                  filename: str | None) -> Upload:
+                  filename: str | None, task: str | None = None,
+                  prompt: str | None = None) -> Upload:
     """Read a whole upload — a form or a raw audio body — into `into` and fsync it.
 
-    `title`, `language` and `filename` come from the query; a form's own fields win.
+    `title`, `language`, `filename`, `task` and `prompt` come from the query; a form's
+    own fields win.
     Raises UploadRefused: 400 empty or malformed, 413 too large (as soon as it is),
     415 neither a form nor audio, 422 a field is invalid.
     """
@@ -359,6 +376,8 @@ async def receive(chunks: AsyncIterable[bytes], *, content_type: str,
         form = await receive_form(chunks, content_type, into, limit)
         title = form.fields.get("title", title)
         language = form.fields.get("language", language)
+        task = form.fields.get("task", task)
+        prompt = form.fields.get("prompt", prompt)
         filename = form.filename if form.filename is not None else filename
     elif is_audio(content_type):
         if declared is not None and declared > limit:
@@ -372,7 +391,8 @@ async def receive(chunks: AsyncIterable[bytes], *, content_type: str,
         raise UploadRefused(400, "the upload is empty")
     upload = Upload(into.path, into.size, clean_filename(filename),
                     _refuse_invalid(clean_title, title),
-                    _refuse_invalid(clean_language, language))
+                    _refuse_invalid(clean_language, language),
+                    recognition_options(task, prompt))
     await into.finish()
     return upload
 
