@@ -80,6 +80,7 @@ async def serve(config: Config, options: ServeOptions, *,
                         event(logging.WARNING, "swept_strays", files=len(removed))
                     host, port = options.http
                     app = create_app(db, config)
+                    nursery.start_soon(app.state.waiting.follow_journal, db)
                     url = await nursery.start(serve_app, app, host, port)
                 if options.workers:
                     await nursery.start(pipeline.run)

@@ -121,12 +121,29 @@ def transcribe(client: openai.OpenAI, sample: Path, model: str = "whisper-1",
 @pytest.mark.filterwarnings("ignore:deprecated:DeprecationWarning")
 @scenario("The OpenAI SDK transcribes and translates unchanged")
 @scenario("A bad key and an unreadable file get OpenAI's errors")
-async def test_the_sdk_against_a_real_service(db: Database, db_url: str, tmp_path: Path,
-                                              model_dir: Path) -> None:
-    ann = await add_owner(db, "ann")
+@scenario("A recording submitted to the first is recognized by the second")
+async def test_the_sdk_against_a_real_service(
+        db: Database, db_url: str, pg_admin_url: str, template_db: str, tmp_path: Path,
+        model_dir: Path) -> None:
+    ann, first = await add_owner(db, "ann"), await add_owner(db, "first")
     async with serving(db_url, tmp_path / "home", "--workers", "2",
                        model=str(model_dir)) as service, contextlib.AsyncExitStack() as stack:
         url = service.url
+        # Another transcriber (a database of its own) whose recognizer is this service:
+        # its upload is recognized here, alongside the SDK's calls.
+        first_url = await stack.enter_async_context(
+            scratch_database(pg_admin_url, template_db))
+        first_db = await stack.enter_async_context(
+            open_database(first_url, min_size=1, max_size=2))
+        bob = await add_owner(first_db, "bob")
+        other = await stack.enter_async_context(serving(
+            first_url, tmp_path / "first", "--workers", "1", recognizer_url=url,
+            recognizer_key=first.token))
+        as_bob = await stack.enter_async_context(httpx.AsyncClient(
+            base_url=other.url, timeout=30, headers={"Authorization": f"Bearer {bob.token}"}))
+        relayed = (await as_bob.post("/v1/recordings", data={"language": "ru"}, files={
+            "file": ("ru.ogg", RU.read_bytes())})).json()["id"]
+
         client = sdk(url, ann.token)
         stack.callback(client.close)
         models = await in_thread(lambda: [m.id for m in client.models.list()])
@@ -195,6 +212,17 @@ async def test_the_sdk_against_a_real_service(db: Database, db_url: str, tmp_pat
             assert {c["id"] for c in listed if c["done"]} == ids - {noise}
             text_of_json = (await api.get(f"/v1/recordings/{got['json'][0]}/text")).text
             assert text_of_json.strip() == json_.text
+
+        # The other transcriber's recording was recognized here, by its own request.
+        [done] = await until(lambda: _all_done(other.url, bob))
+        assert done["id"] == relayed
+        transcript = (await as_bob.get(done["links"]["json"])).json()
+        assert transcript["model"] == "remote:whisper-1"
+        assert re.search(r"[а-яё]", transcript["text"].lower()), transcript["text"]
+        [here] = await recordings_of(url, first)
+        assert here["done"]
+        ids.add(here["id"])
+        assert (await journal(first_db, uuid.UUID(relayed)))[0]["detail"] == {"via": "http"}
     for rid in ids:
         accepted = (await journal(db, uuid.UUID(rid)))[0]
         assert (accepted["kind"], accepted["detail"]) == ("accepted", {"via": "openai"})
@@ -274,31 +302,3 @@ async def _all_done(url: str, owner: NewOwner) -> list[dict[str, Any]] | None:
     found = await recordings_of(url, owner)
     return found if found and all(c["done"] for c in found) else None
 
-
-@scenario("A recording submitted to the first is recognized by the second")
-async def test_one_transcriber_recognizes_for_another(
-        db: Database, db_url: str, pg_admin_url: str, template_db: str, tmp_path: Path,
-        model_dir: Path) -> None:
-    ann = await add_owner(db, "ann")
-    async with scratch_database(pg_admin_url, template_db) as second_url, \
-            open_database(second_url, min_size=1, max_size=2) as second_db:
-        first_at_second = await add_owner(second_db, "first")
-        async with serving(second_url, tmp_path / "second", "--workers", "1",
-                           model=str(model_dir)) as second, \
-                serving(db_url, tmp_path / "first", "--workers", "1",
-                        recognizer_url=second.url,
-                        recognizer_key=first_at_second.token) as first:
-            async with httpx.AsyncClient(base_url=first.url, timeout=30, headers={
-                    "Authorization": f"Bearer {ann.token}"}) as api:
-                card = (await api.post("/v1/recordings", data={"language": "ru"}, files={
-                    "file": ("ru.ogg", RU.read_bytes())})).json()
-                [done] = await until(lambda: _all_done(first.url, ann))
-                assert done["id"] == card["id"]
-                transcript = (await api.get(done["links"]["json"])).json()
-            assert transcript["model"] == "remote:whisper-1"
-            assert re.search(r"[а-яё]", transcript["text"].lower()), transcript["text"]
-            [there] = await recordings_of(second.url, first_at_second)
-            assert there["done"]
-            [accepted, *_] = await journal(second_db, uuid.UUID(there["id"]))
-            assert accepted["detail"] == {"via": "openai"}
-        assert (await journal(db, uuid.UUID(card["id"])))[0]["detail"] == {"via": "http"}

@@ -19,6 +19,7 @@ from tests.pipeline_helpers import journal, table
 from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.http import create_app, serving
+from transcriber.http.waiting import Waiting
 from transcriber.owners import NewOwner, add_owner
 from transcriber.queue import Saved
 from transcriber.runtime import Pipeline
@@ -218,3 +219,20 @@ async def test_bad_requests_get_openais_errors(db: Database, config: Config,
         "error": "missing or invalid API token"}
     assert await count(db) == 0
     assert not config.uploads.exists() or list(config.uploads.iterdir()) == []
+
+
+async def test_a_waiting_request_is_woken_by_the_journal(db: Database, config: Config,
+                                                         ann: NewOwner) -> None:
+    app = create_app(db, config)
+    # No poll to speak of: only the journal's notifications can wake the request.
+    app.state.waiting = waiting = Waiting(poll_first_s=3600, poll_max_s=3600)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiting.follow_journal, db)
+        async with serving(app) as url, httpx.AsyncClient(
+                base_url=url, timeout=60, headers={"Authorization": f"Bearer {ann.token}"}
+        ) as api:
+            await working(db, nursery)
+            with trio.fail_after(30):
+                r = await post(api, {"response_format": "text"})
+        nursery.cancel_scope.cancel()
+    assert (r.status_code, r.text) == (200, TEXT + "\n")

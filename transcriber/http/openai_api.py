@@ -63,11 +63,6 @@ FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 GRANULARITIES = ("segment", "word")
 MODEL_MAX = 200
 
-POLL_FIRST_S = 0.1
-POLL_MAX_S = 1.0
-"""The wait reads the record's card at growing intervals up to this: a light poll, a
-query per waiting request a second at most, and at most this late."""
-
 COMMON_FIELDS = frozenset({"model", "prompt", "response_format", "temperature",
                            "language"})
 IGNORED_FIELDS = frozenset({
@@ -271,26 +266,26 @@ STOPPING = "stopping"
 TIMED_OUT = "timed_out"
 
 
-async def outcome(db: Database, rid: uuid.UUID, wait_s: float, stopping: trio.Event
+async def outcome(db: Database, rid: uuid.UUID, wait_s: float, waiting: Waiting
                   ) -> dict[str, Any] | str:
     """The record's card once it is transcribed or stopped; STOPPING when the service
     stops first, TIMED_OUT after `wait_s`.
 
-    Reads the card at growing intervals (the milestone commits are the record's own
-    business; this only looks). Cancellation: nothing to undo; the record goes on.
+    Reads the card whenever the journal has news, and at growing intervals besides
+    (see Waiting). Cancellation: nothing to undo; the record goes on.
     """
-    poll = POLL_FIRST_S
+    poll = waiting.poll_first_s
     with trio.move_on_after(wait_s):
         while True:
+            news = waiting.next_news()
             c = await card(db, rid)
             assert c is not None  # records are never deleted
             if c["done"] or c["stopped"]:
                 return c
-            with trio.move_on_after(poll):
-                await stopping.wait()
-            if stopping.is_set():
+            await waiting.pause(news, poll)
+            if waiting.stopping.is_set():
                 return STOPPING
-            poll = min(poll * 1.5, POLL_MAX_S)
+            poll = min(poll * 1.5, waiting.poll_max_s)
     return TIMED_OUT
 
 
@@ -306,7 +301,7 @@ async def outcome_unless_gone(request: Request, db: Database, rid: uuid.UUID,
 
         async def wait() -> None:
             nonlocal found
-            found = await outcome(db, rid, wait_s, waiting_of(request.app).stopping)
+            found = await outcome(db, rid, wait_s, waiting_of(request.app))
             nursery.cancel_scope.cancel()
 
         async def watch() -> None:

@@ -1,24 +1,38 @@
 """Requests that hold their answer until the pipeline is done with a record (the
-OpenAI-compatible endpoint), and how the service tells them it is stopping."""
+OpenAI-compatible endpoint): woken by the journal's notifications, told when the
+service stops."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 
 import trio
 
+from actors.log import event
+from transcriber.db import CONNECTION_LOST, JOURNAL_CHANNEL, Database, DatabaseUnreachable
+
+RECONNECT_S = 1.0
+
 
 class Waiting:
-    """Counts the requests that wait on a record; `stop` makes them answer at once.
+    """The requests that wait on a record: `pause` wakes them when the journal says
+    something happened (if `follow_journal` runs), `stop` makes them answer at once.
 
     A stopping service cannot keep a client waiting for a record it will only finish
     after its restart, nor drop the connection without a word: the client is told the
     record's id and that it goes on.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, poll_first_s: float = 0.1, poll_max_s: float = 1.0) -> None:
+        self.poll_first_s = poll_first_s
+        self.poll_max_s = poll_max_s
+        """Besides the journal's notifications, a waiting request reads its record at
+        intervals growing from the first to the max: a light poll for notifications
+        lost with their connection, or when nothing follows the journal."""
         self.stopping = trio.Event()
+        self._journal = trio.Event()
         self._held = 0
         self._none = trio.Event()
         self._none.set()
@@ -36,6 +50,45 @@ class Waiting:
             if self._held == 0:
                 self._none.set()
 
+    def next_news(self) -> trio.Event:
+        """Set by the journal's next notification. Taken before reading a record, so
+        news that comes while it is read is not missed."""
+        return self._journal
+
+    async def pause(self, news: trio.Event, at_most_s: float) -> None:
+        """Until `news` is set, the service stops, or `at_most_s` passed (the poll that
+        covers notifications lost with a connection). Cancellation: nothing to undo."""
+        if self.stopping.is_set() or news.is_set():
+            return
+        with trio.move_on_after(at_most_s):
+            async with trio.open_nursery() as nursery:
+                for happens in (news.wait, self.stopping.wait):
+                    nursery.start_soon(_cancel_after, happens, nursery.cancel_scope)
+
+    def _news(self) -> None:
+        self._journal.set()
+        self._journal = trio.Event()
+
+    async def follow_journal(self, db: Database) -> None:
+        """Wake the waiting requests at every journal notification, until cancelled; a
+        lost connection is made again (meanwhile they poll). Each woken request reads
+        its own record: the payload does not say whose event it is.
+
+        Cancellation: the LISTEN connection is closed on the way out.
+        """
+        while True:
+            try:
+                async with db.listen(JOURNAL_CHANNEL) as listener:
+                    self._news()  # anything may have happened while not listening
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(_cancel_after, listener.lost.wait,
+                                           nursery.cancel_scope)
+                        async for _ in listener.payloads:
+                            self._news()
+            except (DatabaseUnreachable, *CONNECTION_LOST) as e:
+                event(logging.WARNING, "journal_follow_lost", error=str(e)[:200])
+            await trio.sleep(RECONNECT_S)
+
     async def stop(self, patience_s: float) -> bool:
         """Tell every waiting request to answer now, and wait until each has sent its
         answer, at most `patience_s`; True if all did. New requests are refused from now.
@@ -48,3 +101,8 @@ class Waiting:
                 await self._none.wait()
             return True
         return False
+
+
+async def _cancel_after(happens: object, scope: trio.CancelScope) -> None:
+    await happens()  # type: ignore[operator]
+    scope.cancel()
