@@ -15,12 +15,13 @@ import pytest
 import trio
 
 from actors import StopRecord
+from tests.integration.test_api import ann  # noqa: F401 - a fixture
 from tests.pipeline_helpers import journal, table
 from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.http import create_app, serving
 from transcriber.http.waiting import Waiting
-from transcriber.owners import NewOwner, add_owner
+from transcriber.owners import NewOwner
 from transcriber.queue import Saved
 from transcriber.runtime import Pipeline
 
@@ -51,11 +52,6 @@ async def recognized(job: Any, progress: Any) -> Saved:
 @pytest.fixture
 def config(tmp_path: Path) -> Config:
     return Config(home=tmp_path / "home", openai_wait_s=60.0)
-
-
-@pytest.fixture
-async def ann(db: Database) -> NewOwner:
-    return await add_owner(db, "ann")
 
 
 @pytest.fixture

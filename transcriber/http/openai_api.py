@@ -32,6 +32,7 @@ from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
@@ -395,11 +396,24 @@ async def recognize(request: Request, owner: int, db: Database, config: Config, 
     return answer(found, t, asked, headers)
 
 
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorBody(BaseModel):
+    """OpenAI's error shape."""
+
+    error: ErrorDetail
+
+
 AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "the transcript in the asked response_format; the record's id in "
                          f"the {RECORDING_HEADER} header",
           "content": {"application/json": {}, "text/plain": {}, "text/vtt": {}}},
-    **{code: {"description": what} for code, what in (
+    **{code: {"description": what, "model": ErrorBody} for code, what in (
         (400, "unreadable or empty file, a bad field"), (401, "bad API token"),
         (413, "file too large"), (503, "cannot take work now, or stopped for a reason "
                                         "retrying cannot help"),
@@ -433,7 +447,7 @@ async def translations(request: Request, owner: Owner, db: Db, config: Settings
 
 
 @router.get("/v1/models", response_model=None, summary="Models (OpenAI-compatible)",
-            responses={401: {"description": "bad API token"}})
+            responses={401: {"description": "bad API token", "model": ErrorBody}})
 async def models(owner: Owner, config: Settings) -> JSONResponse:
     """What the `model` field may name: `whisper-1` and the configured recognizer's own
     name, both recognized by the configured recognizer."""
