@@ -97,8 +97,8 @@ class OpenAIError(Exception):
         self.headers = headers or {}
 
     def response(self) -> JSONResponse:
-        kind = ("server_error" if self.status >= 500
-                else "authentication_error" if self.status == 401 else "invalid_request_error")
+        # As OpenAI types them: a bad key is an invalid request too (code invalid_api_key).
+        kind = "server_error" if self.status >= 500 else "invalid_request_error"
         return JSONResponse({"error": {"message": self.message, "type": kind,
                                        "param": self.param, "code": self.code}},
                             status_code=self.status, headers=self.headers)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import trio
 
 from actors.log import event
-from transcriber.db import CONNECTION_LOST, JOURNAL_CHANNEL, Database, DatabaseUnreachable
+from transcriber.db import JOURNAL_CHANNEL, Database, describe
 
 RECONNECT_S = 1.0
 
@@ -85,8 +85,10 @@ class Waiting:
                                            nursery.cancel_scope)
                         async for _ in listener.payloads:
                             self._news()
-            except (DatabaseUnreachable, *CONNECTION_LOST) as e:
-                event(logging.WARNING, "journal_follow_lost", error=str(e)[:200])
+            except Exception as e:  # noqa: BLE001 - wake-ups are hints, the poll covers
+                # Whatever broke the connection (a restart, the network) must not end the
+                # service this runs in: listen again after a pause.
+                event(logging.WARNING, "journal_follow_lost", error=describe(e))
             await trio.sleep(RECONNECT_S)
 
     async def stop(self, patience_s: float) -> bool:
