@@ -93,9 +93,9 @@ class RemoteRecognizer:
 
 
 def parse_verbose_json(body: dict[str, Any], model: str) -> Transcript:
-    """The transcript (its model named `model`): segments with their words: a segment's own `words` when the server gives them
-    (faster-whisper servers do), else the answer's `words` (OpenAI's) by their start
-    time, each in the segment it starts in."""
+    """The transcript, its model named `model`. Segments with their words: a segment's
+    own `words` when the server gives them (faster-whisper servers do), else the
+    answer's `words` (OpenAI's) by their start time, each in the segment it starts in."""
     segments = [{"start": float(s["start"]), "end": float(s["end"]), "text": s["text"].strip(),
                  "words": [_word(w) for w in s.get("words") or []]}
                 for s in body.get("segments") or [] if s.get("text", "").strip()]

@@ -38,7 +38,7 @@ FORM_SLACK = 1 << 20
 fields) before the whole body counts as too large."""
 
 TEXT_FIELD_MAX = 4096
-"""Bytes of one text form field (title, language)."""
+"""Bytes of one text form field (title, language, prompt, …)."""
 
 TITLE_MAX = 500
 PROMPT_MAX = 1000
@@ -325,8 +325,8 @@ def _decode_header(raw: bytes) -> str:
 async def receive_form(chunks: AsyncIterable[bytes], content_type: str, into: Incoming,
                        limit: int, text_fields: frozenset[str] = _Form.TEXT_FIELDS) -> _Form:
     """A multipart/form-data body with one `file` part and optional text fields of
-    these names (by default `title` and `language`). Refuses with 413 as soon as the
-    file passes `limit`."""
+    these names (by default those of `POST /v1/recordings`). Refuses with 413 as soon
+    as the file passes `limit`."""
     _, params = parse_options_header(content_type)
     boundary = params.get(b"boundary")
     if not boundary or len(boundary) > 200:
