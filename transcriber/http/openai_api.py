@@ -370,6 +370,11 @@ def answer(c: dict[str, Any], t: Any, asked: AudioRequest, headers: dict[str, st
 
 async def recognize(request: Request, owner: int, db: Database, config: Config, task: str
                     ) -> Response:
+    """Take the request's audio as a record, wait for it, answer as OpenAI would.
+
+    Cancellation (the server cut at once): before the commit nothing is kept, the commit
+    is shielded, and after it the record goes on without the request.
+    """
     if waiting_of(request.app).stopping.is_set():
         raise OpenAIError(503, "the service is stopping; try again shortly",
                           code="service_unavailable")
