@@ -213,3 +213,32 @@ async def test_a_taken_port_and_a_missing_model_are_one_line(db_url: str,
         assert missing.returncode == 2
         assert one_line(missing).endswith(f"TRANSCRIBER_MODEL {tmp_path / 'nope'}: no such "
                                           "folder")
+
+
+INNER_TEST = '''
+import os
+from pathlib import Path
+from transcriber import embedded
+
+def test_uses_the_server(pg_admin_url):
+    tmp = Path(os.environ["TMPDIR"])
+    (tmp / "during").write_text(str(len(embedded.server_processes(tmp))))
+'''
+
+
+def test_a_test_session_leaves_no_postgres_behind() -> None:
+    tmp = Path(tempfile_dir())
+    try:
+        (tmp / "test_inner.py").write_text(INNER_TEST)
+        before = embedded.server_processes(tmp)
+        env = {k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}
+        env.update(TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
+        inner = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest",
+                                "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT),
+                                "-p", "no:cacheprovider", str(tmp / "test_inner.py")],
+                               env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert inner.returncode == 0, inner.stdout + inner.stderr
+        assert before == [] and int((tmp / "during").read_text()) > 0  # it ran, here
+        assert embedded.server_processes(tmp) == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
