@@ -242,3 +242,25 @@ def test_a_test_session_leaves_no_postgres_behind() -> None:
         assert embedded.server_processes(tmp) == []
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.scenario("operations", "SIGTERM stops a command's own PostgreSQL")
+def test_sigterm_stops_a_one_shot_command_and_its_server() -> None:
+    home = Path(tempfile_dir()) / "home"
+    proc = subprocess.Popen([sys.executable, "-m", "transcriber", "journal", "--follow"],
+                            env=env_for(home), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        pgdata = embedded.layout(home).pgdata
+        while not embedded.server_processes(pgdata) and proc.poll() is None:
+            time.sleep(0.02)  # polling another process's start
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 143, err
+        assert err.strip().splitlines() == ["transcriber: stopped by SIGTERM"]
+        assert embedded.server_processes(pgdata) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        embedded.discard(home)
+        shutil.rmtree(home.parent, ignore_errors=True)
