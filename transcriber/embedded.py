@@ -53,6 +53,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,18 +168,24 @@ def run_as(lay: Layout, program: str, *args: str, timeout: float = 120) -> str:
         kwargs = dict(user=entry.pw_uid, group=entry.pw_gid, extra_groups=[])
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     env.setdefault("LC_ALL", "C.UTF-8")
-    try:
-        done = subprocess.run([str(lay.install / "bin" / program), *args], cwd="/", env=env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=timeout, **kwargs)
-    except subprocess.TimeoutExpired:
-        raise EmbeddedFailed(f"{program} {' '.join(args)} did not finish in {timeout:.0f} s"
-                             ) from None
+    # Output to files, not pipes: a server started by pg_ctl would hold a pipe open for
+    # as long as it runs, and reading it to its end would never return.
+    with tempfile.TemporaryFile("w+") as out:
+        try:
+            done = subprocess.run([str(lay.install / "bin" / program), *args], cwd="/",
+                                  env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                  stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                                  **kwargs)
+        except subprocess.TimeoutExpired:
+            raise EmbeddedFailed(f"{program} {' '.join(args)} did not finish in "
+                                 f"{timeout:.0f} s") from None
+        out.seek(0)
+        output = out.read()
     if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
+        lines = output.strip().splitlines()
         raise EmbeddedFailed(f"{program} failed for {lay.pgdata}: "
                              f"{lines[-1] if lines else f'exit {done.returncode}'}")
-    return done.stdout
+    return output
 
 
 def pg_ctl(lay: Layout, *args: str) -> str:
@@ -404,7 +411,8 @@ class Server:
 
     def restart(self) -> None:
         """Stop (fast: sessions are cut) and start again, as a crash of the host would."""
-        pg_ctl(self.layout, "-w", "-t", "60", "-m", "fast", "restart")
+        pg_ctl(self.layout, "-w", "-t", "60", "-m", "fast", "-l",
+               str(self.layout.pgdata / "log"), "restart")
 
     def cleanup(self) -> bool:
         """Leave; True when this was the last user and the server was stopped."""
