@@ -347,10 +347,15 @@ def wait_ready(lay: Layout, timeout: float = 60) -> bool:
 def launch(lay: Layout) -> None:
     socket_dir = lay.socket_dir
     if socket_dir != lay.pgdata:
+        # In /tmp, where anyone may have made that name first: use only a real folder
+        # of ours or of the server's user.
         socket_dir.mkdir(mode=0o700, exist_ok=True)
-        if lay.user is not None:
-            entry = pwd.getpwnam(lay.user)
-            os.chown(socket_dir, entry.pw_uid, entry.pw_gid)
+        uid = pwd.getpwnam(lay.user).pw_uid if lay.user is not None else os.geteuid()
+        st = os.lstat(socket_dir)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (os.geteuid(), uid):
+            raise EmbeddedFailed(f"{socket_dir} is not a folder of this user's; remove it")
+        os.chown(socket_dir, uid, -1, follow_symlinks=False)
+        socket_dir.chmod(0o700)
     for old in lay.place.glob("postgresql-*"):
         if old != lay.copy and lay.copy is not None:
             shutil.rmtree(old, ignore_errors=True)  # a copy of an older wheel
@@ -436,6 +441,8 @@ class Server:
 
 def discard_files(lay: Layout) -> None:
     shutil.rmtree(lay.pgdata, ignore_errors=True)
+    if lay.socket_dir != lay.pgdata:
+        shutil.rmtree(lay.socket_dir, ignore_errors=True)
     if lay.copy is not None:
         shutil.rmtree(lay.copy, ignore_errors=True)
     if lay.place != lay.home:

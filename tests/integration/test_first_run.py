@@ -125,7 +125,9 @@ def test_an_unprivileged_user_runs_it_with_its_own_server(tmp_path: Path) -> Non
 @pytest.mark.scenario("operations", "The last process of a home stops its server")
 def test_a_server_is_shared_adopted_after_a_crash_and_stopped_by_the_last(
         tmp_path: Path) -> None:
-    home = Path(tempfile_dir()) / "home"
+    # A long path: its socket cannot live in the data folder, it goes to /tmp.
+    home = Path(tempfile_dir()) / ("home-" + "h" * 90)
+    assert embedded.layout(home).socket_dir.parent == Path("/tmp")
     env = env_for(home)
     crash = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os, signal
@@ -147,6 +149,7 @@ def test_a_server_is_shared_adopted_after_a_crash_and_stopped_by_the_last(
         assert embedded.server_processes(pgdata) == []
     finally:
         embedded.discard(home)
+        assert not embedded.layout(home).socket_dir.exists()
         shutil.rmtree(home.parent, ignore_errors=True)
 
 
