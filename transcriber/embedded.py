@@ -495,9 +495,3 @@ def discard(home: Path) -> None:
         stop(lay)
         discard_files(lay)
 
-
-def url(home: Path) -> str:
-    """Start (or join) the server of `home` for the rest of this process. Prefer
-    `running()`, which stops it when done."""
-    return start(home).get_uri()
-

@@ -47,6 +47,11 @@ ALWAYS_STOP = 4
 FLAKY = 10
 
 
+def restart_server(server: Any) -> None:
+    """Stop the server (fast shutdown: sessions are cut) and start it again."""
+    server.restart()
+
+
 async def patient(fn: Any, *args: Any, limit_s: float = 60.0) -> Any:
     """Call `fn` until it answers: the database may be restarting."""
     deadline = trio.current_time() + limit_s
@@ -166,7 +171,7 @@ class Chaos:
         await at(0.25)
         await self.freeze_one()
         await at(0.45)
-        await trio.to_thread.run_sync(self.server.restart)
+        await trio.to_thread.run_sync(restart_server, self.server)
         self.counts["restarts"] += 1
         await at(0.6)
         await self.kill_one()
