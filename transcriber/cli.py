@@ -43,8 +43,12 @@ class Refused(Exception):
 
 
 class Terminated(Exception):
-    """SIGTERM reached a one-shot command: it stops, leaving everything as a crash would
-    but for the embedded database, which it stops."""
+    """SIGTERM or SIGINT reached a one-shot command: it stops, leaving everything as a
+    crash would but for the embedded database, which it stops."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 def environment_failures() -> tuple[type[BaseException], ...]:
@@ -69,16 +73,18 @@ def unwrap(exc: BaseException) -> BaseException:
 
 def with_database(work: Callable[[Database], Awaitable[T]], *, needs_home: bool = False) -> T:
     """Run `work` with a migrated database, translating failures into exit codes;
-    SIGTERM cancels it (the embedded database is left, and stopped if ours)."""
+    SIGTERM or SIGINT cancels it (the embedded database is left, and stopped if ours)."""
 
     async def main() -> T:
-        async def on_sigterm(signals: Any) -> None:
-            async for _ in signals:
-                raise Terminated()
+        async def on_signal(signals: Any) -> None:
+            async for signum in signals:
+                raise Terminated(signum)
 
-        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        # Signals become a cancellation, so the embedded server is always left (a
+        # KeyboardInterrupt could land while it is starting and skip that).
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(on_sigterm, signals)
+                nursery.start_soon(on_signal, signals)
                 async with trio_asyncio.open_loop():
                     async with open_session(Config.from_env(), needs_home=needs_home) as db:
                         result = await work(db)
@@ -99,6 +105,8 @@ def run_trio(main: Callable[[], Awaitable[T]]) -> T:
         if isinstance(inner, Refused):
             fail(str(inner), 1)
         if isinstance(inner, Terminated):
+            if inner.signum == signal.SIGINT:
+                raise KeyboardInterrupt from None  # Ctrl-C: what the command line expects
             fail("stopped by SIGTERM", 143)
         if inner is not e:
             raise inner from None
