@@ -390,7 +390,6 @@ def transcribe(
     from transcriber.formats import FORMATS, render
     from transcriber.oneshot import ProgressBar, transcribe_file
     from transcriber.pipeline import audio_steps
-
     from transcriber.recognize import ModelUnavailable
     from transcriber.serve import require_model
 

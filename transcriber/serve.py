@@ -6,8 +6,8 @@ from __future__ import annotations
 import errno
 import logging
 import signal
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
