@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -35,6 +36,14 @@ def transcriber(env: dict[str, str], *args: str, prefix: tuple[str, ...] = (),
 
 
 transcriber_blocking = transcriber
+
+
+def open_temp_folder() -> Path:
+    """A temporary folder others may pass through (pytest's own is closed): the home
+    then keeps its server's files, as a home under /var/lib does."""
+    folder = Path(tempfile.mkdtemp(prefix="transcriber-share-"))
+    folder.chmod(0o755)
+    return folder
 
 
 def one_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -108,12 +117,16 @@ def test_root_runs_the_cli_from_a_closed_folder(tmp_path: Path) -> None:
 @as_root
 @pytest.mark.scenario("operations", "Another user runs it with a home of their own")
 def test_an_unprivileged_user_runs_it_with_its_own_server(tmp_path: Path) -> None:
-    if not (embedded.reachable(Path(sys.executable)) and embedded.reachable(ROOT)):
-        pytest.skip("the project is inside a closed folder: nobody cannot run it from there")
+    as_nobody = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
+    probe = subprocess.run([*as_nobody, sys.executable, "-c", "import transcriber.cli"],
+                           env=env_for(Path("/nonexistent")), cwd="/", capture_output=True,
+                           text=True)
+    if probe.returncode != 0:  # a clone inside /root, say
+        pytest.skip("nobody cannot run the project from where it is: "
+                    + (probe.stderr.strip().splitlines() or ["?"])[-1])
     home = Path("/tmp") / f"transcriber-nobody-{os.getpid()}"
     home.mkdir(mode=0o700)
     shutil.chown(home, "nobody", "nogroup")
-    as_nobody = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
     try:
         result = transcriber(env_for(home, HOME=str(home)), "migrate", prefix=as_nobody,
                              cwd=Path("/"))
@@ -125,10 +138,9 @@ def test_an_unprivileged_user_runs_it_with_its_own_server(tmp_path: Path) -> Non
 
 
 @pytest.mark.scenario("operations", "The last process of a home stops its server")
-def test_a_server_is_shared_adopted_after_a_crash_and_stopped_by_the_last(
-        tmp_path: Path) -> None:
+def test_a_server_is_shared_adopted_after_a_crash_and_stopped_by_the_last() -> None:
     # A long path: its socket cannot live in the data folder, it goes to /tmp.
-    home = Path(tempfile_dir()) / ("home-" + "h" * 90)
+    home = open_temp_folder() / ("home-" + "h" * 90)
     assert embedded.layout(home).socket_dir.parent == Path("/tmp")
     env = env_for(home)
     crash = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
@@ -153,13 +165,6 @@ def test_a_server_is_shared_adopted_after_a_crash_and_stopped_by_the_last(
         embedded.discard(home)
         assert not embedded.layout(home).socket_dir.exists()
         shutil.rmtree(home.parent, ignore_errors=True)
-
-
-def tempfile_dir() -> str:
-    import tempfile
-    folder = tempfile.mkdtemp(prefix="transcriber-share-")
-    os.chmod(folder, 0o755)
-    return folder
 
 
 @as_root
@@ -232,7 +237,7 @@ def test_uses_the_server(pg_admin_url):
 
 
 def test_a_test_session_leaves_no_postgres_behind() -> None:
-    tmp = Path(tempfile_dir())
+    tmp = open_temp_folder()
     try:
         (tmp / "test_inner.py").write_text(INNER_TEST)
         before = embedded.server_processes(tmp)
@@ -251,7 +256,7 @@ def test_a_test_session_leaves_no_postgres_behind() -> None:
 
 @pytest.mark.scenario("operations", "SIGTERM stops a command's own PostgreSQL")
 def test_sigterm_stops_a_one_shot_command_and_its_server() -> None:
-    home = Path(tempfile_dir()) / "home"
+    home = open_temp_folder() / "home"
     proc = subprocess.Popen([sys.executable, "-m", "transcriber", "journal", "--follow"],
                             env=env_for(home), cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
