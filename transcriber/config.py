@@ -30,6 +30,19 @@ class Config:
     max_duration_s: float = 4 * 3600.0
     max_upload_bytes: int = 2 * 1024**3
     cpu_threads: int = 1
+    http_max_requests: int = 256
+    """Requests the API serves at once; more are answered 503 with Retry-After."""
+    http_body_idle_s: float = 30.0
+    """A request body that sends nothing for this long is answered 408."""
+    owner_max_uploads: int = 4
+    """Uploads one owner may send at once; more are answered 429 with Retry-After."""
+    owner_max_bytes: int = 50 * 1024**3
+    """Bytes of uploads one owner may keep; an upload past it is answered 507."""
+    min_free_bytes: int = 1024**3
+    """Free space the upload store's disk keeps (the embedded database may share it);
+    an upload that would leave less is answered 507."""
+    metrics_token: str | None = None
+    """A bearer token that opens /metrics to other hosts than loopback."""
 
     @property
     def uploads(self) -> Path:
@@ -57,4 +70,10 @@ class Config:
                    recognizer_url=get("RECOGNIZER_URL"), recognizer_key=get("RECOGNIZER_KEY"),
                    max_duration_s=float(get("MAX_DURATION_S") or 4 * 3600),
                    max_upload_bytes=int(get("MAX_UPLOAD_BYTES") or 2 * 1024**3),
-                   cpu_threads=int(get("CPU_THREADS") or 1))
+                   cpu_threads=int(get("CPU_THREADS") or 1),
+                   http_max_requests=int(get("HTTP_MAX_REQUESTS") or 256),
+                   http_body_idle_s=float(get("HTTP_BODY_IDLE_S") or 30),
+                   owner_max_uploads=int(get("OWNER_MAX_UPLOADS") or 4),
+                   owner_max_bytes=int(get("OWNER_MAX_BYTES") or 50 * 1024**3),
+                   min_free_bytes=int(get("MIN_FREE_BYTES") or 1024**3),
+                   metrics_token=get("METRICS_TOKEN"))

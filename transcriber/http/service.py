@@ -1,11 +1,15 @@
 """The service itself: health for load balancers, metrics for Prometheus."""
 
+import hmac
+
 import trio
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from transcriber.db import describe
-from transcriber.http.deps import Db
+from transcriber.http.deps import Db, Settings
+from transcriber.http.errors import ApiError, Error
+from transcriber.http.middleware import is_loopback
 from transcriber.http.models import Health
 from transcriber.metrics import render_metrics
 
@@ -26,8 +30,20 @@ async def healthz(db: Db) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
 
+def operator_token_given(request: Request, token: str | None) -> bool:
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    return (token is not None and scheme.lower() == "bearer"
+            and hmac.compare_digest(given.strip().encode(), token.encode()))
+
+
 @router.get("/metrics", summary="Prometheus metrics", response_model=None,
-            responses={200: {"content": {"text/plain": {}}}})
-async def metrics(db: Db) -> Response:
+            description="Counts across all owners, for the operator: served to loopback, "
+                        "or with `Authorization: Bearer <TRANSCRIBER_METRICS_TOKEN>`.",
+            responses={200: {"content": {"text/plain": {}}}, 403: {"model": Error}})
+async def metrics(request: Request, db: Db, config: Settings) -> Response:
+    if not (is_loopback(request.client and request.client.host)
+            or operator_token_given(request, config.metrics_token)):
+        raise ApiError(403, "metrics are served to this host, or with the operator's "
+                            "metrics token")
     return Response(await render_metrics(db),
                     media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -5,13 +5,47 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import http
+import json
 import logging
 from collections.abc import AsyncIterator
 
+import h11
 import hypercorn.config
 import hypercorn.trio
 import trio
 from fastapi import FastAPI
+from hypercorn.events import RawData
+from hypercorn.protocol.h11 import H11Protocol
+
+
+async def _send_json_error(self: H11Protocol, status_code: int) -> None:
+    """Hypercorn's own answer to a request it cannot parse (a broken request line, a
+    negative Content-Length: 400; headers over its limit: 431), in the API's one error
+    shape instead of an empty body, in one write.
+
+    Nothing when the application has the request already: then the error is the
+    client's broken body or its going away mid-body, which the application answers
+    itself. (Hypercorn would answer too, and the two writes could meet on the socket:
+    trio refuses that with an error that ends the whole server.)"""
+    if self.stream is not None:
+        return
+    body = json.dumps({"error": f"{http.HTTPStatus(status_code).phrase.lower()}: "
+                                "the request could not be parsed"}).encode()
+    try:
+        data = b"".join(self.connection.send(event) or b"" for event in (
+            h11.Response(status_code=status_code, headers=[
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()), (b"connection", b"close"),
+                *self.config.response_headers("h11")]),
+            h11.Data(data=body), h11.EndOfMessage()))
+    except h11.LocalProtocolError:
+        return  # h11 cannot answer in this state; the connection closes unanswered
+    await self.send(RawData(data=data))
+
+
+# Hypercorn (pinned in pyproject.toml) has no setting for this answer's body.
+H11Protocol._send_error_response = _send_json_error  # type: ignore[method-assign]
 
 
 def server_config(host: str = "127.0.0.1", port: int = 8080) -> hypercorn.config.Config:
