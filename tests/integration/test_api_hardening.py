@@ -30,7 +30,7 @@ from tests.integration.test_api_uploads import (MiB, ROOT, RawUpload, read_line,
                                                 send_all_then_answer, until)
 from tests.integration.test_cli import cli
 from transcriber.config import Config
-from transcriber.db import Database, DatabaseBusy
+from transcriber.db import Database, DatabaseBusy, open_database
 from transcriber.http import app as http_app
 from transcriber.http import create_app, serving
 from transcriber.http.middleware import JSON_BODY_MAX
@@ -341,7 +341,7 @@ async def test_the_servers_own_errors_are_json(base_url: str) -> None:
 
 @intake("Every error is answered in one JSON shape")
 async def test_unexpected_errors_are_json_without_internals(
-        db: Database, config: Config, ann: NewOwner) -> None:
+        db: Database, db_url: str, config: Config, ann: NewOwner) -> None:
     failing = APIRouter()
 
     @failing.get("/v1/test/crash")
@@ -369,6 +369,13 @@ async def test_unexpected_errors_are_json_without_internals(
             away = await c.get(path)
             assert away.status_code == 503 and away.headers["retry-after"], away.text
             assert set(away.json()) == {"error"}
+    # The database gone while the token is checked, before the application runs.
+    async with open_database(db_url, min_size=1, max_size=1) as gone_db:
+        pass
+    async with serving(create_app(gone_db, config)) as url, client(url, ann) as c:
+        away = await c.get("/v1/recordings")
+        assert away.status_code == 503 and away.headers["retry-after"], away.text
+        assert set(away.json()) == {"error"}
 
 
 @intake("Every error is answered in one JSON shape")

@@ -17,7 +17,8 @@ from starlette.exceptions import HTTPException
 
 from transcriber.auth import owner_of_token
 from transcriber.db import Database
-from transcriber.http.errors import UNAUTHORIZED
+from transcriber.http.errors import (DATABASE_AWAY, DATABASE_AWAY_ERRORS, RETRY_AFTER_S,
+                                     UNAUTHORIZED)
 
 JSON_BODY_MAX = 128 * 1024
 """Bytes of a body the application parses whole (an edit). The largest valid edit, a
@@ -153,7 +154,13 @@ class Guard:
     async def _guarded(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers = dict(scope["headers"])
         if not self.public(scope["path"]):
-            owner = await self._owner(headers.get(b"authorization", b""))
+            try:
+                owner = await self._owner(headers.get(b"authorization", b""))
+            except DATABASE_AWAY_ERRORS:
+                # Outside the application: its handler for these cannot answer here.
+                await send_error(send, 503, DATABASE_AWAY,
+                                 [("Retry-After", str(RETRY_AFTER_S)), ("Connection", "close")])
+                return
             if owner is None:
                 await send_error(send, 401, UNAUTHORIZED,
                                  [("WWW-Authenticate", "Bearer"), ("Connection", "close")])
