@@ -41,11 +41,11 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
     app.state.config = config
     app.state.max_upload_bytes = (config.max_upload_bytes if max_upload_bytes is None
                                   else max_upload_bytes)
+    app.state.upload_slots = UploadSlots(config.owner_max_uploads)
     # The last added runs first: DrainRequestBody around Guard around the routes.
     app.add_middleware(Guard, db=db, max_requests=config.http_max_requests,
                        public=PUBLIC_PATHS.__contains__,
                        streamed=lambda method, path: (method, path) in STREAMED)
-    app.state.upload_slots = UploadSlots(config.owner_max_uploads)
     app.add_middleware(DrainRequestBody, idle_s=config.http_body_idle_s)
     install_error_handlers(app)
     for router in ROUTERS:

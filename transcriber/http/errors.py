@@ -17,14 +17,15 @@ from transcriber.db import DatabaseBusy, DatabaseUnreachable, describe
 from transcriber.http.uploads import UploadRefused
 
 NOT_FOUND = "no such recording"
+UNAUTHORIZED = "missing or invalid API token"
 INTERNAL = "internal error; the operator's log has the details"
 DATABASE_AWAY = "the database is not answering; retry shortly"
 RETRY_AFTER_S = 5
 
 # A database that is busy or whose connection broke: the request may well succeed later.
+# (The API's routes make no other connections, so a ConnectionError is the database's.)
 DATABASE_AWAY_ERRORS = (DatabaseBusy, DatabaseUnreachable, asyncpg.PostgresConnectionError,
                         asyncpg.InterfaceError, ConnectionError)
-UNAUTHORIZED = "missing or invalid API token"
 
 
 class ApiError(Exception):

@@ -13,9 +13,8 @@ import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
-import attrs
-
 import asyncpg
+import attrs
 import trio
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import JSONResponse
