@@ -43,6 +43,9 @@ class Config:
     an upload that would leave less is answered 507."""
     metrics_token: str | None = None
     """A bearer token that opens /metrics to other hosts than loopback."""
+    http_head_timeout_s: float = 5.0
+    """A connection without a whole request head for this long (a new one, or one idle
+    between requests) is closed."""
 
     @property
     def uploads(self) -> Path:
@@ -76,4 +79,5 @@ class Config:
                    owner_max_uploads=int(get("OWNER_MAX_UPLOADS") or 4),
                    owner_max_bytes=int(get("OWNER_MAX_BYTES") or 50 * 1024**3),
                    min_free_bytes=int(get("MIN_FREE_BYTES") or 1024**3),
-                   metrics_token=get("METRICS_TOKEN"))
+                   metrics_token=get("METRICS_TOKEN"),
+                   http_head_timeout_s=float(get("HTTP_HEAD_TIMEOUT_S") or 5))

@@ -221,6 +221,25 @@ async def test_many_slow_uploads_are_bounded(
     assert store_files(config) == [] and await count_recordings(db) == 0
 
 
+@intake("A silent request body is answered 408")
+async def test_connections_without_a_whole_head_are_closed(
+        db: Database, config: Config) -> None:
+    async with serving(create_app(db, Config(home=config.home, http_head_timeout_s=0.5))
+                       ) as url:
+        host, port = httpx.URL(url).host, httpx.URL(url).port
+        dribbling = []
+        for _ in range(20):
+            stream = await trio.open_tcp_stream(host, port)
+            await stream.send_all(b"GET /healthz HTTP/1.1\r\nHo")
+            dribbling.append(stream)
+        # Closed by the server after 0.5 s (Hypercorn's default would keep them 5 s).
+        with trio.fail_after(4):
+            for stream in dribbling:
+                assert await stream.receive_some(1024) == b""
+        for stream in dribbling:
+            await stream.aclose()
+
+
 @pytest.fixture
 async def tight(db: Database, config: Config) -> AsyncIterator[tuple[str, Config]]:
     """A server with small bounds: 2 requests at once, 1 upload per owner, 64 KiB

@@ -176,10 +176,12 @@ async def upload(
 async def receive_into(request: Request, body: Any, into: Hashed, limit: int,
                        title: str | None, language: str | None, filename: str | None
                        ) -> Upload:
+    # `Hashed` writes as `Incoming` does, which is all `receive` asks of its target.
     return await receive(
         body, content_type=request.headers.get("content-type", ""),
         content_length=request.headers.get("content-length"),
-        disposition=request.headers.get("content-disposition"), into=into,  # type: ignore[arg-type]
+        disposition=request.headers.get("content-disposition"),
+        into=into,  # type: ignore[arg-type]
         limit=limit, title=title, language=language, filename=filename)
 
 

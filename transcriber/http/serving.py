@@ -48,10 +48,16 @@ async def _send_json_error(self: H11Protocol, status_code: int) -> None:
 H11Protocol._send_error_response = _send_json_error  # type: ignore[method-assign]
 
 
-def server_config(host: str = "127.0.0.1", port: int = 8080) -> hypercorn.config.Config:
-    """Hypercorn's settings for the service: the service log's logger, no access log."""
+def server_config(host: str = "127.0.0.1", port: int = 8080, *,
+                  head_timeout_s: float = 5.0) -> hypercorn.config.Config:
+    """Hypercorn's settings for the service: the service log's logger, no access log,
+    a connection closed when it has no whole request head for `head_timeout_s` (so a
+    connection that dribbles its head, or idles between requests, is not kept)."""
     config = hypercorn.config.Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    # Hypercorn's keep-alive timer runs from a connection's start until its request
+    # head is whole, and again between requests.
+    config.keep_alive_timeout = head_timeout_s
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")
     return config
@@ -65,9 +71,10 @@ async def serve_app(app: FastAPI, host: str = "127.0.0.1", port: int = 0, *,
     Must run inside `trio_asyncio.open_loop()`. Cancellation stops the server at once:
     requests in flight are cancelled like at a crash (an upload removes its file).
     """
+    settings = server_config(host, port,
+                             head_timeout_s=app.state.config.http_head_timeout_s)
     async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(hypercorn.trio.serve, app, server_config(host, port)))
+        binds = await nursery.start(functools.partial(hypercorn.trio.serve, app, settings))
         task_status.started(binds[0])
 
 
