@@ -290,6 +290,7 @@ async def test_health_says_whether_the_database_answers(
         down = await c.get("/healthz")
     assert down.status_code == 503
     assert down.json()["status"] == "unavailable" and down.json()["error"]
+    assert name not in down.text  # the cause is the operator's, in the log
 
 
 async def test_openapi_describes_every_endpoint(base_url: str) -> None:

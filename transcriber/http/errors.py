@@ -50,10 +50,16 @@ would otherwise document its own validation body), an unexpected error, the data
 away or the service busy."""
 
 
+RETRY_AFTER = {"Retry-After": {"description": "seconds after which a retry may succeed",
+                               "schema": {"type": "string"}}}
+MAY_RETRY = frozenset({429, 503, 507})
+
+
 def documented_errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     """The `responses` of a route for these error statuses and `ALWAYS`, for the
-    OpenAPI document; every one answers {"error": ...}."""
-    return {code: {"model": Error} for code in sorted({*codes, *ALWAYS})}
+    OpenAPI document; every one answers {"error": ...}, some with Retry-After."""
+    return {code: {"model": Error, **({"headers": RETRY_AFTER} if code in MAY_RETRY else {})}
+            for code in sorted({*codes, *ALWAYS})}
 
 
 def error_response(status: int, message: str, headers: dict[str, str] | None = None

@@ -1,11 +1,13 @@
 """The service itself: health for load balancers, metrics for Prometheus."""
 
 import hmac
+import logging
 
 import trio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from actors.log import event
 from transcriber.db import describe
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, Error
@@ -14,6 +16,7 @@ from transcriber.http.models import Health
 from transcriber.metrics import render_metrics
 
 HEALTH_TIMEOUT_S = 5.0
+HEALTH_DOWN = "the database does not answer; the service log has the cause"
 
 router = APIRouter()
 
@@ -25,7 +28,9 @@ async def healthz(db: Db) -> JSONResponse:
         with trio.fail_after(HEALTH_TIMEOUT_S):
             await db.fetchval("health")
     except Exception as e:  # noqa: BLE001 - whatever fails, the answer is "unavailable"
-        return JSONResponse({"status": "unavailable", "error": describe(e)},
+        # The cause (a host, a database name) is the operator's: in the log only.
+        event(logging.WARNING, "health_unavailable", error=describe(e))
+        return JSONResponse({"status": "unavailable", "error": HEALTH_DOWN},
                             status_code=503)
     return JSONResponse({"status": "ok"})
 
