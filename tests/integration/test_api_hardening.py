@@ -431,6 +431,27 @@ async def test_idempotency_key_reused_with_another_request_is_422(
     assert await count_recordings(db) == 1 and len(store_files(config)) == 1
 
 
+@intake("Reusing an Idempotency-Key for another request is refused")
+async def test_concurrent_uploads_with_one_key_and_different_bodies(
+        db: Database, config: Config, base_url: str, ann: NewOwner) -> None:
+    uploads = [await RawUpload.start(base_url, ann, headers={"Idempotency-Key": "race"})
+               for _ in range(2)]
+    for u in uploads:
+        await u.send(b"x" * 1000)
+    # Both are past the key check before either commits.
+    await until(lambda: len(store_files(config)) == 2, "both uploads on disk")
+    answers = []
+    for u, end in zip(uploads, (b"first", b"second")):
+        await u.send(end)
+        await u.end()
+        answers.append(await u.answer())
+        await u.aclose()
+    assert [status for status, _ in answers] == [201, 422]
+    assert "'race'" in answers[1][1]["error"]
+    assert await count_recordings(db) == 1
+    assert [p.read_bytes() for p in store_files(config)] == [b"x" * 1000 + b"first"]
+
+
 # --- 5. token lifecycle --------------------------------------------------------------------
 
 @operations("The operator revokes and rotates tokens")

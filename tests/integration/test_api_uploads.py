@@ -188,9 +188,8 @@ async def test_upload_over_the_limit_is_refused_at_once(
 async def test_early_answers_reach_a_client_still_sending(
         db: Database, config: Config, base_url: str, ann: NewOwner,
         as_ann: httpx.AsyncClient) -> None:
-    """An answer given before the body was read — a wrong token, a body declared too
-    large for the owner's quota — reaches a client that is still sending, and the
-    connection does not hang."""
+    """An answer given before the body was read — a wrong token — reaches a client that
+    is still sending, and the connection does not hang."""
     stranger = NewOwner(id=0, name="stranger", token="tr_not-a-token")
     first = await as_ann.post("/v1/recordings", content=b"first",
                               headers={"Content-Type": "audio/wav"})

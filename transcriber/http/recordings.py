@@ -105,6 +105,13 @@ class Hashed:
         return hashlib.sha256(json.dumps(asked).encode()).digest()
 
 
+def same_request(first: Any, fingerprint: bytes) -> bool:
+    """Whether a request with `fingerprint` repeats the first one of its key (`first`, a
+    `recording_by_key` row). A record made before fingerprints were kept counts as the
+    same."""
+    return first["fingerprint"] is None or bytes(first["fingerprint"]) == fingerprint
+
+
 def key_reused(key: str) -> ApiError:
     return ApiError(422, f"the Idempotency-Key {key!r} was used before with a different "
                          "request (title, language, filename or content); send a new "
@@ -188,9 +195,8 @@ async def receive_into(request: Request, body: Any, into: Hashed, limit: int,
 async def replay(db: Database, owner: int, key: str, first: Any, fingerprint: bytes
                  ) -> JSONResponse:
     """The first recording of `key` (200) if this request is the first one again; 422
-    if it asks for something else. A record made before fingerprints were kept
-    answers as the first recording."""
-    if first["fingerprint"] is not None and bytes(first["fingerprint"]) != fingerprint:
+    if it asks for something else."""
+    if not same_request(first, fingerprint):
         raise key_reused(key)
     event(logging.INFO, "upload_replayed", id=first["id"], owner=owner)
     return await card_response(db, owner, first["id"], 200)
@@ -222,7 +228,7 @@ async def accept(db: Database, owner: int, up: Upload, key: str | None, fingerpr
     if rid is None:
         # Another upload with this key committed first; this file goes.
         first = await db.fetchrow("recording_by_key", owner, key)
-        if bytes(first["fingerprint"]) != fingerprint:
+        if not same_request(first, fingerprint):
             raise key_reused(key)
         return first["id"], 200
     into.keep()
