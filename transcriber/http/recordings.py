@@ -137,7 +137,8 @@ async def upload(
                                               description="for a raw body")] = None,
         idempotency_key: Annotated[str | None, Header(
             min_length=1, max_length=200,
-            description="retrying with the same key returns the first recording")] = None,
+            description="retrying with the same key returns the first recording; the "
+                        "same key with another request is 422")] = None,
 ) -> JSONResponse:
     """A multipart form (`file`, `title`, `language`) or the audio itself as the body.
     The recording is on disk and its record committed before the answer."""
