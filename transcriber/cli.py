@@ -27,7 +27,7 @@ from transcriber.embedded import EmbeddedFailed
 from transcriber.home import HomeUnusable
 from transcriber.migrate import migrate as apply_migrations
 from transcriber.options import BadOptions, RecognitionOptions
-from transcriber.owners import OwnerExists, add_owner
+from transcriber.owners import NoSuchOwner, OwnerExists, add_owner, revoke, rotate_token
 from transcriber.queue import NotStopped, PgQueue
 from transcriber.session import open_session
 
@@ -170,10 +170,51 @@ def owner_add(name: str) -> None:
         except OwnerExists:
             raise Refused(f"owner {name!r} exists already") from None
 
-    owner = with_database(work)
+    show_token(with_database(work))
+
+
+def show_token(owner: Any) -> None:
     typer.echo(owner.token)
     typer.echo(f"owner {owner.name} (id {owner.id}): keep this token, it is not shown again",
                err=True)
+
+
+@owner_app.command("list")
+def owner_list() -> None:
+    """Owners: name, since when, revoked or not, their recordings and stored bytes."""
+    rows = with_database(lambda db: db.fetch("owner_list"))
+    typer.echo(f"{'name':<20} {'created':<20} {'revoked':<20} {'recordings':>10} "
+               f"{'stored_bytes':>14}")
+    for r in rows:
+        revoked = r["revoked_at"].isoformat(timespec="seconds") if r["revoked_at"] else "-"
+        typer.echo(f"{r['name']:<20} {r['created_at'].isoformat(timespec='seconds'):<20} "
+                   f"{revoked:<20} {r['recordings']:>10} {r['stored_bytes']:>14}")
+
+
+@owner_app.command("revoke")
+def owner_revoke(name: str) -> None:
+    """Stop NAME's token at once; their recordings and journal stay for the operator
+    (`rotate` gives them a new token)."""
+    async def work(db: Database) -> None:
+        try:
+            await revoke(db, name)
+        except NoSuchOwner:
+            raise Refused(f"no owner {name!r}") from None
+
+    with_database(work)
+    typer.echo(f"owner {name} revoked: their token no longer works")
+
+
+@owner_app.command("rotate")
+def owner_rotate(name: str) -> None:
+    """Give NAME a new token (printed once); the old one stops working at once."""
+    async def work(db: Database) -> Any:
+        try:
+            return await rotate_token(db, name)
+        except NoSuchOwner:
+            raise Refused(f"no owner {name!r}") from None
+
+    show_token(with_database(work))
 
 
 @app.command()
