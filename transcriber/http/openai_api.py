@@ -11,8 +11,11 @@ past `TRANSCRIBER_OPENAI_WAIT_S`, a service that stops — the record goes on, a
 card and transcript are at `/v1/recordings/{id}` as for any other.
 
 Errors of these routes are in OpenAI's shape,
-`{"error": {"message", "type", "param", "code"}}`, which OpenAI's clients read; the rest
-of the API keeps its own. An answer about a record the client must not send again
+`{"error": {"message", "type", "param", "code"}}`, which OpenAI's clients read, whichever
+layer answers them (`error_body` is this area's `errors.ErrorShapes` entry, used by the
+middleware and the application's handlers); the rest of the API keeps its own. Uploads
+here are bounded as those to `POST /v1/recordings` are: the owner's uploads at once
+(429), quota and disk (507), a silent body (408). An answer about a record the client must not send again
 (stopped, still working, the service stopping) carries `x-should-retry: false`, which
 OpenAI's SDKs obey: a retry would make a second record of the same audio.
 """
@@ -33,18 +36,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from actors.log import event
-from transcriber.cards import card
 from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.formats import to_srt, to_text, to_vtt
 from transcriber.http.auth import Owner
-from transcriber.http.cards import TRANSCRIPT_PATHS, card_path
+from transcriber.http.cards import TRANSCRIPT_PATHS, card_path, owned_card
 from transcriber.http.deps import Db, Settings
-from transcriber.http.errors import ApiError, validation_message
+from transcriber.http.errors import MAY_RETRY, RETRY_AFTER, validation_message
+from transcriber.http.quotas import room_refusals, upload_room
 from transcriber.http.recordings import accept
 from transcriber.http.uploads import (FORM_SLACK, PROMPT_MAX, Upload, UploadRefused,
                                       check_text, clean_filename, clean_language, incoming,
@@ -53,6 +55,11 @@ from transcriber.http.waiting import Waiting
 from transcriber.languages import language_name
 from transcriber.options import RecognitionOptions
 from transcriber.pipeline import recognizer_name
+
+UPLOADS = ("/v1/audio/transcriptions", "/v1/audio/translations")
+"""The routes that take audio: they stream their body under the upload size limit."""
+PREFIXES = ("/v1/audio", "/v1/models")
+"""Where this area's paths live: every error under them is in OpenAI's shape."""
 
 RECORDING_HEADER = "X-Transcriber-Recording-Id"
 NO_RETRY = {"x-should-retry": "false"}
@@ -84,6 +91,22 @@ STOP_STATUS = {"undecodable_audio": 400, "empty_audio": 400,
 STOP_STATUS_OTHER = 503
 
 
+CODE_OF_STATUS = {400: "invalid_request", 401: "invalid_api_key", 404: "not_found",
+                  405: "method_not_allowed", 408: "request_timeout", 413: "file_too_large",
+                  415: "invalid_content_type", 422: "invalid_request",
+                  429: "rate_limit_exceeded", 500: "server_error",
+                  503: "service_unavailable", 507: "insufficient_storage"}
+
+
+def error_body(status: int, message: str, *, code: str | None = None,
+               param: str | None = None) -> dict[str, Any]:
+    """OpenAI's error shape; `code` by default the one of `status`."""
+    # As OpenAI types them: a bad key is an invalid request too (code invalid_api_key).
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "param": param,
+                      "code": code if code is not None else CODE_OF_STATUS.get(status)}}
+
+
 class OpenAIError(Exception):
     """An answer in OpenAI's error shape."""
 
@@ -97,36 +120,24 @@ class OpenAIError(Exception):
         self.headers = headers or {}
 
     def response(self) -> JSONResponse:
-        # As OpenAI types them: a bad key is an invalid request too (code invalid_api_key).
-        kind = "server_error" if self.status >= 500 else "invalid_request_error"
-        return JSONResponse({"error": {"message": self.message, "type": kind,
-                                       "param": self.param, "code": self.code}},
+        return JSONResponse(error_body(self.status, self.message, code=self.code,
+                                       param=self.param),
                             status_code=self.status, headers=self.headers)
 
 
-CODE_OF_STATUS = {400: "invalid_request", 401: "invalid_api_key", 404: "not_found",
-                  413: "file_too_large", 415: "invalid_content_type",
-                  422: "invalid_request", 503: "service_unavailable"}
-
-
 def as_openai(exc: Exception) -> OpenAIError | None:
-    """The errors the rest of the API raises (the shared `Owner` dependency's 401, an
-    upload refused, a malformed request), in OpenAI's shape; None for any other."""
+    """The errors whose status OpenAI's clients expect otherwise than the rest of the
+    API gives it (an upload refused, a malformed request: 400, not 422), and this
+    module's own; None for any other, which the application's handlers answer, in
+    OpenAI's shape too (`error_body`)."""
     if isinstance(exc, OpenAIError):
         return exc
-    if isinstance(exc, ApiError):
-        return OpenAIError(exc.status, exc.message, code=CODE_OF_STATUS.get(exc.status),
-                           headers=exc.headers)
     if isinstance(exc, UploadRefused):
         # OpenAI answers 400 for what this API answers 422 (a field it cannot use).
         status = 400 if exc.status == 422 else exc.status
         return OpenAIError(status, exc.message, code=CODE_OF_STATUS.get(exc.status))
     if isinstance(exc, RequestValidationError):
         return OpenAIError(400, validation_message(exc), code="invalid_request")
-    if isinstance(exc, StarletteHTTPException):
-        return OpenAIError(exc.status_code, str(exc.detail),
-                           code=CODE_OF_STATUS.get(exc.status_code),
-                           headers=getattr(exc, "headers", None))
     return None
 
 
@@ -229,6 +240,8 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
 async def receive_request(request: Request, owner: int, db: Database, config: Config,
                           task: str) -> tuple[uuid.UUID, AudioRequest]:
     """Store the form's file and commit its record; the record's id and the request.
+    Bounded as `POST /v1/recordings` is: one of the owner's upload slots while it is
+    received (429), the owner's quota and the disk's room (507).
 
     Cancellation: as `POST /v1/recordings`: before the commit nothing is kept; the commit
     itself is shielded.
@@ -237,25 +250,29 @@ async def receive_request(request: Request, owner: int, db: Database, config: Co
     if not is_form(content_type):
         raise OpenAIError(400, "send multipart/form-data with a 'file' field",
                           code="invalid_content_type")
-    limit = request.app.state.max_upload_bytes
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit + FORM_SLACK:
-        raise OpenAIError(413, f"the file is larger than {limit} bytes", code="file_too_large",
-                          param="file")
     fields = TRANSCRIPTION_FIELDS if task == "transcribe" else TRANSLATION_FIELDS
-    try:
-        async with incoming(config.uploads) as into, \
-                contextlib.aclosing(request.stream()) as body:
-            form = await receive_form(body, content_type, into, limit, fields)
-            if into.size == 0:
-                raise OpenAIError(400, "the file is empty", code="empty_file", param="file")
-            asked = parse_request(task, form.fields, form.lists)
-            await into.finish()
-            up = Upload(into.path, into.size, clean_filename(form.filename), None,
-                        asked.language, asked.options)
-            rid, _ = await accept(db, owner, up, None, into, via="openai")
-    except ClientDisconnect:
-        raise OpenAIError(400, "the upload was interrupted", code="invalid_request") from None
+    with request.app.state.upload_slots.take(owner):
+        room = await upload_room(db, config, owner, request.app.state.max_upload_bytes)
+        try:
+            with room_refusals(room, owner):
+                declared = request.headers.get("content-length")
+                if (declared is not None and declared.isdigit()
+                        and int(declared) > room.limit + FORM_SLACK):
+                    raise UploadRefused(413, f"the file is larger than {room.limit} bytes")
+                async with incoming(config.uploads) as into, \
+                        contextlib.aclosing(request.stream()) as body:
+                    form = await receive_form(body, content_type, into, room.limit, fields)
+                    if into.size == 0:
+                        raise OpenAIError(400, "the file is empty", code="empty_file",
+                                          param="file")
+                    asked = parse_request(task, form.fields, form.lists)
+                    await into.finish()
+                    up = Upload(into.path, into.size, clean_filename(form.filename), None,
+                                asked.language, asked.options)
+                    rid, _ = await accept(db, owner, up, None, None, into, via="openai")
+        except ClientDisconnect:
+            raise OpenAIError(400, "the upload was interrupted",
+                              code="invalid_request") from None
     event(logging.INFO, "openai_accepted", id=rid, owner=owner, size=up.size, task=task,
           model=asked.model)
     return rid, asked
@@ -267,10 +284,10 @@ STOPPING = "stopping"
 TIMED_OUT = "timed_out"
 
 
-async def outcome(db: Database, rid: uuid.UUID, wait_s: float, waiting: Waiting
-                  ) -> dict[str, Any] | str:
-    """The record's card once it is transcribed or stopped; STOPPING when the service
-    stops first, TIMED_OUT after `wait_s`.
+async def outcome(db: Database, owner: int, rid: uuid.UUID, wait_s: float,
+                  waiting: Waiting) -> dict[str, Any] | str:
+    """The owner's record's card (as the owner reads it) once it is transcribed or
+    stopped; STOPPING when the service stops first, TIMED_OUT after `wait_s`.
 
     Reads the card whenever the journal has news, and at growing intervals besides
     (see Waiting). Cancellation: nothing to undo; the record goes on.
@@ -279,8 +296,7 @@ async def outcome(db: Database, rid: uuid.UUID, wait_s: float, waiting: Waiting
     with trio.move_on_after(wait_s):
         while True:
             news = waiting.next_news()
-            c = await card(db, rid)
-            assert c is not None  # records are never deleted
+            c = await owned_card(db, owner, rid)  # records are never deleted
             if c["done"] or c["stopped"]:
                 return c
             await waiting.pause(news, poll)
@@ -290,7 +306,7 @@ async def outcome(db: Database, rid: uuid.UUID, wait_s: float, waiting: Waiting
     return TIMED_OUT
 
 
-async def outcome_unless_gone(request: Request, db: Database, rid: uuid.UUID,
+async def outcome_unless_gone(request: Request, db: Database, owner: int, rid: uuid.UUID,
                               wait_s: float) -> dict[str, Any] | str | None:
     """`outcome`, or None as soon as the client disconnects (nobody would read the
     answer; the record goes on).
@@ -302,7 +318,7 @@ async def outcome_unless_gone(request: Request, db: Database, rid: uuid.UUID,
 
         async def wait() -> None:
             nonlocal found
-            found = await outcome(db, rid, wait_s, waiting_of(request.app))
+            found = await outcome(db, owner, rid, wait_s, waiting_of(request.app))
             nursery.cancel_scope.cancel()
 
         async def watch() -> None:
@@ -317,11 +333,13 @@ async def outcome_unless_gone(request: Request, db: Database, rid: uuid.UUID,
 
 
 def stopped_error(c: dict[str, Any], headers: dict[str, str]) -> OpenAIError:
+    """The stop of the owner's card `c`: its reason as the code, its plain words for the
+    owner as the message (the error text is the operator's, as on the card)."""
     stop = c["stopped"]
     return OpenAIError(
         STOP_STATUS.get(stop["reason"], STOP_STATUS_OTHER),
         f"recording {c['id']} stopped at {c['milestone']} ({stop['reason']}): "
-        f"{stop['error']}", code=stop["reason"], param="file", headers=headers)
+        f"{stop['message']}", code=stop["reason"], param="file", headers=headers)
 
 
 # --- the answer ----------------------------------------------------------------------
@@ -381,7 +399,7 @@ async def recognize(request: Request, owner: int, db: Database, config: Config, 
     rid, asked = await receive_request(request, owner, db, config, task)
     headers = {RECORDING_HEADER: str(rid)}
     where = card_path(rid)
-    found = await outcome_unless_gone(request, db, rid, config.openai_wait_s)
+    found = await outcome_unless_gone(request, db, owner, rid, config.openai_wait_s)
     if found is None:
         event(logging.INFO, "openai_client_gone", id=rid)
         return Response(status_code=499, headers=headers)  # nobody reads it
@@ -397,7 +415,7 @@ async def recognize(request: Request, owner: int, db: Database, config: Config, 
     assert isinstance(found, dict)
     if found["stopped"]:
         raise stopped_error(found, {**headers, **NO_RETRY})
-    t = await db.fetchrow("transcript", rid)
+    t = await db.fetchrow("owner_transcript", owner, rid)
     return answer(found, t, asked, headers)
 
 
@@ -418,11 +436,17 @@ AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "the transcript in the asked response_format; the record's id in "
                          f"the {RECORDING_HEADER} header",
           "content": {"application/json": {}, "text/plain": {}, "text/vtt": {}}},
-    **{code: {"description": what, "model": ErrorBody} for code, what in (
+    **{code: {"description": what, "model": ErrorBody,
+              **({"headers": RETRY_AFTER} if code in MAY_RETRY else {})}
+       for code, what in (
         (400, "unreadable or empty file, a bad field"), (401, "bad API token"),
-        (413, "file too large"), (503, "cannot take work now, or stopped for a reason "
-                                        "retrying cannot help"),
-        (504, "not transcribed within TRANSCRIBER_OPENAI_WAIT_S; the record goes on"))},
+        (408, "the upload sent nothing for TRANSCRIBER_HTTP_BODY_IDLE_S"),
+        (413, "file too large"), (429, "the owner's uploads at once are all in progress"),
+        (500, "an unexpected error"),
+        (503, "cannot take work now (busy, the database away), or stopped for a reason "
+              "retrying cannot help"),
+        (504, "not transcribed within TRANSCRIBER_OPENAI_WAIT_S; the record goes on"),
+        (507, "past the owner's quota or the disk's room"))},
 }
 
 
@@ -452,7 +476,9 @@ async def translations(request: Request, owner: Owner, db: Db, config: Settings
 
 
 @router.get("/v1/models", response_model=None, summary="Models (OpenAI-compatible)",
-            responses={401: {"description": "bad API token", "model": ErrorBody}})
+            responses={401: {"description": "bad API token", "model": ErrorBody},
+                       503: {"description": "busy, or the database away",
+                             "model": ErrorBody, "headers": RETRY_AFTER}})
 async def models(owner: Owner, config: Settings) -> JSONResponse:
     """What the `model` field may name: `whisper-1` and the configured recognizer's own
     name, both recognized by the configured recognizer."""

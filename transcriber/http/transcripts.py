@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse, Response
 
 from transcriber.formats import render
 from transcriber.http.auth import Owner
-from transcriber.http.cards import TRANSCRIPT_PATHS, card_of, owned
+from transcriber.http.cards import TRANSCRIPT_PATHS, owned_card
 from transcriber.http.deps import Db
 from transcriber.http.errors import documented_errors
 from transcriber.http.models import Card, Transcript
@@ -47,11 +47,10 @@ def transcript_route(kind: str) -> None:
         ok["model"] = Transcript
 
     async def get_transcript(owner: Owner, db: Db, recording_id: str) -> Response:
-        rid = await owned(db, owner, recording_id)
-        c = await card_of(db, rid)
+        c = await owned_card(db, owner, recording_id)
         if not c["done"]:
             return JSONResponse(c, status_code=409)
-        t = await db.fetchrow("transcript", rid)
+        t = await db.fetchrow("owner_transcript", owner, c["id"])
         text, segments = ("", []) if t is None else (t["text"], t["segments"])
         extra = {} if kind != "json" else {
             "id": c["id"], "language": t["language"] if t else c["language"],
@@ -64,7 +63,7 @@ def transcript_route(kind: str) -> None:
                response_class=JSONResponse if kind == "json" else response_class,
                responses={200: ok,
                           409: {"model": Card, "description": "not transcribed (yet): the card"},
-                          **documented_errors(401, 404)})(get_transcript)
+                          **documented_errors(404)})(get_transcript)
 
 
 for _kind in TRANSCRIPT_PATHS:
