@@ -60,8 +60,8 @@ class RawUpload:
 
     @classmethod
     async def start(cls, base_url: str, owner: NewOwner, *, content_type: str = "audio/wav",
-                    length: int | None = None, headers: dict[str, str] | None = None
-                    ) -> RawUpload:
+                    length: int | None = None, headers: dict[str, str] | None = None,
+                    path: str = "/v1/recordings") -> RawUpload:
         url = urllib.parse.urlsplit(base_url)
         assert url.hostname is not None and url.port is not None
         upload = cls(await trio.open_tcp_stream(url.hostname, url.port))
@@ -72,7 +72,7 @@ class RawUpload:
         else:
             fields["Content-Length"] = str(length)
             upload._chunked = False
-        head = "POST /v1/recordings HTTP/1.1\r\n" + "".join(
+        head = f"POST {path} HTTP/1.1\r\n" + "".join(
             f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
         await upload.stream.send_all(head.encode())
         return upload

@@ -127,8 +127,10 @@ async def test_the_sdk_against_a_real_service(
         db: Database, db_url: str, pg_admin_url: str, template_db: str, tmp_path: Path,
         model_dir: Path) -> None:
     ann, first = await add_owner(db, "ann"), await add_owner(db, "first")
-    async with serving(db_url, tmp_path / "home", "--workers", "2",
-                       model=str(model_dir)) as service, contextlib.AsyncExitStack() as stack:
+    # Ann's seven requests below upload at once: more than an owner's default (4).
+    async with serving(db_url, tmp_path / "home", "--workers", "2", model=str(model_dir),
+                       owner_max_uploads="8") as service, \
+            contextlib.AsyncExitStack() as stack:
         url = service.url
         # Another transcriber (a database of its own) whose recognizer is this service:
         # its upload is recognized here, alongside the SDK's calls.

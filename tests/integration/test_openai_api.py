@@ -5,6 +5,7 @@ records and the wait's limit. The real SDK and model: tests/integration/test_ope
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,11 +15,16 @@ import httpx
 import pytest
 import trio
 
+from fastapi import APIRouter
+
 from actors import StopRecord
-from tests.integration.test_api import ann  # noqa: F401 - a fixture
+from tests.integration.test_api import ann, ben, client, store_files  # noqa: F401
+from tests.integration.test_api_hardening import exchange, request_head
+from tests.integration.test_api_uploads import RawUpload, until
 from tests.pipeline_helpers import journal, table
 from transcriber.config import Config
-from transcriber.db import Database
+from transcriber.db import Database, DatabaseBusy, open_database
+from transcriber.http import app as http_app
 from transcriber.http import create_app, serving
 from transcriber.http.waiting import Waiting
 from transcriber.owners import NewOwner
@@ -78,7 +84,10 @@ def post(api: httpx.AsyncClient, data: dict[str, Any],
 
 
 def openai_error(r: httpx.Response) -> dict[str, Any]:
-    body = r.json()
+    return openai_shaped(r.json())
+
+
+def openai_shaped(body: dict[str, Any]) -> dict[str, Any]:
     assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}
     return body["error"]
 
@@ -236,3 +245,81 @@ async def test_a_waiting_request_is_woken_by_the_journal(db: Database, config: C
                 r = await post(api, {"response_format": "text"})
         nursery.cancel_scope.cancel()
     assert (r.status_code, r.text) == (200, TEXT + "\n")
+
+
+TRANSCRIPTIONS = "/v1/audio/transcriptions"
+FORM = "multipart/form-data; boundary=b0undary"
+FORM_HEAD = (b'--b0undary\r\nContent-Disposition: form-data; name="file"; '
+             b'filename="a.wav"\r\n\r\n')
+
+
+@scenario("The hardening's refusals come in OpenAI's shape")
+async def test_the_hardenings_refusals_come_in_openais_shape(
+        db: Database, db_url: str, config: Config, ann: NewOwner, ben: NewOwner) -> None:
+    tight = Config(home=config.home, http_max_requests=2, owner_max_uploads=1,
+                   owner_max_bytes=64 * 1024)
+    async with serving(create_app(db, tight)) as url:
+        # 300 MB declared without a token, not a byte sent: answered all the same.
+        status, headers, body = await exchange(url, request_head(
+            url, f"POST {TRANSCRIPTIONS} HTTP/1.1",
+            **{"Content-Type": FORM, "Content-Length": str(300 * 10**6)}))
+        assert status == 401 and openai_shaped(json.loads(body))["code"] == "invalid_api_key"
+        first = await RawUpload.start(url, ann, content_type=FORM, length=1000,
+                                      path=TRANSCRIPTIONS)
+        await first.send(FORM_HEAD + b"x")
+        await until(lambda: len(store_files(tight)) == 1, "the upload under way")
+        async with client(url, ann) as as_ann, client(url, ben) as as_ben:
+            # A second upload of ann's at once.
+            second = await post(as_ann, {})
+            assert second.status_code == 429 and second.headers["retry-after"]
+            assert openai_error(second)["code"] == "rate_limit_exceeded"
+            # Ben's quota filled through the API's own route, then passed here.
+            assert (await as_ben.post("/v1/recordings", content=b"z" * 60_000, headers={
+                "Content-Type": "audio/wav"})).status_code == 201
+            over = await post(as_ben, {}, audio=b"z" * 10_000)
+            assert over.status_code == 507 and "quota" in openai_error(over)["message"]
+            # Two requests under way: a third is told to come back.
+            other = await RawUpload.start(url, ben, length=1000)
+            await other.send(b"x")
+            await until(lambda: len(store_files(tight)) == 3, "two requests under way")
+            busy = await as_ben.get("/v1/models")
+            assert busy.status_code == 503 and busy.headers["retry-after"]
+            assert openai_error(busy)["type"] == "server_error"
+        for upload in (first, other):
+            await upload.aclose()
+    assert await count(db) == 1  # ben's upload to /v1/recordings
+
+    # The database away: while the token is checked, and inside the application.
+    failing = APIRouter()
+
+    @failing.get(f"{TRANSCRIPTIONS}/test-busy")
+    async def busy_route() -> None:
+        raise DatabaseBusy("no answer within 5 s")
+
+    http_app.ROUTERS.append(failing)
+    try:
+        app = create_app(db, config)
+    finally:
+        http_app.ROUTERS.remove(failing)
+    async with serving(app) as url, client(url, ann) as c:
+        away = await c.get(f"{TRANSCRIPTIONS}/test-busy")
+        assert away.status_code == 503 and away.headers["retry-after"]
+        assert openai_error(away)["code"] == "service_unavailable"
+    async with open_database(db_url, min_size=1, max_size=1) as gone_db:
+        pass
+    async with serving(create_app(gone_db, config)) as url, client(url, ann) as c:
+        away = await c.get("/v1/models")
+        assert away.status_code == 503 and away.headers["retry-after"]
+        assert openai_error(away)["code"] == "service_unavailable"
+
+    # An upload that goes silent.
+    async with serving(create_app(db, Config(home=config.home, http_body_idle_s=0.5))
+                       ) as url:
+        silent = await RawUpload.start(url, ann, content_type=FORM, length=1000,
+                                       path=TRANSCRIPTIONS)
+        await silent.send(FORM_HEAD + b"x")
+        with trio.fail_after(10):
+            status, answered = await silent.answer()
+        await silent.aclose()
+    assert status == 408 and openai_shaped(answered)["code"] == "request_timeout"
+    assert await count(db) == 1
