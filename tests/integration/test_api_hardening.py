@@ -421,7 +421,9 @@ async def test_idempotency_key_reused_with_another_request_is_422(
     assert first.status_code == 201
     for files, data in [({"file": ("a.wav", b"other")}, {"title": "One"}),
                         ({"file": ("a.wav", b"first")}, {"title": "Two"}),
-                        ({"file": ("b.wav", b"first")}, {"title": "One"})]:
+                        ({"file": ("b.wav", b"first")}, {"title": "One"}),
+                        ({"file": ("a.wav", b"first")}, {"title": "One", "task": "translate"}),
+                        ({"file": ("a.wav", b"first")}, {"title": "One", "prompt": "Kenobi"})]:
         again = await as_ann.post("/v1/recordings", files=files, data=data, headers=key)
         assert again.status_code == 422 and "'upload-8'" in again.json()["error"], again.text
     same = await as_ann.post("/v1/recordings", files={"file": ("a.wav", b"first")},
