@@ -15,9 +15,10 @@ Errors of these routes are in OpenAI's shape,
 layer answers them (`error_body` is this area's `errors.ErrorShapes` entry, used by the
 middleware and the application's handlers); the rest of the API keeps its own. Uploads
 here are bounded as those to `POST /v1/recordings` are: the owner's uploads at once
-(429), quota and disk (507), a silent body (408). An answer about a record the client must not send again
-(stopped, still working, the service stopping) carries `x-should-retry: false`, which
-OpenAI's SDKs obey: a retry would make a second record of the same audio.
+(429), quota and disk (507), a silent body (408). An answer about a record the client
+must not send again (stopped, still working, the service stopping) carries
+`x-should-retry: false`, which OpenAI's SDKs obey: a retry would make a second record of
+the same audio.
 """
 
 from __future__ import annotations
