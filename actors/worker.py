@@ -1,9 +1,11 @@
-"""A milestone-agnostic worker actor: claim, read, run the step against the lease,
-then a fenced write (commit, fail or stop)."""
+"""A milestone-agnostic worker actor: claim, read, run the step against the lease
+(renewed by a fenced heartbeat while the step lives) and its run limit, then a fenced
+write (commit, fail or stop)."""
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import attrs
@@ -11,7 +13,7 @@ import trio
 
 from actors.log import event
 from actors.metrics import REGISTRY
-from actors.queue import Job, Queue
+from actors.queue import Job, Queue, ResultRefused
 from actors.steps import Step, StepTable, StopRecord
 from actors.wakeup import Wakeup
 
@@ -30,10 +32,11 @@ def describe(exc: BaseException) -> str:
 class _Outcome:
     """What the step came to inside the lease race; written after the race, not in it."""
 
-    kind: str  # "done", "stop", "error", "lease_expired", "lease_lost"
+    kind: str  # "done", "stop", "error", "lease_expired", "lease_lost", "run_limit"
     result: Any = None
     reason: str = ""
     error: str = ""
+    renewals: int = 0
 
 
 @attrs.define(eq=False)
@@ -92,12 +95,21 @@ class Worker:
         if step is None:  # the claim only picks milestones of this table
             raise LookupError(f"claimed {job.claim.id} at {job.milestone!r}, which has no step")
         event(logging.INFO, "claimed", worker=self.name, id=job.claim.id,
-              milestone=job.milestone, step=step.name, attempt=job.attempts + 1,
+              milestone=job.milestone, step=step.name, attempt=job.attempt,
               lease_s=round(job.lease_remaining_s, 3))
         if job.in_milestone_s > step.time_limit_s:
             error = (f"at {job.milestone} for {job.in_milestone_s:.0f}s, "
                      f"limit {step.time_limit_s:.0f}s")
             await self._stop(job, "milestone_time_limit", error)
+            return None
+        if job.attempt > step.max_attempts:
+            # Every attempt is counted when claimed; one that ended in a failure was
+            # written by its worker, and the last of those stops the record. Claims
+            # past the limit mean the last holders died, froze or were cut off before
+            # any write: a recording that kills its worker must not be retried forever.
+            error = (f"{step.name}: the last of {step.max_attempts} attempts ended without "
+                     f"a word from its worker (killed, frozen or cut off)")
+            await self._stop(job, "worker_lost", error)
             return None
         started = trio.current_time()
         try:
@@ -114,6 +126,7 @@ class Worker:
         REGISTRY.observe("transcriber_step_seconds", trio.current_time() - started,
                          step=step.name)
         REGISTRY.inc("transcriber_steps_total", step=step.name, outcome=outcome.kind)
+        job = attrs.evolve(job, renewals=outcome.renewals)
         if outcome.kind == "done":
             return await self._commit(job, step, outcome.result,
                                       then_next=then_next and not self.wakeup.closed)
@@ -123,13 +136,21 @@ class Worker:
     async def _commit(self, job: Job, step: Step, result: Any, *, then_next: bool
                       ) -> Job | None:
         following = None
-        if then_next:
-            committed, following = await self.queue.commit_then_next(job, step, result)
-            if following is not None:
-                REGISTRY.inc("transcriber_claims_total")
-                self.wakeup.wake_one()
-        else:
-            committed = await self.queue.commit(job, step, result)
+        try:
+            if then_next:
+                committed, following = await self.queue.commit_then_next(job, step, result)
+                if following is not None:
+                    REGISTRY.inc("transcriber_claims_total")
+                    self.wakeup.wake_one()
+            else:
+                committed = await self.queue.commit(job, step, result)
+        except ResultRefused as e:
+            # The store cannot hold this result: a failed attempt like any other (it
+            # may retry, and stops when attempts are exhausted), never a dead worker.
+            event(logging.WARNING, "result_refused", worker=self.name, id=job.claim.id,
+                  step=step.name, error=str(e))
+            await self._write(job, step, _Outcome("error", error=str(e)))
+            return None
         if committed:
             event(logging.INFO, "milestone_reached", worker=self.name, id=job.claim.id,
                   milestone=step.next_milestone)
@@ -138,29 +159,83 @@ class Worker:
         return following
 
     async def _race(self, job: Job, step: Step) -> _Outcome:
-        """Run the step until it ends or the lease deadline passes, whichever is first."""
+        """Run the step until it ends, its lease runs out without a renewal, or its run
+        limit passes, whichever is first. While it runs, a heartbeat renews the lease
+        every `renew_every_s`; a renewal (or progress write) that finds the token gone
+        cancels the step at once.
+
+        Cancellation: from outside, the step and the heartbeat are cancelled and
+        Cancelled propagates (the caller releases the claim).
+        """
+        duration = job.inputs.get("duration_s")
+        lease_s = step.lease.seconds(duration)
+        limit_s = step.run_limit.seconds(duration) if step.run_limit else math.inf
+        started = trio.current_time()
         lost = False
-        with trio.move_on_at(trio.current_time() + job.lease_remaining_s) as scope:
+        renewals = 0
+        outcome: _Outcome | None = None
+        with trio.move_on_at(started + limit_s) as limit:
+            with trio.move_on_at(started + job.lease_remaining_s) as lease:
 
-            async def progress(fraction: float) -> None:
-                nonlocal lost
-                if not await self.queue.progress(job, min(1.0, max(0.0, fraction))):
+                def lose() -> None:
+                    nonlocal lost
                     lost = True
-                    scope.cancel()
-                    await trio.lowlevel.checkpoint()  # the step stops here, at once
+                    lease.cancel()
 
-            try:
-                return _Outcome("done", result=await step.run(job, progress))
-            except StopRecord as s:
-                return _Outcome("stop", reason=s.reason, error=s.error)
-            except Exception as e:
-                event(logging.WARNING, "step_error", worker=self.name, id=job.claim.id,
-                      step=step.name, error=describe(e))
-                return _Outcome("error", error=describe(e))
+                async def progress(fraction: float) -> None:
+                    if not await self.queue.progress(job, min(1.0, max(0.0, fraction))):
+                        lose()
+                        await trio.lowlevel.checkpoint()  # the step stops here, at once
+
+                async def heartbeat() -> None:
+                    nonlocal renewals
+                    while True:
+                        await trio.sleep(step.lease.renew_every_s)
+                        sent = trio.current_time()
+                        try:
+                            renewed = await self.queue.renew(job, step)
+                        except Exception as e:  # noqa: BLE001 - no renewal is no sign of life
+                            event(logging.WARNING, "renew_failed", worker=self.name,
+                                  id=job.claim.id, error=describe(e))
+                            return  # the lease runs out here as it does on the server
+                        if not renewed:
+                            lose()
+                            return
+                        renewals += 1
+                        REGISTRY.inc("transcriber_lease_renewals_total")
+                        # Measured from before the renewal left: the server's expiry is
+                        # no earlier than this, whatever the trip took.
+                        lease.deadline = max(lease.deadline, sent + lease_s)
+
+                try:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(heartbeat)
+                        try:
+                            outcome = _Outcome("done", result=await step.run(job, progress))
+                        except StopRecord as s:
+                            outcome = _Outcome("stop", reason=s.reason, error=s.error)
+                        except Exception as e:
+                            event(logging.WARNING, "step_error", worker=self.name,
+                                  id=job.claim.id, step=step.name, error=describe(e))
+                            outcome = _Outcome("error", error=describe(e))
+                        nursery.cancel_scope.cancel()
+                except BaseExceptionGroup as group:
+                    # A cancel from outside reaches the step and the heartbeat alike:
+                    # the caller sees one Cancelled, as from a step run alone.
+                    cancelled, rest = group.split(trio.Cancelled)
+                    if rest is not None or cancelled is None:
+                        raise
+                    raise cancelled.exceptions[0] from None
+        if outcome is not None:
+            return attrs.evolve(outcome, renewals=renewals)
         if lost:
-            return _Outcome("lease_lost")
-        return _Outcome("lease_expired",
-                        error=f"lease of {job.lease_remaining_s:.1f}s expired during {step.name}")
+            return _Outcome("lease_lost", renewals=renewals)
+        if limit.cancelled_caught:
+            return _Outcome("run_limit", renewals=renewals,
+                            error=f"{step.name} ran past its run limit of {limit_s:.1f}s")
+        return _Outcome("lease_expired", renewals=renewals,
+                        error=f"lease of {lease_s:.1f}s ran out during {step.name} "
+                              f"without a renewal")
 
     async def _write(self, job: Job, step: Step, outcome: _Outcome) -> None:
         cid = job.claim.id
@@ -173,7 +248,7 @@ class Worker:
             if result == "retry":
                 assert pause is not None
                 event(logging.WARNING, "attempt_failed", worker=self.name, id=cid,
-                      milestone=job.milestone, attempt=job.attempts + 1,
+                      milestone=job.milestone, attempt=job.attempt,
                       retry_in_s=round(pause, 3), error=outcome.error)
                 self.wakeup.wake_at(trio.current_time() + pause)
             elif result == "stopped":

@@ -34,7 +34,7 @@ from actors.log import event
 from transcriber.auth import owner_of_token
 from transcriber.cards import card, card_from_row
 from transcriber.config import Config
-from transcriber.db import Database, describe
+from transcriber.db import Database, DatabaseBusy, describe
 from transcriber.formats import render
 from transcriber.metrics import render_metrics
 from transcriber.uploads import (TITLE_MAX, Incoming, Upload, UploadRefused, check_text,
@@ -42,6 +42,8 @@ from transcriber.uploads import (TITLE_MAX, Incoming, Upload, UploadRefused, che
 
 ACCEPT_TIMEOUT_S = 30.0
 HEALTH_TIMEOUT_S = 5.0
+RETRY_AFTER_S = 5
+"""What a 503 for a database past its bound asks the client to wait."""
 SUMMARY_MAX = 20_000
 TOPICS_MAX = 50
 TOPIC_MAX = 100
@@ -339,6 +341,13 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         return _error_response(422, _validation_message(exc))
+
+    @app.exception_handler(DatabaseBusy)
+    async def busy(request: Request, exc: DatabaseBusy) -> JSONResponse:
+        # The database did not answer within its bound: say so now rather than hold
+        # the client until it gives up.
+        return _error_response(503, "the database is not answering; try again shortly",
+                               {"Retry-After": str(RETRY_AFTER_S)})
 
     async def current_owner(
             credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]

@@ -30,6 +30,16 @@ class Config:
     max_duration_s: float = 4 * 3600.0
     max_upload_bytes: int = 2 * 1024**3
     cpu_threads: int = 1
+    database_timeout_s: float = 30.0
+    """Bound of every statement and every wait for a pooled connection."""
+    lease_s: float = 30.0
+    """A claim lasts this long without a sign of life from its worker."""
+    renew_s: float = 10.0
+    """How often a live worker renews its lease."""
+    run_limit_s: float = 900.0
+    """How long one attempt of a step may run at most (plus the per-audio part)."""
+    run_limit_per_audio_s: float = 10.0
+    """Recognition's run limit grows by this per second of audio."""
 
     @property
     def uploads(self) -> Path:
@@ -57,4 +67,9 @@ class Config:
                    recognizer_url=get("RECOGNIZER_URL"), recognizer_key=get("RECOGNIZER_KEY"),
                    max_duration_s=float(get("MAX_DURATION_S") or 4 * 3600),
                    max_upload_bytes=int(get("MAX_UPLOAD_BYTES") or 2 * 1024**3),
-                   cpu_threads=int(get("CPU_THREADS") or 1))
+                   cpu_threads=int(get("CPU_THREADS") or 1),
+                   database_timeout_s=float(get("DATABASE_TIMEOUT_S") or 30),
+                   lease_s=float(get("LEASE_S") or 30),
+                   renew_s=float(get("RENEW_S") or 10),
+                   run_limit_s=float(get("RUN_LIMIT_S") or 900),
+                   run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 10))

@@ -28,6 +28,7 @@ async def open_session(config: Config, *, max_size: int = 10) -> AsyncIterator[D
     Cancellation: the pool closes under a shield on the way out.
     """
     url = await trio.to_thread.run_sync(database_url, config)
-    async with open_database(url, min_size=min(2, max_size), max_size=max_size) as db:
+    async with open_database(url, min_size=min(2, max_size), max_size=max_size,
+                             timeout_s=config.database_timeout_s) as db:
         await migrate(db)
         yield db

@@ -51,7 +51,7 @@ def make_step(rng: random.Random, log_path: str | None) -> Any:
         try:
             if name.startswith("stop-"):
                 raise StopRecord("chaos_always_stop", f"{name} always stops")
-            if name.startswith("flaky-") and job.attempts == 0:
+            if name.startswith("flaky-") and job.attempt == 1:
                 raise RuntimeError(f"{name}: first attempt always fails")
             # Mostly inside the lease, sometimes past it (then the attempt fails).
             if rng.random() < 0.8:
