@@ -77,6 +77,11 @@ class _Trip:
         self.offered += fresh
         return fresh
 
+    def take(self) -> list[uuid.UUID]:
+        """The tokens offered and not handed on, forgotten here: the caller releases them."""
+        taken, self.offered = self.offered, []
+        return taken
+
 
 class NotStopped(Exception):
     """Resume of a record that is not stopped (or does not exist): nothing changed."""
@@ -153,11 +158,10 @@ class PgQueue:
         trip = _Trip()
 
         async def once(con: asyncpg.Connection) -> list[Claim]:
-            if trip.offered:  # a lost reply: what it claimed goes back first
-                tokens, trip.offered = trip.offered, []
-                await self._release_claims_on(con, tokens, "claim retried")
+            # A retry after a lost reply: what that statement claimed goes back first.
+            await self._release_claims_on(con, trip.take(), "claim retried")
             claims = await self._claim_on(con, trip.tokens(1))
-            trip.offered = []
+            trip.take()  # answered
             return claims
 
         claims = await self._run(once)
@@ -271,7 +275,8 @@ class PgQueue:
                 self._asks.remove(ask)
                 if self._asks and self._may_leave():
                     self._asks[0].wake.set()  # it may have been woken to lead
-                if ask.commit is not None:  # its record would stay claimed till the lease
+                if ask.commit is not None and ask.committed is None:
+                    # Its commit never left: its record would stay claimed till the lease.
                     await self.release(ask.commit[0], "worker stopping")
                 return
             try:
@@ -286,13 +291,15 @@ class PgQueue:
                 await self.release(ask.job, "worker stopping")
 
     async def _release_claims(self, trip: _Trip, why: str) -> None:
-        if trip.offered:
-            tokens, trip.offered = trip.offered, []
+        tokens = trip.take()
+        if tokens:
             await self._run(lambda con: self._release_claims_on(con, tokens, why))
 
     async def _release_claims_on(self, con: asyncpg.Connection, tokens: list[uuid.UUID],
                                  why: str) -> None:
-        await con.fetchrow(self.db.sql("release_claims"), tokens, why)
+        """Release what claims with these tokens may have taken (nothing, if none)."""
+        if tokens:
+            await con.fetchrow(self.db.sql("release_claims"), tokens, why)
 
     async def _trip_on(self, con: asyncpg.Connection, asks: list[_Ask], trip: _Trip) -> None:
         """One trip: the commits, with the claims for the asks that want a record in
@@ -301,9 +308,7 @@ class PgQueue:
         what it has not answered yet, if the connection is lost on the way: first
         releasing what the lost run may have claimed (its reply never came, so nobody
         knows those records but by their tokens)."""
-        if trip.offered:
-            tokens, trip.offered = trip.offered, []
-            await self._release_claims_on(con, tokens, "trip retried")
+        await self._release_claims_on(con, trip.take(), "trip retried")
         commits = [a for a in asks if a.commit is not None and a.committed is None]
         wanting = [a for a in asks if a.wants_job and not a.job_answered and not a.gone]
         claims: list[Claim] = []
@@ -318,10 +323,9 @@ class PgQueue:
         jobs = await self._read_on(con, claims) if claims else []
         if len(jobs) < len(wanting):
             jobs += await self._next_jobs_on(con, len(wanting) - len(jobs), trip)
-        orphans = [j.claim.token for a, j in zip(wanting, jobs) if a.gone]
-        if orphans:
-            await self._release_claims_on(con, orphans, "worker stopping")
-        trip.offered = []  # every claim is answered now, or released
+        await self._release_claims_on(
+            con, [j.claim.token for a, j in zip(wanting, jobs) if a.gone], "worker stopping")
+        trip.take()  # every claim is answered now, or released
         for i, a in enumerate(wanting):
             a.job, a.job_answered = (jobs[i] if i < len(jobs) and not a.gone else None), True
 

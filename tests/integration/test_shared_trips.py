@@ -308,3 +308,36 @@ async def test_leader_cancelled_after_its_statement_leaves_nothing_claimed(
     assert [(e["claim_token"], e["detail"]["why"]) for e in released] == [(token, "trip cut")]
     # Claimable at once, not after its lease.
     assert (await PgQueue(db, table()).claim()).id == rids[0]
+
+
+async def test_a_commit_withdrawn_before_its_trip_left_releases_its_record(
+        db: Database, owner_id: int) -> None:
+    """A worker cancelled while its commit waits for a trip: the commit never leaves,
+    so its record is handed back at once instead of staying claimed until the lease."""
+    for i in range(2):
+        await accept(db, owner_id, f"{i}.wav")
+    (job,) = await claimed(db, 1)
+    gated, queue = gated_queue(db)
+    gone = trio.CancelScope()
+
+    async def commit() -> None:
+        with gone:
+            await queue.commit(job, table()[RECEIVED], None)
+
+    first = gated.hold()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(queue.next_job)
+        await gated.at_gate.wait()
+        nursery.start_soon(commit)
+        await trio.testing.wait_all_tasks_blocked()
+        gone.cancel()  # still waiting for the trip that is out
+        await trio.testing.wait_all_tasks_blocked()
+        first.set()
+
+    assert gone.cancelled_caught
+    kinds = [(e["kind"], e["claim_token"]) for e in await journal(db, job.claim.id)]
+    assert ("released", job.claim.token) in kinds
+    assert not any(k == "milestone_reached" for k, _ in kinds)
+    # Claimable at once: the trip that was out, let go after the release, took it.
+    after = await state(db, job.claim.id)
+    assert after["milestone"] == RECEIVED and after["claim_token"] != job.claim.token
