@@ -112,7 +112,8 @@ SELECT r.id, r.claim_token, r.milestone, r.attempts, r.source_path, r.language,
 -- result. One `commit` row per commit: its id, token, whether it reached the milestone
 -- and whether an earlier run of this same commit did (`again`: a retry after a lost
 -- reply, recognised by its token's `milestone_reached` event; it answers as the first
--- try did and journals nothing). One notification for the statement, however many
+-- try did and journals nothing; a refused commit sent again journals its `lease_lost`
+-- once). One notification for the statement, however many
 -- events it journals.
 -- The same statement claims records for the workers asking for their next, one per
 -- token in $10 (`claim` rows: id and token only, as the `claim` query; $7-$9 as its
@@ -146,8 +147,10 @@ WITH c AS (
     SELECT refused.id, 'pipeline', 'lease_lost', refused.from_milestone, refused.token,
            coalesce(refused.detail, '{}') || jsonb_build_object('write', 'commit')
       FROM refused
-     WHERE NOT EXISTS (SELECT FROM earlier
-                        WHERE earlier.id = refused.id AND earlier.token = refused.token)
+     WHERE NOT EXISTS (SELECT FROM journal j
+                        WHERE j.recording_id = refused.id AND j.claim_token = refused.token
+                          AND (j.kind = 'milestone_reached'
+                               OR (j.kind = 'lease_lost' AND j.detail ->> 'write' = 'commit')))
     RETURNING id, recording_id, claim_token, kind
 ), claimed AS (
     SELECT * FROM claim_next($7, $8, $9, $6, $10, $1)
@@ -160,6 +163,11 @@ SELECT 'commit' AS row, recording_id AS id, claim_token AS token,
 UNION ALL
 SELECT 'commit', id, token, true, true, NULL FROM earlier
 UNION ALL
+SELECT 'commit', id, token, false, true, NULL FROM refused
+ WHERE NOT EXISTS (SELECT FROM earlier WHERE earlier.id = refused.id AND earlier.token = refused.token)
+   AND NOT EXISTS (SELECT FROM event WHERE event.recording_id = refused.id
+                                        AND event.claim_token = refused.token)
+UNION ALL
 SELECT 'claim', id, claim_token, NULL, NULL, NULL FROM claimed
 
 -- name: fail
@@ -168,8 +176,9 @@ SELECT 'claim', id, claim_token, NULL, NULL, NULL FROM claimed
 -- `attempts_exhausted` instead. The attempt itself was counted by its claim.
 -- $5 error text, $6 milestone, $7 now.
 -- Returns the outcome ('retry', 'stopped' or 'lease_lost') and the pause. A retry of
--- the same fail after a lost reply finds its own events (by the token) and answers as
--- the first try did, changing and journaling nothing.
+-- the same fail after a lost reply finds its own events (by the token: its
+-- `attempt_failed`, `stopped`, or the `lease_lost` of a refusal) and answers as the
+-- first try did, changing and journaling nothing.
 WITH done AS (
     UPDATE recordings
        SET claim_token = CASE WHEN attempts >= $3 THEN claim_token END,
@@ -185,7 +194,9 @@ WITH done AS (
 ), earlier AS (
     SELECT j.kind, j.at, j.detail FROM journal j
      WHERE NOT EXISTS (SELECT FROM done)
-       AND j.recording_id = $1 AND j.claim_token = $2 AND j.kind IN ('attempt_failed', 'stopped')
+       AND j.recording_id = $1 AND j.claim_token = $2
+       AND (j.kind IN ('attempt_failed', 'stopped')
+            OR (j.kind = 'lease_lost' AND j.detail ->> 'write' = 'fail'))
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
     SELECT $1, 'pipeline', 'attempt_failed', $6, $2,
@@ -203,7 +214,7 @@ WITH done AS (
 SELECT CASE WHEN EXISTS (SELECT FROM done) THEN
                 CASE WHEN (SELECT stopped FROM done) THEN 'stopped' ELSE 'retry' END
             WHEN EXISTS (SELECT FROM earlier WHERE kind = 'stopped') THEN 'stopped'
-            WHEN EXISTS (SELECT FROM earlier) THEN 'retry'
+            WHEN EXISTS (SELECT FROM earlier WHERE kind = 'attempt_failed') THEN 'retry'
             ELSE 'lease_lost' END AS outcome,
        extract(epoch FROM coalesce(
            (SELECT retry_at FROM done),
@@ -216,7 +227,8 @@ SELECT CASE WHEN EXISTS (SELECT FROM done) THEN
 -- The claim holder parks the record: the stop flag with time, reason and error text.
 -- Only the flag: the milestone, the token, failures and pause stay as they were until
 -- a person resumes the record (which clears them all). A retry of the same stop after
--- a lost reply finds its own `stopped` event and answers true again, journaling nothing.
+-- a lost reply finds its own `stopped` (or refusal's `lease_lost`) event and answers as
+-- the first try did, journaling nothing.
 -- $1 id, $2 token, $3 reason, $4 error, $5 milestone, $6 now.
 WITH done AS (
     UPDATE recordings
@@ -225,9 +237,10 @@ WITH done AS (
      WHERE id = $1 AND claim_token = $2 AND stopped_at IS NULL
     RETURNING id
 ), earlier AS (
-    SELECT FROM journal j
+    SELECT j.kind FROM journal j
      WHERE NOT EXISTS (SELECT FROM done)
-       AND j.recording_id = $1 AND j.claim_token = $2 AND j.kind = 'stopped'
+       AND j.recording_id = $1 AND j.claim_token = $2
+       AND (j.kind = 'stopped' OR (j.kind = 'lease_lost' AND j.detail ->> 'write' = 'stop'))
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
     SELECT $1, 'pipeline',
@@ -239,7 +252,7 @@ WITH done AS (
      WHERE NOT EXISTS (SELECT FROM earlier)
     RETURNING id, kind
 )
-SELECT EXISTS (SELECT FROM done) OR EXISTS (SELECT FROM earlier) AS ok,
+SELECT EXISTS (SELECT FROM done) OR EXISTS (SELECT FROM earlier WHERE kind = 'stopped') AS ok,
        (SELECT count(pg_notify('transcriber_journal', id || ' ' || kind)) FROM event) AS notified
 
 -- name: progress
@@ -282,7 +295,8 @@ SELECT EXISTS (SELECT FROM done) AS ok,
 -- The claim holder gives the record back unfinished (a graceful stop cut its step):
 -- another worker may take it at once instead of after the lease. Not a failed attempt:
 -- the attempt its claim counted is given back. A retry after a lost reply finds its own
--- `released` event and answers true again, journaling nothing.
+-- `released` (or refusal's `lease_lost`) event and answers as the first try did,
+-- journaling nothing.
 -- $1 id, $2 token, $3 milestone, $4 why.
 WITH done AS (
     UPDATE recordings
@@ -291,9 +305,10 @@ WITH done AS (
      WHERE id = $1 AND claim_token = $2 AND stopped_at IS NULL
     RETURNING id
 ), earlier AS (
-    SELECT FROM journal j
+    SELECT j.kind FROM journal j
      WHERE NOT EXISTS (SELECT FROM done)
-       AND j.recording_id = $1 AND j.claim_token = $2 AND j.kind = 'released'
+       AND j.recording_id = $1 AND j.claim_token = $2
+       AND (j.kind = 'released' OR (j.kind = 'lease_lost' AND j.detail ->> 'write' = 'release'))
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
     SELECT $1, 'pipeline',
@@ -302,7 +317,7 @@ WITH done AS (
      WHERE NOT EXISTS (SELECT FROM earlier)
     RETURNING id, kind
 )
-SELECT EXISTS (SELECT FROM done) OR EXISTS (SELECT FROM earlier) AS ok,
+SELECT EXISTS (SELECT FROM done) OR EXISTS (SELECT FROM earlier WHERE kind = 'released') AS ok,
        (SELECT count(pg_notify('transcriber_journal', id || ' ' || kind)) FROM event) AS notified,
        (SELECT count(pg_notify('transcriber_work', kind)) FROM event WHERE kind = 'released')
            AS woke

@@ -186,3 +186,26 @@ async def test_a_claim_whose_reply_was_lost_leaves_nothing_claimed(db: Database,
     assert kinds(events) == ["accepted", "released"]
     assert events[1]["claim_token"] != job.claim.token
     assert events[1]["detail"]["why"] == "trip retried"
+
+
+@pytest.mark.scenario("storage", "A write retried after its reply was lost answers as the first try")
+@pytest.mark.parametrize("write", ["commit", "fail", "stop", "release"])
+async def test_a_refused_write_whose_reply_was_lost(db: Database, owner_id: int,
+                                                   write: str) -> None:
+    """A stale claim's write, refused, its refusal's reply lost: still refused, and its
+    `lease_lost` journaled once."""
+    rid, losing, queue, job = await setup(db, owner_id)
+    assert await queue.release(job, "handed back")  # the token is gone from the record
+    step = queue.steps[RECEIVED]
+    losing.arm(write)
+    if write == "commit":
+        assert await queue.commit(job, step, None) is False
+    elif write == "fail":
+        assert await queue.fail(job, step, "late") == ("lease_lost", None)
+    elif write == "stop":
+        assert await queue.stop(job, "late", "too late") is False
+    else:  # a second release after the first answered: the same answer, no new event
+        assert await queue.release(job, "handed back") is True
+    assert losing.lost == 1
+    lost = [e for e in await journal(db, rid) if e["kind"] == "lease_lost"]
+    assert len(lost) == (0 if write == "release" else 1)
