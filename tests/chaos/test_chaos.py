@@ -10,7 +10,6 @@ import time
 import pytest
 
 from tests.chaos.harness import run
-from tests.chaos.worker import MAX_ATTEMPTS
 
 
 @pytest.mark.scenario("pipeline", "A record whose holders keep dying stops with worker_lost")
@@ -29,9 +28,11 @@ def test_chaos_loses_nothing(chaos_duration_s: float, chaos_seed: int | None) ->
                  "resumes", "freeze_writes_refused", "worker_deaths", "slow_renewals",
                  "slow_steps_first_attempt"):
         assert report[name] > 0, (name, report)
-    # The poison recording killed a worker process per attempt, then stopped worker_lost.
-    assert report["ended_stopped"].get("worker_lost", 0) >= report["poison_stopped_worker_lost"] == 1
-    assert report["worker_deaths"] >= MAX_ATTEMPTS
+    # The poison recording used up its attempts killing worker processes (a holder the
+    # harness killed first counts too: the checker wants exactly the step's attempts and
+    # the stopping claim), then stopped worker_lost.
+    assert report["poison_stopped_worker_lost"] == 1
+    assert report["ended_stopped"].get("worker_lost", 0) >= 1
     assert set(report["exit_codes"].values()) == {0}
     # Bounded: the chaos itself plus settling (the server start is outside run_s).
     assert time.monotonic() - began < chaos_duration_s + 75
