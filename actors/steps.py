@@ -39,6 +39,15 @@ class Lease:
     per_audio_s: float = 0.0
     renew_s: float | None = None
 
+    def __attrs_post_init__(self) -> None:
+        # A renewal no sooner than the lease's end keeps nothing: refuse it up front
+        # rather than lose every slow step's record to another worker.
+        if not self.base_s > 0:
+            raise ValueError(f"a lease must last some time, not {self.base_s}s")
+        if self.renew_s is not None and not 0 < self.renew_s < self.base_s:
+            raise ValueError(f"the renewal interval ({self.renew_s}s) must be shorter "
+                             f"than the lease ({self.base_s}s)")
+
     def seconds(self, duration_s: float | None) -> float:
         return self.base_s + self.per_audio_s * (duration_s or 0.0)
 
