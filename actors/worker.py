@@ -58,7 +58,8 @@ class _Beat:
     renewals: int = 0
     out: trio.Event | None = None
     """Set while a renewal is on its way; the race waits for it before its write."""
-    renewing: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    renewing: trio.CancelScope | None = None
+    """The renewal on its way, to cut when the step ends first."""
 
     def lose(self) -> None:
         """A fenced write found the token gone: stop the step at once."""
@@ -228,7 +229,8 @@ class Worker:
         REGISTRY.observe("transcriber_step_seconds", trio.current_time() - started,
                          step=step.name)
         REGISTRY.inc("transcriber_steps_total", step=step.name, outcome=outcome.kind)
-        job = attrs.evolve(job, renewals=outcome.renewals)
+        if outcome.renewals:
+            job = attrs.evolve(job, renewals=outcome.renewals)
         if outcome.kind == "done":
             return await self._commit(job, step, outcome.result,
                                       then_next=then_next and not self.wakeup.closed)
@@ -295,13 +297,14 @@ class Worker:
                 outcome = _Outcome("error", error=describe(e))
             finally:
                 self._beat = None
-        if beat.out is not None:
+        if beat.out is not None and beat.renewing is not None:
             # A renewal is on its way: cut it and let it land before this step's write,
             # so no renewal follows the commit (it would journal a lost lease).
             beat.renewing.cancel()
             await beat.out.wait()
         if outcome is not None:
-            return attrs.evolve(outcome, renewals=beat.renewals)
+            # Most steps end before their first renewal: no copy for them.
+            return attrs.evolve(outcome, renewals=beat.renewals) if beat.renewals else outcome
         if beat.lost:
             return _Outcome("lease_lost", renewals=beat.renewals)
         if trio.current_time() >= limit_at:
