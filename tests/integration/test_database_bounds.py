@@ -41,7 +41,7 @@ async def test_a_statement_past_the_bound_raises_database_busy_and_keeps_the_poo
     try:
         with trio.fail_after(20 * BOUND_S):
             with pytest.raises(DatabaseBusy):
-                await bounded.fetchval("recording_owner", "00000000-0000-0000-0000-000000000000")
+                await bounded.fetch("status")
     finally:
         await trio_asyncio.aio_as_trio(con.close)()
     # The connection came back to the pool, usable: the next call answers.
