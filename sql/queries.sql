@@ -472,3 +472,95 @@ SELECT milestone, count(*) FILTER (WHERE stopped_at IS NULL) AS active,
 -- name: metrics_stop_reasons
 SELECT stop_reason, count(*) AS n FROM recordings
  WHERE stopped_at IS NOT NULL GROUP BY stop_reason ORDER BY stop_reason
+
+---------------------------------------------------------------------------------------
+-- The owner's web page (transcriber/http/page*.py): sessions, corrections, search
+---------------------------------------------------------------------------------------
+
+-- name: page_session_add
+-- A new session of owner $2 holding its current token hash, valid for $4 seconds.
+INSERT INTO page_sessions (id_hash, owner_id, token_hash, csrf, expires_at)
+SELECT $1, o.id, o.token_hash, $3, now() + make_interval(secs => $4)
+  FROM owners o WHERE o.id = $2
+
+-- name: page_session
+-- The owner and anti-forgery token of a live session: not expired, and the owner's
+-- token still the one it was signed in with (a revoked or rotated token ends it).
+SELECT s.owner_id, s.csrf
+  FROM page_sessions s JOIN owners o ON o.id = s.owner_id AND o.token_hash = s.token_hash
+ WHERE s.id_hash = $1 AND s.expires_at > now()
+
+-- name: page_session_end
+DELETE FROM page_sessions WHERE id_hash = $1
+
+-- name: page_sessions_sweep
+-- Sessions that can never be valid again: expired, or signed in with a token the owner
+-- no longer holds.
+DELETE FROM page_sessions s
+ WHERE s.expires_at <= now()
+    OR NOT EXISTS (SELECT 1 FROM owners o WHERE o.id = s.owner_id AND o.token_hash = s.token_hash)
+
+-- name: page_recordings
+-- A page of owner $1's records for the page, newest first after the cursor ($2, $3, as
+-- `recordings_of_owner`), at most $4; $5 a state (working, transcribed, stopped) or
+-- NULL; $6 a tsquery (the 'simple' configuration) on title, file name, transcript and
+-- corrections, or NULL.
+SELECT v.* FROM recording_rows v
+ WHERE v.owner_id = $1
+   AND (v.created_at, v.id) < (coalesce($2::timestamptz, 'infinity'),
+                               coalesce($3::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+   AND CASE $5::text
+           WHEN 'working' THEN v.stopped_at IS NULL AND v.milestone <> 'transcribed'
+           WHEN 'transcribed' THEN v.milestone = 'transcribed'
+           WHEN 'stopped' THEN v.stopped_at IS NOT NULL
+           ELSE true
+       END
+   AND ($6::text IS NULL
+        OR v.id IN (
+            SELECT r.id FROM recordings r
+             WHERE r.owner_id = $1
+               AND to_tsvector('simple', coalesce(r.title, '') || ' ' || coalesce(r.filename, ''))
+                   @@ to_tsquery('simple', $6)
+            UNION
+            SELECT t.recording_id FROM transcripts t
+             WHERE to_tsvector('simple', t.text) @@ to_tsquery('simple', $6)
+            UNION
+            SELECT c.recording_id FROM corrections c
+             WHERE to_tsvector('simple', c.text) @@ to_tsquery('simple', $6)))
+ ORDER BY v.created_at DESC, v.id DESC
+ LIMIT $4
+
+-- name: recording_audio
+-- Where a record's normalized audio is (NULL until normalized).
+SELECT audio_path FROM recordings WHERE id = $1
+
+-- name: corrections_of
+SELECT segment, text, corrected_at FROM corrections WHERE recording_id = $1 ORDER BY segment
+
+-- name: correction_set
+-- The owner's text for segment $2, journaled as `corrected` with origin `human`
+-- (detail $4: who and which segment).
+WITH done AS (
+    INSERT INTO corrections (recording_id, segment, text) VALUES ($1, $2, $3)
+    ON CONFLICT (recording_id, segment)
+    DO UPDATE SET text = excluded.text, corrected_at = now()
+    RETURNING recording_id
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, detail)
+    SELECT r.id, 'human', 'corrected', r.milestone, $4::jsonb
+      FROM recordings r JOIN done ON done.recording_id = r.id
+    RETURNING id, kind
+)
+SELECT pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL FROM event
+
+-- name: correction_clear
+-- Back to the machine text for segment $2, journaled like `correction_set`.
+WITH done AS (
+    DELETE FROM corrections WHERE recording_id = $1 AND segment = $2 RETURNING recording_id
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, detail)
+    SELECT r.id, 'human', 'corrected', r.milestone, $3::jsonb
+      FROM recordings r JOIN done ON done.recording_id = r.id
+    RETURNING id, kind
+)
+SELECT pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL FROM event
