@@ -40,6 +40,8 @@ class Config:
     """auto (CUDA when CTranslate2 sees a GPU, else CPU), cpu or cuda."""
     compute_type: str = "auto"
     """auto (float16 on CUDA, int8 on CPU) or any CTranslate2 compute type."""
+    page_session_days: float = 14.0
+    """How long a sign-in to the owner's page lasts (revoking the API token ends it)."""
 
     @property
     def uploads(self) -> Path:
@@ -72,4 +74,5 @@ class Config:
                    batch_size=int(get("BATCH_SIZE") or 8),
                    recognizer_nice=int(get("RECOGNIZER_NICE") or 10),
                    device=get("DEVICE") or "auto",
-                   compute_type=get("COMPUTE_TYPE") or "auto")
+                   compute_type=get("COMPUTE_TYPE") or "auto",
+                   page_session_days=float(get("PAGE_SESSION_DAYS") or 14))

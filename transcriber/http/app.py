@@ -11,12 +11,12 @@ from fastapi import APIRouter, FastAPI
 
 from transcriber.config import Config
 from transcriber.db import Database
-from transcriber.http import events, recordings, service, transcripts
+from transcriber.http import events, page, recordings, service, transcripts
 from transcriber.http.errors import install_error_handlers
 from transcriber.http.middleware import DrainRequestBody
 
 ROUTERS: list[APIRouter] = [recordings.router, transcripts.router, events.router,
-                            service.router]
+                            service.router, page.router]
 
 
 def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = None
