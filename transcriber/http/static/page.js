@@ -170,6 +170,7 @@
       for (const item of items) {
         if (item.state !== "ready") continue;
         item.state = "sending";
+        item.li.querySelector(".remove").hidden = true;
         const bar = item.li.querySelector("progress");
         const msg = item.li.querySelector(".msg");
         msg.textContent = "Uploading…";
