@@ -20,6 +20,7 @@ from tests.integration.test_api import (SEGMENTS, ann, as_ann, base_url, ben,  #
 from tests.pipeline_helpers import journal
 from tests.integration.test_storage import _code_only
 from transcriber.config import Config
+from transcriber.http import create_app, serving
 from transcriber.db import Database
 from transcriber.owners import NewOwner, token_hash
 from transcriber.queue import Saved
@@ -204,6 +205,24 @@ async def test_forged_cross_site_requests_are_refused(
     assert r.status_code == 403
     assert (await state_of_record(db, rid), await count_recordings(db)) == before
     assert (await page_ann.get("/")).status_code == 200  # still signed in
+
+
+@scenario("A file refused at upload says why in words")
+async def test_refused_uploads_say_why(db: Database, config: Config, base_url: str,
+                                       ann: NewOwner) -> None:
+    app = create_app(db, config, max_upload_bytes=1000)
+    async with serving(app) as url, signed_in(url, ann) as c:
+        headers = {"X-CSRF-Token": c.csrf}  # type: ignore[attr-defined]
+        cases = [({"file": ("empty.wav", b"", "audio/wav")}, {}, 400, "the upload is empty"),
+                 ({"file": ("a.wav", b"RIFF", "audio/wav")}, {"language": "english"}, 422,
+                  "language must be a two- or three-letter code such as en or ru"),
+                 ({"file": ("big.wav", b"x" * 5000, "audio/wav")}, {}, 413,
+                  "the upload is larger than 1000 bytes")]
+        for files, data, status, words in cases:
+            r = await c.post("/upload", files=files, data=data, headers=headers)
+            assert (r.status_code, r.json()) == (status, {"error": words})
+    assert await count_recordings(db) == 0
+    assert not config.uploads.exists() or not list(config.uploads.iterdir())
 
 
 # --- another owner ---------------------------------------------------------------------------
