@@ -3,8 +3,8 @@
 
 -- A signed-in browser. The cookie holds a random secret; only its sha256 is stored.
 -- `token_hash` is the owner's API token hash at sign-in: a session is valid only while
--- the owner's current token hash still equals it, so revoking or rotating the token
--- (which changes or clears `owners.token_hash`) ends every session signed in with it.
+-- that token is still one `owner_by_token` accepts for the owner, so whatever ends a
+-- token for the API (rotating it, revoking it) ends every session signed in with it.
 CREATE TABLE page_sessions (
     id_hash     bytea PRIMARY KEY,
     owner_id    bigint NOT NULL REFERENCES owners (id) ON DELETE CASCADE,

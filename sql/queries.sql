@@ -484,11 +484,9 @@ SELECT $1, o.id, o.token_hash, $3, now() + make_interval(secs => $4)
   FROM owners o WHERE o.id = $2
 
 -- name: page_session
--- The owner and anti-forgery token of a live session: not expired, and the owner's
--- token still the one it was signed in with (a revoked or rotated token ends it).
-SELECT s.owner_id, s.csrf
-  FROM page_sessions s JOIN owners o ON o.id = s.owner_id AND o.token_hash = s.token_hash
- WHERE s.id_hash = $1 AND s.expires_at > now()
+-- A session that has not expired: its owner, anti-forgery token, and the hash of the
+-- token it was signed in with (the caller checks that token with `owner_by_token`).
+SELECT owner_id, csrf, token_hash FROM page_sessions WHERE id_hash = $1 AND expires_at > now()
 
 -- name: page_session_end
 DELETE FROM page_sessions WHERE id_hash = $1

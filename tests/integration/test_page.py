@@ -20,7 +20,7 @@ from tests.integration.test_api import (SEGMENTS, ann, as_ann, base_url, ben,  #
 from tests.pipeline_helpers import journal
 from tests.integration.test_storage import _code_only
 from transcriber.config import Config
-from transcriber.http import create_app, serving
+from transcriber.http import create_app, page, serving
 from transcriber.db import Database
 from transcriber.owners import NewOwner, token_hash
 from transcriber.queue import Saved
@@ -401,3 +401,15 @@ def test_only_the_page_writes_corrections() -> None:
     callers = {str(p.relative_to(ROOT)) for p in (ROOT / "transcriber").rglob("*.py")
                for name in writers if f'"{name}"' in p.read_text()}
     assert callers == {"transcriber/http/page.py"}
+
+
+def test_page_paths_are_told_from_the_api() -> None:
+    # A guard that asks for the API's bearer token lets exactly the page's paths through.
+    rid = uuid.uuid4()
+    for route in page.router.routes:
+        path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css")
+        assert page.is_page_path(path), path
+    for path in ("/v1/recordings", f"/v1/recordings/{rid}/transcript.srt", "/healthz",
+                 "/metrics", "/openapi.json", "/static", "/recordingsx"):
+        assert not page.is_page_path(path), path
+    assert page.STREAMED == {("POST", "/upload")}

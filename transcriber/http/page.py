@@ -59,6 +59,17 @@ SECURITY_HEADERS = {
 
 router = APIRouter(include_in_schema=False)
 
+_PAGE_PATH = re.compile(r"/(?:|signin|signout|upload|static/[^/]+|recordings/[^/]+(?:/.*)?)")
+STREAMED = frozenset({("POST", "/upload")})
+"""(method, path) of the page's routes that stream their body under their own cap."""
+
+
+def is_page_path(path: str) -> bool:
+    """A path of the page: it authenticates by its session cookie itself (and answers
+    sign-in pages to nobody in particular), so a guard asking for the API's bearer token
+    must let it through."""
+    return _PAGE_PATH.fullmatch(path) is not None
+
 
 # --- static files and templates --------------------------------------------------------
 
@@ -184,7 +195,7 @@ def search_query(text: str) -> str | None:
 
 @router.get("/")
 async def recordings_page(
-        request: Request, db: Db, config: Settings, session: Session,
+        request: Request, db: Db, session: Session,
         state: Annotated[str | None, Query(max_length=20)] = None,
         q: Annotated[str | None, Query(max_length=200)] = None,
         cursor: Annotated[str | None, Query(max_length=200)] = None,

@@ -4,9 +4,9 @@ checks that keep another site from acting with it.
 The owner gives their API token once; the server answers with a random session secret
 in an HttpOnly, SameSite=Strict cookie (Secure over HTTPS, or behind a proxy that says
 `X-Forwarded-Proto: https`). Only the secret's sha256 is stored, with the owner and the
-hash of the token signed in with: a session is valid only while the owner still holds
-that token, so revoking or rotating the token ends it, whatever changes the owner's
-token hash. Every state-changing request must carry the session's anti-forgery token
+hash of the token signed in with: every request checks that hash with the API's own
+token lookup (`owner_by_token`), so a session lives only while its token would still
+let the owner use the API — rotating or revoking the token ends it. Every state-changing request must carry the session's anti-forgery token
 (a form field or the `X-CSRF-Token` header) and, when the browser names one, come from
 this very origin.
 
@@ -85,7 +85,13 @@ async def session_of(db: Database, request: Request) -> PageSession | None:
         return None
     hashed = secret_hash(secret)
     row = await db.fetchrow("page_session", hashed)
-    return None if row is None else PageSession(row["owner_id"], row["csrf"], hashed)
+    if row is None:
+        return None
+    # The token signed in with, checked as the API checks a token.
+    holder = await db.fetchrow("owner_by_token", bytes(row["token_hash"]))
+    if holder is None or holder["id"] != row["owner_id"]:
+        return None
+    return PageSession(row["owner_id"], row["csrf"], hashed)
 
 
 def wants_html(request: Request) -> bool:

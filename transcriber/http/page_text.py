@@ -1,5 +1,6 @@
 """What the owner's page says about a record, in words: its state, a stop's reason and
-what the owner can do about it."""
+what the owner can do about it. A stop's own error text (a decoder's message, a path)
+is the operator's and is not shown here."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ STOP_REASONS: dict[str, tuple[str, str]] = {
         "TRANSCRIBER_MAX_DURATION_S."),
     "attempts_exhausted": (
         "Processing failed every time it was tried.",
-        "The error below says why. Ask the operator to fix the cause and run "
-        "`transcriber resume {id}`; nothing is lost meanwhile."),
+        "Ask the operator to look at it (`transcriber stopped` shows the error), fix the "
+        "cause and run `transcriber resume {id}`; nothing is lost meanwhile."),
     "milestone_time_limit": (
         "Processing took longer than its time limit.",
         "Ask the operator to look at the service and run `transcriber resume {id}`; "
