@@ -262,6 +262,13 @@ def test_playback_highlights_and_a_click_seeks(served: Served, browser: WebDrive
     d.execute_script("const p = document.getElementById('player');"
                      "p.playbackRate = 4; p.currentTime = 0; p.play();")
     wait(d, lambda d: current_segment(d) == 0, message="no segment highlighted on play")
+    # Within the segment, the word being said (timings loaded on the first play).
+    first_word = wait(d, lambda d: d.execute_script(
+        "const w = document.querySelector('.segment .word.current'); return w && w.textContent"))
+    wait(d, lambda d: d.execute_script(
+        "const w = document.querySelector('.segment .word.current');"
+        "return w && w.textContent !== arguments[0]", first_word),
+        message="the highlighted word did not move")
     wait(d, lambda d: (current_segment(d) or 0) >= 1, message="the highlight did not move")
     d.execute_script("document.getElementById('player').pause()")
     assert css(d, ".segment.current").get_attribute("aria-current") == "true"

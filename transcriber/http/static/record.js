@@ -1,11 +1,55 @@
-// The record page: the segment being played is highlighted and followed, a segment
-// seeks the player, a segment's text is corrected in place, and a record still at
-// work is kept current until it is transcribed or stopped.
+// The record page: the segment being played is highlighted and followed (and within
+// it the word, once the word timings are loaded on the first play), a segment seeks the
+// player, a segment's text is corrected in place, and a record still at work is kept
+// current until it is transcribed or stopped.
 "use strict";
 (function () {
   const T = window.transcriber;
   let segments = [];
   let current = -1;
+  let currentWord = null;
+  let wordsLoaded = false;
+
+  // The recognizer's word timings, from the transcript's JSON: a segment the owner has
+  // not corrected gets a span per word. Loaded on the first play only, so the page
+  // itself stays light however long the recording.
+  async function loadWords() {
+    const link = document.getElementById("download-json");
+    if (wordsLoaded || !link) return;
+    wordsLoaded = true;
+    let data;
+    try {
+      const r = await fetch(link.getAttribute("href"), { credentials: "same-origin" });
+      if (!r.ok) return;
+      data = await r.json();
+    } catch (e) { return; }
+    (data.segments || []).forEach((s, i) => {
+      const seg = segments[i];
+      if (!seg || s.corrected || !s.words || !s.words.length) return;
+      const p = seg.el.querySelector(".text");
+      if (s.words.map((w) => w.word).join("").trim() !== p.textContent.trim()) return;
+      p.textContent = "";
+      seg.words = s.words.map((w, k) => {
+        const span = document.createElement("span");
+        span.className = "word";
+        span.textContent = k === 0 ? w.word.trimStart() : w.word;
+        p.appendChild(span);
+        return { start: w.start, el: span };
+      });
+    });
+    highlight();
+  }
+
+  function highlightWord(seg, t) {
+    let found = null;
+    if (seg && seg.words) {
+      for (const w of seg.words) { if (w.start <= t + 0.01) found = w.el; else break; }
+    }
+    if (found === currentWord) return;
+    if (currentWord) currentWord.classList.remove("current");
+    currentWord = found;
+    if (found) found.classList.add("current");
+  }
 
   function player() { return document.getElementById("player"); }
 
@@ -23,6 +67,7 @@
     const p = player();
     if (!p) return;
     const i = at(p.currentTime);
+    highlightWord(segments[i], p.currentTime);
     if (i === current) return;
     if (current >= 0 && segments[current]) {
       segments[current].el.classList.remove("current");
@@ -75,6 +120,7 @@
       const r = await T.send("POST", url, () => new URLSearchParams(fields));
       if (r.status === 200) {
         li.querySelector(".text").textContent = r.body.text;
+        segments[i].words = null;  // the owner's words have no timings
         li.querySelector(".machine span").textContent = r.body.machine_text;
         li.querySelector(".machine").hidden = !r.body.corrected;
         li.classList.toggle("corrected", r.body.corrected);
@@ -97,6 +143,8 @@
 
   function init() {
     current = -1;
+    currentWord = null;
+    wordsLoaded = false;
     const list = document.getElementById("segments");
     segments = list ? Array.from(list.querySelectorAll(".segment")).map((el) => ({
       el, start: Number(el.dataset.start), end: Number(el.dataset.end) })) : [];
@@ -112,6 +160,7 @@
     if (p) {
       p.addEventListener("timeupdate", highlight);
       p.addEventListener("seeked", highlight);
+      p.addEventListener("play", loadWords);
     }
   }
 
