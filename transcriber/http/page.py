@@ -37,7 +37,7 @@ from transcriber.http.page_session import (CSRF_FIELD, SIGNIN_PATH, ChangingSess
                                            PageOwner, Session, check_csrf, check_origin,
                                            clear_cookie, set_cookie, sign_in)
 from transcriber.http.recordings import accept, decode_cursor, encode_cursor
-from transcriber.http.transcripts import TRANSCRIPT_PATHS, transcript_response
+from transcriber.http.transcripts import transcript_response
 from transcriber.http.uploads import TITLE_MAX, check_text, incoming, receive
 
 PAGE_SIZE = 25
