@@ -38,6 +38,23 @@ INSERT INTO owners (name, token_hash) VALUES ($1, $2) RETURNING id
 -- name: owner_by_name
 SELECT id, name FROM owners WHERE name = $1
 
+-- name: owner_list
+-- Every owner with what they keep: for `transcriber owner list`.
+SELECT o.id, o.name, o.created_at, o.revoked_at, count(r.id) AS recordings,
+       coalesce(sum(r.size_bytes), 0)::bigint AS stored_bytes
+  FROM owners o LEFT JOIN recordings r ON r.owner_id = o.id
+ GROUP BY o.id
+ ORDER BY o.name
+
+-- name: owner_revoke
+-- The owner's token stops working at once; their records stay. NULL: no such owner.
+UPDATE owners SET revoked_at = coalesce(revoked_at, now()) WHERE name = $1 RETURNING id
+
+-- name: owner_rotate
+-- A new token hash in place of the old one (which stops working at once); a revoked
+-- owner is reinstated by it. NULL: no such owner.
+UPDATE owners SET token_hash = $2, revoked_at = NULL WHERE name = $1 RETURNING id
+
 ---------------------------------------------------------------------------------------
 -- Intake
 ---------------------------------------------------------------------------------------
@@ -284,16 +301,17 @@ VALUES ($1, $2, $3::jsonb, $4, $5)
 SELECT * FROM recording_rows WHERE id = $1
 
 -- name: edit_owner_fields
--- The owner's edit: owner fields only, journaled as `edited` with origin `human`.
+-- The owner's ($1) edit of their record $2: owner fields only, journaled as `edited`
+-- with origin `human`. No row: not this owner's record.
 WITH done AS (
     UPDATE recordings
-       SET title = coalesce($2, title), summary = coalesce($3, summary),
-           topics = coalesce($4, topics)
-     WHERE id = $1
+       SET title = coalesce($3, title), summary = coalesce($4, summary),
+           topics = coalesce($5, topics)
+     WHERE owner_id = $1 AND id = $2
     RETURNING id, milestone
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, detail)
-    SELECT id, 'human', 'edited', milestone, $5::jsonb FROM done
+    SELECT id, 'human', 'edited', milestone, $6::jsonb FROM done
     RETURNING id, kind
 )
 SELECT done.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL
@@ -400,17 +418,19 @@ SELECT id FROM made UNION ALL SELECT id FROM owners WHERE name = $1 LIMIT 1
 -- name: owner_by_token
 -- The owner holding an API token, by the token's sha256. The caller compares the hash
 -- again in constant time; looking up by a hash leaks nothing about the token.
-SELECT id, token_hash FROM owners WHERE token_hash = $1
+-- A revoked owner holds no token.
+SELECT id, token_hash FROM owners WHERE token_hash = $1 AND revoked_at IS NULL
 
 -- name: accept_upload
--- `accept` for an HTTP upload, with the owner's optional Idempotency-Key ($7). A key
+-- `accept` for an HTTP upload, with the owner's optional Idempotency-Key ($7), the
+-- recognition options ($8, as `accept`'s $7) and the request's fingerprint ($9). A key
 -- the owner used before inserts nothing and returns no row: the caller then reads the
 -- first record with `recording_by_key`. (A NULL key never conflicts.) Like `accept`, it
--- wakes an idle worker on `transcriber_work`. $8: the recognition options, as `accept`'s $7.
+-- wakes an idle worker on `transcriber_work`.
 WITH rec AS (
     INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
-                            idempotency_key, options)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::jsonb, '{}'))
+                            idempotency_key, options, idempotency_fingerprint)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::jsonb, '{}'), $9)
     ON CONFLICT ON CONSTRAINT idempotency_once DO NOTHING
     RETURNING id, milestone
 ), event AS (
@@ -423,11 +443,38 @@ SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) I
 FROM rec, event
 
 -- name: recording_by_key
-SELECT id FROM recordings WHERE owner_id = $1 AND idempotency_key = $2
+SELECT id, idempotency_fingerprint AS fingerprint
+  FROM recordings WHERE owner_id = $1 AND idempotency_key = $2
 
--- name: recording_owner
--- Whose record this is (NULL: no such record), before an owner may see or edit it.
-SELECT owner_id FROM recordings WHERE id = $1
+-- Every query an owner's request runs names the owner ($1) in its condition, so a
+-- route can only ever reach the caller's own records (tests/integration/
+-- test_api_hardening.py checks each query the HTTP code calls).
+
+-- name: owner_recording
+-- The owner's ($1) record $2 as its card is made of; no row: not theirs.
+SELECT * FROM recording_rows WHERE owner_id = $1 AND id = $2
+
+-- name: owner_transcript
+SELECT t.text, t.segments, t.language, t.model
+  FROM transcripts t JOIN recordings r ON r.id = t.recording_id
+ WHERE r.owner_id = $1 AND t.recording_id = $2
+
+-- name: owner_journal
+-- The events of the owner's ($1) record $2 numbered 1, 2, … within the record (the
+-- journal's own ids are global: they would tell how busy the service is), after
+-- number $3, $4 at most.
+SELECT seq, at, origin, kind, milestone, detail
+  FROM (SELECT j.at, j.origin, j.kind, j.milestone, j.detail,
+               row_number() OVER (ORDER BY j.id) AS seq
+          FROM journal j JOIN recordings r ON r.id = j.recording_id
+         WHERE r.owner_id = $1 AND j.recording_id = $2) AS numbered
+ WHERE seq > $3
+ ORDER BY seq
+ LIMIT $4
+
+-- name: owner_stored_bytes
+-- What the owner's ($1) uploads take in the store, against their quota.
+SELECT coalesce(sum(size_bytes), 0)::bigint FROM recordings WHERE owner_id = $1
 
 -- name: recordings_of_owner
 -- A page of one owner's records, newest first, after the cursor ($2 created_at, $3 id;
@@ -478,10 +525,10 @@ SELECT stop_reason, count(*) AS n FROM recordings
 ---------------------------------------------------------------------------------------
 
 -- name: page_session_add
--- A new session of owner $2 holding its current token hash, valid for $4 seconds.
+-- A new session of owner $1 holding its current token hash, valid for $4 seconds.
 INSERT INTO page_sessions (id_hash, owner_id, token_hash, csrf, expires_at)
-SELECT $1, o.id, o.token_hash, $3, now() + make_interval(secs => $4)
-  FROM owners o WHERE o.id = $2
+SELECT $2, o.id, o.token_hash, $3, now() + make_interval(secs => $4)
+  FROM owners o WHERE o.id = $1
 
 -- name: page_session
 -- A session that has not expired: its owner, anti-forgery token, and the hash of the
@@ -489,7 +536,8 @@ SELECT $1, o.id, o.token_hash, $3, now() + make_interval(secs => $4)
 SELECT owner_id, csrf, token_hash FROM page_sessions WHERE id_hash = $1 AND expires_at > now()
 
 -- name: page_session_end
-DELETE FROM page_sessions WHERE id_hash = $1
+-- Owner $1 signs out of their session $2.
+DELETE FROM page_sessions WHERE owner_id = $1 AND id_hash = $2
 
 -- name: page_sessions_sweep
 -- Sessions that can never be valid again: expired, or signed in with a token the owner
@@ -528,36 +576,46 @@ SELECT v.* FROM recording_rows v
  ORDER BY v.created_at DESC, v.id DESC
  LIMIT $4
 
--- name: recording_audio
--- Where a record's normalized audio is (NULL until normalized).
-SELECT audio_path FROM recordings WHERE id = $1
+-- name: owner_audio
+-- Where the owner's ($1) record $2 keeps its normalized audio (NULL until normalized;
+-- no row: not theirs).
+SELECT audio_path FROM recordings WHERE owner_id = $1 AND id = $2
 
--- name: corrections_of
-SELECT segment, text, corrected_at FROM corrections WHERE recording_id = $1 ORDER BY segment
+-- name: owner_corrections
+-- The owner's ($1) corrections of their record $2, by segment.
+SELECT c.segment, c.text, c.corrected_at
+  FROM corrections c JOIN recordings r ON r.id = c.recording_id
+ WHERE r.owner_id = $1 AND c.recording_id = $2
+ ORDER BY c.segment
 
 -- name: correction_set
--- The owner's text for segment $2, journaled as `corrected` with origin `human`
--- (detail $4: who and which segment).
+-- The owner's ($1) text $4 for segment $3 of their record $2, journaled as `corrected`
+-- with origin `human` (detail $5: who and which segment). No row: not theirs.
 WITH done AS (
-    INSERT INTO corrections (recording_id, segment, text) VALUES ($1, $2, $3)
+    INSERT INTO corrections (recording_id, segment, text)
+    SELECT r.id, $3, $4 FROM recordings r WHERE r.owner_id = $1 AND r.id = $2
     ON CONFLICT (recording_id, segment)
     DO UPDATE SET text = excluded.text, corrected_at = now()
     RETURNING recording_id
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, detail)
-    SELECT r.id, 'human', 'corrected', r.milestone, $4::jsonb
+    SELECT r.id, 'human', 'corrected', r.milestone, $5::jsonb
       FROM recordings r JOIN done ON done.recording_id = r.id
     RETURNING id, kind
 )
 SELECT pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL FROM event
 
 -- name: correction_clear
--- Back to the machine text for segment $2, journaled like `correction_set`.
+-- Back to the machine text for segment $3 of the owner's ($1) record $2, journaled like
+-- `correction_set` (detail $4).
 WITH done AS (
-    DELETE FROM corrections WHERE recording_id = $1 AND segment = $2 RETURNING recording_id
+    DELETE FROM corrections c USING recordings r
+     WHERE r.id = c.recording_id AND r.owner_id = $1 AND c.recording_id = $2
+       AND c.segment = $3
+    RETURNING c.recording_id
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, detail)
-    SELECT r.id, 'human', 'corrected', r.milestone, $3::jsonb
+    SELECT r.id, 'human', 'corrected', r.milestone, $4::jsonb
       FROM recordings r JOIN done ON done.recording_id = r.id
     RETURNING id, kind
 )

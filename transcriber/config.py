@@ -40,6 +40,22 @@ class Config:
     """auto (CUDA when CTranslate2 sees a GPU, else CPU), cpu or cuda."""
     compute_type: str = "auto"
     """auto (float16 on CUDA, int8 on CPU) or any CTranslate2 compute type."""
+    http_max_requests: int = 256
+    """Requests the API serves at once; more are answered 503 with Retry-After."""
+    http_body_idle_s: float = 30.0
+    """A request body that sends nothing for this long is answered 408."""
+    owner_max_uploads: int = 4
+    """Uploads one owner may send at once; more are answered 429 with Retry-After."""
+    owner_max_bytes: int = 50 * 1024**3
+    """Bytes of uploads one owner may keep; an upload past it is answered 507."""
+    min_free_bytes: int = 1024**3
+    """Free space the upload store's disk keeps (the embedded database may share it);
+    an upload that would leave less is answered 507."""
+    metrics_token: str | None = None
+    """A bearer token that opens /metrics to other hosts than loopback."""
+    http_head_timeout_s: float = 5.0
+    """A connection without a whole request head for this long (a new one, or one idle
+    between requests) is closed."""
     page_session_days: float = 14.0
     """How long a sign-in to the owner's page lasts (revoking the API token ends it)."""
 
@@ -75,4 +91,11 @@ class Config:
                    recognizer_nice=int(get("RECOGNIZER_NICE") or 10),
                    device=get("DEVICE") or "auto",
                    compute_type=get("COMPUTE_TYPE") or "auto",
+                   http_max_requests=int(get("HTTP_MAX_REQUESTS") or 256),
+                   http_body_idle_s=float(get("HTTP_BODY_IDLE_S") or 30),
+                   owner_max_uploads=int(get("OWNER_MAX_UPLOADS") or 4),
+                   owner_max_bytes=int(get("OWNER_MAX_BYTES") or 50 * 1024**3),
+                   min_free_bytes=int(get("MIN_FREE_BYTES") or 1024**3),
+                   metrics_token=get("METRICS_TOKEN"),
+                   http_head_timeout_s=float(get("HTTP_HEAD_TIMEOUT_S") or 5),
                    page_session_days=float(get("PAGE_SESSION_DAYS") or 14))

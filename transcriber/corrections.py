@@ -2,7 +2,8 @@
 instead of the machine's, which stays stored as it was recognized.
 
 A correction is an owner field: only the owner's page writes it (queries
-`correction_set`, `correction_clear`); the pipeline never does.
+`correction_set`, `correction_clear`); the pipeline never does. The HTTP code reads them
+(`owner_corrections`); this module holds what the text may be and how it applies.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from transcriber.db import Database
 
 CORRECTION_MAX = 2000
 """Characters of one corrected segment: a segment is a sentence or two of speech."""
@@ -37,11 +37,6 @@ def check_correction(text: str) -> str:
         raise BadCorrection(f"the text contains control characters ({names}); "
                             "a segment is a single line of plain text")
     return text.strip()
-
-
-async def corrections_of(db: Database, recording_id: Any) -> dict[int, str]:
-    """The owner's text by segment index. Cancellation: a plain read."""
-    return {r["segment"]: r["text"] for r in await db.fetch("corrections_of", recording_id)}
 
 
 def corrected(text: str, segments: Sequence[Mapping[str, Any]],

@@ -6,6 +6,7 @@ drives the same page in a real Chromium."""
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -17,10 +18,11 @@ import pytest
 
 from tests.integration.test_api import (SEGMENTS, ann, as_ann, base_url, ben,  # noqa: F401
                                         client, config, count_recordings, uploaded, worker)
+from tests.integration.test_api_hardening import exchange, request_head
 from tests.pipeline_helpers import journal
 from tests.integration.test_storage import _code_only
 from transcriber.config import Config
-from transcriber.http import create_app, page, serving
+from transcriber.http import create_app, page, page_session, serving
 from transcriber.db import Database
 from transcriber.owners import NewOwner, token_hash
 from transcriber.queue import Saved
@@ -92,7 +94,7 @@ async def correct(c: httpx.AsyncClient, rid: str, index: int, text: str,
 
 async def state_of_record(db: Database, rid: str) -> tuple[Any, ...]:
     rec = await db.fetchrow("recording", uuid.UUID(rid))
-    fixes = await db.fetch("corrections_of", uuid.UUID(rid))
+    fixes = await db.fetch("owner_corrections", rec["owner_id"], uuid.UUID(rid))
     return (dict(rec), [dict(f) for f in fixes], len(await journal(db, uuid.UUID(rid))))
 
 
@@ -221,6 +223,31 @@ async def test_refused_uploads_say_why(db: Database, config: Config, base_url: s
         for files, data, status, words in cases:
             r = await c.post("/upload", files=files, data=data, headers=headers)
             assert (r.status_code, r.json()) == (status, {"error": words})
+    assert await count_recordings(db) == 0
+    assert not config.uploads.exists() or not list(config.uploads.iterdir())
+
+
+@scenario("The page's upload is checked before its body is read and bounded as the API's")
+async def test_page_upload_checked_first_and_bounded(db: Database, config: Config,
+                                                     base_url: str, page_ann: httpx.AsyncClient,
+                                                     ann: NewOwner) -> None:
+    secret = page_ann.cookies[page_session.COOKIE]
+    declared = {"Content-Type": "multipart/form-data; boundary=x",
+                "Content-Length": str(300 * 10**6)}
+    for headers, status, words in (
+            (declared, 401, page_session.SESSION_EXPIRED),
+            ({**declared, "Cookie": f"{page_session.COOKIE}={secret}"}, 403,
+             page_session.FORGED)):
+        # 300 MB declared, not a byte sent: the answer comes anyway.
+        got, _, body = await exchange(base_url, request_head(base_url, "POST /upload HTTP/1.1",
+                                                             **headers))
+        assert (got, json.loads(body)) == (status, {"error": words})
+    # The owner's quota holds for the page as for the API.
+    tight = Config(home=config.home, owner_max_bytes=1000)
+    async with serving(create_app(db, tight)) as url, signed_in(url, ann) as c:
+        r = await c.post("/upload", files={"file": ("big.wav", b"x" * 5000, "audio/wav")},
+                         headers={"X-CSRF-Token": c.csrf})  # type: ignore[attr-defined]
+        assert r.status_code == 507 and "quota of 1000" in r.json()["error"], r.text
     assert await count_recordings(db) == 0
     assert not config.uploads.exists() or not list(config.uploads.iterdir())
 
@@ -367,6 +394,12 @@ async def test_correction_is_exported_everywhere(
     # The machine's transcript is stored as it was recognized; the change is journaled.
     assert (await db.fetchrow("transcript", uuid.UUID(rid)))["text"] == "Hello world. Goodbye."
     assert (await journal(db, uuid.UUID(rid)))[-1]["kind"] == "corrected"
+    # The page's journal numbers events within the record, as `/events` does.
+    events = (await as_ann.get(f"/v1/recordings/{rid}/events")).json()["events"]
+    shown = re.findall(r'<li value="(\d+)"><time[^>]*>[^<]*</time> — <strong>([^<]+)</strong>',
+                       (await page_ann.get(f"/recordings/{rid}")).text)
+    assert shown == [(str(e["id"]), e["kind"].replace("_", " ")) for e in events]
+    assert shown[-1][1] == "corrected" and events[0]["id"] == 1
     # Restoring goes back to the machine text.
     r = await page_ann.post(f"/recordings/{rid}/segments/0", data={"restore": "1"},
                             headers={"X-CSRF-Token": page_ann.csrf})  # type: ignore[attr-defined]

@@ -281,7 +281,7 @@ async def test_the_queue_leaves_owner_fields_alone(db: Database, owner_id: int) 
     t0 = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
     queue = PgQueue(db, steps, now=t0)
     rid = await db.fetchval("accept", owner_id, "a.wav", 1, "/x", None, "Title", None)
-    await db.fetchval(OWNER_EDIT_QUERY, rid, None, "Summary", ["topic"], {"by": "alice"})
+    await db.fetchval(OWNER_EDIT_QUERY, owner_id, rid, None, "Summary", ["topic"], {"by": "alice"})
     before = await db.fetchrow("recording", rid)
 
     async def claimed():

@@ -13,24 +13,41 @@ from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.http import events, page, recordings, service, transcripts
 from transcriber.http.errors import install_error_handlers
-from transcriber.http.middleware import DrainRequestBody
+from transcriber.http.middleware import DrainRequestBody, Guard
+from transcriber.http.quotas import UploadSlots
 
 ROUTERS: list[APIRouter] = [recordings.router, transcripts.router, events.router,
                             service.router, page.router]
+
+PUBLIC_PATHS: set[str] = {"/healthz", "/metrics", "/openapi.json"}
+"""Paths answered without an owner's token; every other path needs one before
+anything of the request is read (`middleware.Guard`) — but the page's, which
+authenticate by the page's session cookie before they read a body (`page`)."""
+
+STREAMED: set[tuple[str, str]] = {("POST", "/v1/recordings"), *page.STREAMED}
+"""(method, path) of the routes that stream their body themselves under their own cap;
+every other body is capped at `middleware.JSON_BODY_MAX`."""
 
 
 def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = None
                ) -> FastAPI:
     """The API on `db`, storing uploads under `config.uploads`, refusing bodies over
     `max_upload_bytes` (default: the configured limit)."""
+    # No slash redirects: they would name the request's own Host header back to it.
     app = FastAPI(title="transcriber", version="1", docs_url=None, redoc_url=None,
+                  redirect_slashes=False,
                   description="Self-hosted audio transcription. Authenticate with "
                               "`Authorization: Bearer <token>` (`transcriber owner add`).")
     app.state.db = db
     app.state.config = config
     app.state.max_upload_bytes = (config.max_upload_bytes if max_upload_bytes is None
                                   else max_upload_bytes)
-    app.add_middleware(DrainRequestBody)
+    app.state.upload_slots = UploadSlots(config.owner_max_uploads)
+    # The last added runs first: DrainRequestBody around Guard around the routes.
+    app.add_middleware(Guard, db=db, max_requests=config.http_max_requests,
+                       public=lambda path: path in PUBLIC_PATHS or page.is_page_path(path),
+                       streamed=lambda method, path: (method, path) in STREAMED)
+    app.add_middleware(DrainRequestBody, idle_s=config.http_body_idle_s)
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

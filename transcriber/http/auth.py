@@ -2,21 +2,26 @@
 
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from transcriber.auth import owner_of_token
 from transcriber.http.deps import Db
 from transcriber.http.errors import UNAUTHORIZED, ApiError
+from transcriber.http.middleware import OWNER
 
 bearer = HTTPBearer(auto_error=False, description="the token of `transcriber owner add`")
 
 
 async def current_owner(
-        db: Db, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+        request: Request, db: Db,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 ) -> int:
-    """The calling owner's id; 401 without a valid token."""
-    owner = None if credentials is None else await owner_of_token(db, credentials.credentials)
+    """The calling owner's id, as `middleware.Guard` found it before the body was read
+    (looked up here only for an application without it); 401 without a valid token."""
+    owner = request.scope.get(OWNER)
+    if owner is None and credentials is not None:
+        owner = await owner_of_token(db, credentials.credentials)
     if owner is None:
         raise ApiError(401, UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
     return owner

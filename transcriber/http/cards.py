@@ -1,13 +1,13 @@
-"""An owner's records as the API shows them: finding one the caller owns (404 alike for
-another owner's, an unknown and a malformed id, so ids cannot be probed) and its card
-with the links to its transcripts."""
+"""An owner's records as the API shows them: the card of a record the caller owns (404
+alike for another owner's, an unknown and a malformed id, so ids cannot be probed),
+with the links to its transcripts and without the operator's error text."""
 
 import uuid
 from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from transcriber.cards import card
+from transcriber.cards import card_from_row
 from transcriber.db import Database
 from transcriber.http.errors import not_found
 
@@ -28,25 +28,29 @@ def card_path(rid: Any) -> str:
 
 
 def with_links(c: dict[str, Any]) -> dict[str, Any]:
+    """The card as its owner reads it: with the links to its transcripts; a stop with
+    its reason and plain words, without the error text, which is the operator's."""
     base = card_path(c["id"])
-    return {**c, "links": {k: f"{base}/{p}" for k, p in TRANSCRIPT_PATHS.items()}}
+    stopped = c["stopped"] and {k: v for k, v in c["stopped"].items() if k != "error"}
+    return {**c, "stopped": stopped,
+            "links": {k: f"{base}/{p}" for k, p in TRANSCRIPT_PATHS.items()}}
+
+
+async def owned_card(db: Database, owner: int, recording_id: Any) -> dict[str, Any]:
+    """The card of the caller's record `recording_id`; 404 if it is not theirs."""
+    rid = recording_id if isinstance(recording_id, uuid.UUID) else parse_id(recording_id)
+    row = None if rid is None else await db.fetchrow("owner_recording", owner, rid)
+    if row is None:
+        raise not_found()
+    return with_links(card_from_row(row))
 
 
 async def owned(db: Database, owner: int, recording_id: str) -> uuid.UUID:
     """The id of the caller's record `recording_id`; 404 if it is not theirs."""
-    rid = parse_id(recording_id)
-    if rid is None or await db.fetchval("recording_owner", rid) != owner:
-        raise not_found()
-    return rid
+    return uuid.UUID((await owned_card(db, owner, recording_id))["id"])
 
 
-async def card_of(db: Database, rid: uuid.UUID) -> dict[str, Any]:
-    c = await card(db, rid)
-    if c is None:  # records are never deleted; kept for safety
-        raise not_found()
-    return with_links(c)
-
-
-async def card_response(db: Database, rid: uuid.UUID, status: int) -> JSONResponse:
-    return JSONResponse(await card_of(db, rid), status_code=status,
+async def card_response(db: Database, owner: int, rid: uuid.UUID, status: int
+                        ) -> JSONResponse:
+    return JSONResponse(await owned_card(db, owner, rid), status_code=status,
                         headers={"Location": card_path(rid)})

@@ -23,8 +23,8 @@ class Links(BaseModel):
 
 class Stopped(BaseModel):
     at: dt.datetime
-    reason: str
-    error: str | None
+    reason: str = Field(description="a code: empty_file, undecodable_audio, too_long, …")
+    message: str = Field(description="the reason in plain words")
 
 
 class Card(BaseModel):
@@ -55,7 +55,7 @@ class CardPage(BaseModel):
 
 
 class Event(BaseModel):
-    id: int
+    id: int = Field(description="the event's number in this record's journal: 1, 2, …")
     at: dt.datetime
     origin: Literal["pipeline", "human"]
     kind: str

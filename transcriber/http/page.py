@@ -9,26 +9,22 @@ answers 404 alike — pages, audio and downloads.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import re
-import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
 import jinja2
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.requests import ClientDisconnect
 
 from actors.log import event
 from transcriber.cards import card_from_row
-from transcriber.corrections import (CORRECTION_MAX, BadCorrection, check_correction,
-                                     corrected, corrections_of)
+from transcriber.corrections import CORRECTION_MAX, BadCorrection, check_correction, corrected
 from transcriber.db import Database
 from transcriber.http import page_text
-from transcriber.http.cards import card_of, parse_id
+from transcriber.http.cards import owned_card, parse_id
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError
 from transcriber.http.models import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
@@ -36,9 +32,10 @@ from transcriber.http.page_audio import audio_response, open_audio
 from transcriber.http.page_session import (CSRF_FIELD, SIGNIN_PATH, ChangingSession,
                                            PageOwner, Session, check_csrf, check_origin,
                                            clear_cookie, set_cookie, sign_in)
-from transcriber.http.recordings import accept, decode_cursor, encode_cursor
-from transcriber.http.transcripts import transcript_response
-from transcriber.http.uploads import TITLE_MAX, check_text, incoming, receive
+from transcriber.http.recordings import decode_cursor, encode_cursor, store_upload
+from transcriber.http.transcripts import corrections_of, transcript_response
+from transcriber.http.uploads import TITLE_MAX, check_text
+from transcriber.stops import owner_detail
 
 PAGE_SIZE = 25
 JOURNAL_SHOWN = 500
@@ -114,13 +111,13 @@ def not_found_page(session: Any) -> HTMLResponse:
     return html("not_found.html", 404, csrf=session.csrf)
 
 
-async def mine(db: Database, owner: int, recording_id: str) -> uuid.UUID | None:
-    """The id of the owner's record `recording_id`, else None (unknown, malformed or
-    someone else's: the page answers all three alike)."""
-    rid = parse_id(recording_id)
-    if rid is None or await db.fetchval("recording_owner", rid) != owner:
+async def mine(db: Database, owner: int, recording_id: str) -> dict[str, Any] | None:
+    """The card of the owner's record `recording_id`, else None (unknown, malformed or
+    someone else's: the page answers all three alike). Cancellation: a plain read."""
+    try:
+        return await owned_card(db, owner, recording_id)
+    except ApiError:
         return None
-    return rid
 
 
 @router.get("/static/{name}")
@@ -177,7 +174,7 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
 async def signout(request: Request, db: Db, session: Session) -> Response:
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
-    await db.execute("page_session_end", session.secret_hash)
+    await db.execute("page_session_end", session.owner, session.secret_hash)
     response = RedirectResponse(SIGNIN_PATH, status_code=303)
     clear_cookie(response, request)
     return response
@@ -220,33 +217,29 @@ async def upload(request: Request, db: Db, config: Settings, session: ChangingSe
     """One file of the upload form, sent by the page's script: `multipart/form-data`
     with `file`, `title`, `language`, like the API's upload. 201 with the card, or the
     reason it was refused in words (`{"error": ...}`)."""
-    try:
-        async with incoming(config.uploads) as into, \
-                contextlib.aclosing(request.stream()) as body:
-            up = await receive(
-                body, content_type=request.headers.get("content-type", ""),
-                content_length=request.headers.get("content-length"), disposition=None,
-                into=into, limit=request.app.state.max_upload_bytes, title=None,
-                language=None, filename=None)
-            rid, _ = await accept(db, session.owner, up, None, into)
-    except ClientDisconnect:
-        raise ApiError(400, "the upload was interrupted") from None
-    event(logging.INFO, "upload_accepted", id=rid, owner=session.owner, size=up.size,
-          via="page")
-    card = await card_of(db, rid)
+    # The session (cookie, origin and anti-forgery header) was checked by the
+    # dependency before anything of the body is read; the API's bounds apply as to any
+    # upload (429, 507).
+    rid, _ = await store_upload(request, db, config, session.owner, None, via="page")
+    card = await owned_card(db, session.owner, rid)
     return JSONResponse({**card, "page": f"/recordings/{rid}"}, status_code=201)
 
 
 # --- one recording --------------------------------------------------------------------
 
-async def record_context(db: Database, rid: uuid.UUID, csrf: str) -> dict[str, Any]:
-    card = await card_of(db, rid)
+async def record_context(db: Database, owner: int, card: dict[str, Any], csrf: str
+                         ) -> dict[str, Any]:
+    """What the record page shows of the owner's record `card`. Cancellation: plain
+    reads."""
     segments: list[dict[str, Any]] = []
     if card["done"]:
-        t = await db.fetchrow("transcript", rid)
+        t = await db.fetchrow("owner_transcript", owner, card["id"])
         if t is not None:
-            _, segments = corrected(t["text"], t["segments"], await corrections_of(db, rid))
-    journal = await db.fetch("journal_after", 0, rid, JOURNAL_SHOWN)
+            _, segments = corrected(t["text"], t["segments"],
+                                    await corrections_of(db, owner, card["id"]))
+    # Numbered within the record, as `/events` numbers them; the operator's detail left out.
+    journal = [{**e, "detail": owner_detail(e["detail"])}
+               for e in await db.fetch("owner_journal", owner, card["id"], 0, JOURNAL_SHOWN)]
     return {"card": card, "segments": segments, "journal": journal, "csrf": csrf,
             "downloads": list(DOWNLOADS), "has_audio": card["duration_s"] is not None,
             "errors": {}, "values": None}
@@ -256,18 +249,18 @@ async def record_context(db: Database, rid: uuid.UUID, csrf: str) -> dict[str, A
 async def record_page(db: Db, session: Session, recording_id: str,
                       fragment: Annotated[str | None, Query(max_length=20)] = None
                       ) -> HTMLResponse:
-    rid = await mine(db, session.owner, recording_id)
-    if rid is None:
+    card = await mine(db, session.owner, recording_id)
+    if card is None:
         return not_found_page(session)
-    context = await record_context(db, rid, session.csrf)
+    context = await record_context(db, session.owner, card, session.csrf)
     return html("_record_live.html" if fragment == "live" else "record.html", **context)
 
 
 @router.api_route("/recordings/{recording_id}/audio", methods=["GET", "HEAD"])
 async def record_audio(request: Request, db: Db, config: Settings, owner: PageOwner,
                        recording_id: str) -> Response:
-    rid = await mine(db, owner, recording_id)
-    audio = None if rid is None else await open_audio(db, config, rid)
+    rid = parse_id(recording_id)
+    audio = None if rid is None else await open_audio(db, config, owner, rid)
     if audio is None:
         raise ApiError(404, "no such audio")
     return audio_response(request, audio)
@@ -276,11 +269,12 @@ async def record_audio(request: Request, db: Db, config: Settings, owner: PageOw
 @router.get("/recordings/{recording_id}/transcript.{ext}")
 async def download(db: Db, owner: PageOwner, recording_id: str, ext: str,
                    machine: Annotated[bool, Query()] = False) -> Response:
-    rid = await mine(db, owner, recording_id)
-    if rid is None or ext not in DOWNLOADS:
+    if ext not in DOWNLOADS:
         raise ApiError(404, "no such recording")
-    response = await transcript_response(db, rid, DOWNLOADS[ext], machine=machine)
+    response = await transcript_response(db, owner, recording_id, DOWNLOADS[ext],
+                                         machine=machine)
     if response.status_code == 200:
+        rid = parse_id(recording_id)
         name = f"{rid}{'.machine' if machine else ''}.{ext}"
         response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
@@ -311,18 +305,19 @@ async def edit(request: Request, db: Db, session: Session, recording_id: str) ->
     separated). Refused values come back in the form, each with its reason."""
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
-    rid = await mine(db, session.owner, recording_id)
-    if rid is None:
+    card = await mine(db, session.owner, recording_id)
+    if card is None:
         return not_found_page(session)
     values = {k: str(form.get(k, "")) for k in ("title", "summary", "topics")}
     errors, topics = field_errors(values["title"], values["summary"], values["topics"])
     if errors:
-        context = await record_context(db, rid, session.csrf)
+        context = await record_context(db, session.owner, card, session.csrf)
         return html("record.html", 422, **{**context, "errors": errors, "values": values})
-    await db.fetchval("edit_owner_fields", rid, values["title"], values["summary"], topics,
+    await db.fetchval("edit_owner_fields", session.owner, card["id"], values["title"],
+                      values["summary"], topics,
                       {"by": "owner", "owner_id": session.owner, "via": "page",
                        "fields": ["summary", "title", "topics"]})
-    return RedirectResponse(f"/recordings/{rid}", status_code=303)
+    return RedirectResponse(f"/recordings/{card['id']}", status_code=303)
 
 
 @router.post("/recordings/{recording_id}/segments/{index}")
@@ -331,8 +326,8 @@ async def correct(request: Request, db: Db, session: ChangingSession, recording_
     """The owner's text for segment `index`, from the record page's script (form field
     `text`, or `restore` to go back to the machine's): JSON with the text now shown, or
     `{"error": ...}` (422) saying why the text was refused."""
-    rid = await mine(db, session.owner, recording_id)
-    t = None if rid is None else await db.fetchrow("transcript", rid)
+    rid = parse_id(recording_id)
+    t = None if rid is None else await db.fetchrow("owner_transcript", session.owner, rid)
     if rid is None or t is None or not 0 <= index < len(t["segments"]):
         raise ApiError(404, "no such segment")
     form = await request.form()
@@ -343,8 +338,9 @@ async def correct(request: Request, db: Db, session: ChangingSession, recording_
     except BadCorrection as e:
         return JSONResponse({"error": str(e)}, status_code=422)
     if text in ("", machine_text.strip()):
-        await db.fetchval("correction_clear", rid, index, {**detail, "restored": True})
+        await db.fetchval("correction_clear", session.owner, rid, index,
+                          {**detail, "restored": True})
         return JSONResponse({"text": machine_text, "machine_text": machine_text,
                              "corrected": False})
-    await db.fetchval("correction_set", rid, index, text, detail)
+    await db.fetchval("correction_set", session.owner, rid, index, text, detail)
     return JSONResponse({"text": text, "machine_text": machine_text, "corrected": True})

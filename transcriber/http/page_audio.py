@@ -31,14 +31,16 @@ class Audio:
     """`read(start, end)`: bytes start..end (inclusive), in chunks."""
 
 
-async def open_audio(db: Database, config: Config, recording_id: Any) -> Audio | None:
-    """The record's normalized audio (16 kHz mono WAV), or None while there is none.
+async def open_audio(db: Database, config: Config, owner: int, recording_id: Any
+                     ) -> Audio | None:
+    """The owner's record's normalized audio (16 kHz mono WAV), or None while there is
+    none (or the record is not theirs).
 
     The page reads audio only through this function, so where audio lives (a local
     folder today) is decided here alone. Cancellation: a read in progress finishes in
     its thread; nothing to undo.
     """
-    where = await db.fetchval("recording_audio", recording_id)
+    where = await db.fetchval("owner_audio", owner, recording_id)
     if where is None:
         return None
     path = Path(where)

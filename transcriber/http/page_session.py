@@ -6,9 +6,13 @@ in an HttpOnly, SameSite=Strict cookie (Secure over HTTPS, or behind a proxy tha
 `X-Forwarded-Proto: https`). Only the secret's sha256 is stored, with the owner and the
 hash of the token signed in with: every request checks that hash with the API's own
 token lookup (`owner_by_token`), so a session lives only while its token would still
-let the owner use the API — rotating or revoking the token ends it. Every state-changing request must carry the session's anti-forgery token
-(a form field or the `X-CSRF-Token` header) and, when the browser names one, come from
-this very origin.
+let the owner use the API — rotating or revoking the token ends it. Every
+state-changing request must carry the session's anti-forgery token (a form field or the
+`X-CSRF-Token` header) and, when the browser names one, come from this very origin.
+
+The API's `middleware.Guard` lets the page's paths through without a bearer token
+(`page.is_page_path`); the session is checked here, by a dependency, before a route
+reads any of the body.
 
 `PageOwner` is the page's counterpart of `Owner`: it yields the same owner id. The
 bearer tokens of the API are untouched by any of this.
@@ -64,7 +68,7 @@ async def sign_in(db: Database, token: str, lifetime_s: float) -> tuple[str, str
         return None
     secret, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     await db.execute("page_sessions_sweep")
-    await db.execute("page_session_add", secret_hash(secret), owner, csrf, lifetime_s)
+    await db.execute("page_session_add", owner, secret_hash(secret), csrf, lifetime_s)
     return secret, csrf
 
 

@@ -1,37 +1,35 @@
-"""What the owner's page says about a record, in words: its state, a stop's reason and
-what the owner can do about it. A stop's own error text (a decoder's message, a path)
-is the operator's and is not shown here."""
+"""What the owner's page says about a record, in words: its state, a stop's reason (the
+card's `message`, from `transcriber.stops`) and what the owner can do about it. A stop's
+own error text (a decoder's message, a path) is the operator's and is not shown here."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
 
-# reason → (what happened, what the owner can do)
-STOP_REASONS: dict[str, tuple[str, str]] = {
-    "undecodable_audio": (
-        "The file could not be read as audio.",
+# reason → what the owner can do about it. What happened is said by `transcriber.stops`,
+# in the same words the API's card and `/events` use.
+WHAT_TO_DO: dict[str, str] = {
+    "empty_file": "Upload the file again: nothing of it arrived.",
+    "undecodable_audio":
         "Check that it is a recording (MP3, M4A, OGG, FLAC, WAV, or a video with sound) "
-        "and upload it again; trying this file again cannot help."),
-    "empty_audio": (
-        "The file holds no sound: its audio decodes to nothing.",
-        "Upload the recording that has the speech in it."),
-    "too_long": (
-        "The recording is longer than this service accepts.",
-        "Split it into shorter parts and upload those, or ask the operator to raise "
-        "TRANSCRIBER_MAX_DURATION_S."),
-    "attempts_exhausted": (
-        "Processing failed every time it was tried.",
+        "and upload it again; trying this file again cannot help.",
+    "no_audio_stream": "Upload the file that has the sound in it (a video with its sound "
+                       "track, or the recording itself).",
+    "empty_audio": "Upload the recording that has the speech in it.",
+    "too_long": "Split it into shorter parts and upload those, or ask the operator to "
+                "raise TRANSCRIBER_MAX_DURATION_S.",
+    "recognizer_refused_audio": "Ask the operator to look at the speech recognizer, or "
+                                "upload the recording in another format.",
+    "attempts_exhausted":
         "Ask the operator to look at it (`transcriber stopped` shows the error), fix the "
-        "cause and run `transcriber resume {id}`; nothing is lost meanwhile."),
-    "milestone_time_limit": (
-        "Processing took longer than its time limit.",
+        "cause and run `transcriber resume {id}`; nothing is lost meanwhile.",
+    "milestone_time_limit":
         "Ask the operator to look at the service and run `transcriber resume {id}`; "
-        "nothing is lost meanwhile."),
+        "nothing is lost meanwhile.",
 }
-UNKNOWN_STOP = ("Processing stopped.",
-                "Ask the operator to look at it and run `transcriber resume {id}` when the "
-                "cause is fixed; nothing is lost meanwhile.")
+OTHER_TO_DO = ("Ask the operator to look at it and run `transcriber resume {id}` when the "
+               "cause is fixed; nothing is lost meanwhile.")
 
 STATES = ("working", "transcribed", "stopped")
 
@@ -47,8 +45,8 @@ def stop_words(card: dict[str, Any]) -> tuple[str, str] | None:
     stopped = card["stopped"]
     if stopped is None:
         return None
-    what, todo = STOP_REASONS.get(stopped["reason"], UNKNOWN_STOP)
-    return what, todo.format(id=card["id"])
+    todo = WHAT_TO_DO.get(stopped["reason"], OTHER_TO_DO)
+    return stopped["message"], todo.format(id=card["id"])
 
 
 def progress_words(card: dict[str, Any]) -> str:

@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
-from transcriber.corrections import corrected, corrections_of
+from transcriber.corrections import corrected
 from transcriber.db import Database
 from transcriber.formats import render
 from transcriber.http.auth import Owner
-from transcriber.http.cards import TRANSCRIPT_PATHS, card_of, owned
+from transcriber.http.cards import TRANSCRIPT_PATHS, owned_card
 from transcriber.http.deps import Db
 from transcriber.http.errors import documented_errors
 from transcriber.http.models import Card, Transcript
@@ -45,18 +45,26 @@ router = APIRouter()
 MACHINE = Query(description="true: the recognizer's text, without the owner's corrections")
 
 
-async def transcript_response(db: Database, rid: uuid.UUID, kind: str, *,
-                              machine: bool = False) -> Response:
-    """Record `rid`'s transcript as `kind` (a key of TRANSCRIPT_PATHS), corrected unless
-    `machine`; 409 with the card until it is transcribed. The caller checked the owner.
-    Cancellation: plain reads."""
-    c = await card_of(db, rid)
+async def corrections_of(db: Database, owner: int, rid: Any) -> dict[int, str]:
+    """The owner's text of their record `rid` by segment index. Cancellation: a plain
+    read."""
+    return {r["segment"]: r["text"]
+            for r in await db.fetch("owner_corrections", owner, rid)}
+
+
+async def transcript_response(db: Database, owner: int, recording_id: str | uuid.UUID,
+                              kind: str, *, machine: bool = False) -> Response:
+    """The owner's record's transcript as `kind` (a key of TRANSCRIPT_PATHS), corrected
+    unless `machine`; 409 with the card until it is transcribed; 404 if the record is
+    not the owner's. Cancellation: plain reads."""
+    c = await owned_card(db, owner, recording_id)
     if not c["done"]:
         return JSONResponse(c, status_code=409)
-    t = await db.fetchrow("transcript", rid)
+    t = await db.fetchrow("owner_transcript", owner, c["id"])
     text, segments = ("", []) if t is None else (t["text"], t["segments"])
     if not machine:
-        text, segments = corrected(text, segments, await corrections_of(db, rid))
+        text, segments = corrected(text, segments,
+                                   await corrections_of(db, owner, c["id"]))
     extra = {} if kind != "json" else {
         "id": c["id"], "language": t["language"] if t else c["language"],
         "model": t["model"] if t else None, "duration_s": c["duration_s"]}
@@ -72,8 +80,7 @@ def transcript_route(kind: str) -> None:
 
     async def get_transcript(owner: Owner, db: Db, recording_id: str,
                              machine: Annotated[bool, MACHINE] = False) -> Response:
-        return await transcript_response(db, await owned(db, owner, recording_id), kind,
-                                         machine=machine)
+        return await transcript_response(db, owner, recording_id, kind, machine=machine)
 
     router.get(path, summary=f"The transcript ({FORMAT_OF[kind]})", response_model=None,
                name=f"transcript_{kind}",
@@ -81,7 +88,7 @@ def transcript_route(kind: str) -> None:
                response_class=JSONResponse if kind == "json" else response_class,
                responses={200: ok,
                           409: {"model": Card, "description": "not transcribed (yet): the card"},
-                          **documented_errors(401, 404)})(get_transcript)
+                          **documented_errors(404)})(get_transcript)
 
 
 for _kind in TRANSCRIPT_PATHS:
