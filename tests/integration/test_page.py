@@ -22,6 +22,7 @@ from tests.integration.test_api_hardening import exchange, request_head
 from tests.pipeline_helpers import journal
 from tests.integration.test_storage import _code_only
 from transcriber.config import Config
+from transcriber.http import app as app_module
 from transcriber.http import create_app, page, page_session, serving
 from transcriber.db import Database
 from transcriber.owners import NewOwner, token_hash
@@ -446,3 +447,25 @@ def test_page_paths_are_told_from_the_api() -> None:
                  "/metrics", "/openapi.json", "/static", "/recordingsx"):
         assert not page.is_page_path(path), path
     assert page.STREAMED == {("POST", "/upload")}
+
+
+async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
+    # The guard lets the page's paths through to the page's own session check: nothing
+    # of an owner's answers without one or the other.
+    rid = uuid.uuid4()
+    open_to_all = {("GET", "/signin"), ("GET", "/static/page.css")}
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as anonymous:
+        for route in (r for router in app_module.ROUTERS for r in router.routes):
+            path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css")
+            if path in app_module.PUBLIC_PATHS:
+                continue
+            for method in route.methods - {"HEAD"}:
+                r = await anonymous.request(method, path)
+                wanted = 200 if (method, path) in open_to_all else 401
+                assert r.status_code == wanted, (method, path, r.status_code, r.text)
+                # The sign-in form posted without a token is the form again, with why.
+                if (method, path) == ("POST", "/signin"):
+                    assert "not an owner&#39;s API token" in r.text, r.text
+                elif wanted != 200:
+                    assert set(r.json()) == {"error"}, (method, path, r.text)
+
