@@ -66,6 +66,8 @@ class Config:
     """How long one attempt of a step may run at most (plus the per-audio part)."""
     run_limit_per_audio_s: float = 10.0
     """Recognition's run limit grows by this per second of audio."""
+    page_session_days: float = 14.0
+    """How long a sign-in to the owner's page lasts (revoking the API token ends it)."""
 
     @property
     def uploads(self) -> Path:
@@ -110,4 +112,5 @@ class Config:
                    lease_s=float(get("LEASE_S") or 30),
                    renew_s=float(get("RENEW_S") or 10),
                    run_limit_s=float(get("RUN_LIMIT_S") or 900),
-                   run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 10))
+                   run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 10),
+                   page_session_days=float(get("PAGE_SESSION_DAYS") or 14))
