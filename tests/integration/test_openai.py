@@ -225,7 +225,7 @@ async def test_the_sdk_against_a_real_service(
         [here] = await recordings_of(url, first)
         assert here["done"]
         ids.add(here["id"])
-        assert (await journal(first_db, uuid.UUID(relayed)))[0]["detail"] == {"via": "http"}
+        assert (await journal(first_db, uuid.UUID(relayed)))[0]["detail"] == {"via": "api"}
     for rid in ids:
         accepted = (await journal(db, uuid.UUID(rid)))[0]
         assert (accepted["kind"], accepted["detail"]) == ("accepted", {"via": "openai"})
