@@ -36,6 +36,7 @@ from transcriber.cards import card, card_from_row
 from transcriber.config import Config
 from transcriber.db import Database, describe
 from transcriber.formats import render
+from transcriber.devices import recognizer_info
 from transcriber.metrics import render_metrics
 from transcriber.uploads import (TITLE_MAX, Incoming, Upload, UploadRefused, check_text,
                                  incoming, receive)
@@ -149,6 +150,8 @@ class Transcript(BaseModel):
 class Health(BaseModel):
     status: Literal["ok", "unavailable"]
     error: str | None = None
+    recognizer: dict[str, str] | None = None
+    """The model and device this daemon recognizes with."""
 
 
 def _valid(what: str, max_chars: int) -> AfterValidator:
@@ -523,14 +526,14 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
             with trio.fail_after(HEALTH_TIMEOUT_S):
                 await db.fetchval("health")
         except Exception as e:  # noqa: BLE001 - whatever fails, the answer is "unavailable"
-            return JSONResponse({"status": "unavailable", "error": describe(e)},
-                                status_code=503)
-        return JSONResponse({"status": "ok"})
+            return JSONResponse({"status": "unavailable", "error": describe(e),
+                                 "recognizer": recognizer_info(config)}, status_code=503)
+        return JSONResponse({"status": "ok", "recognizer": recognizer_info(config)})
 
     @app.get("/metrics", summary="Prometheus metrics", response_model=None,
              responses={200: {"content": {"text/plain": {}}}})
     async def metrics() -> Response:
-        return Response(await render_metrics(db),
+        return Response(await render_metrics(db, recognizer_info(config)),
                         media_type="text/plain; version=0.0.4; charset=utf-8")
 
     def openapi() -> dict[str, Any]:

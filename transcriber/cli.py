@@ -44,6 +44,23 @@ def recognition_options(task: str) -> RecognitionOptions:
         fail(str(e), 2)
 
 
+def recognizer_ready(config: Config) -> None:
+    """Before any work: the model present (the bundled one joined, a named one fetched
+    once) and the device possible; else one line and exit 1."""
+    if config.recognizer_url:
+        return
+    from transcriber.devices import DeviceUnavailable, choose_device, cuda_devices
+    from transcriber.models import resolve_model
+    from transcriber.recognize import ModelUnavailable
+
+    try:
+        resolve_model(config)
+        choose_device(config.device, config.compute_type,
+                      cuda_devices() if config.device != "cpu" else 0)
+    except (ModelUnavailable, DeviceUnavailable) as e:
+        fail(str(e), 1)
+
+
 class Refused(Exception):
     """Bad input: one line for the operator, exit 1, nothing changed."""
 
@@ -296,6 +313,8 @@ def serve(
         fail(str(e), 1)
     options = ServeOptions(http=address, workers=workers, grace_s=grace)
     config = Config.from_env()
+    if workers:
+        recognizer_ready(config)
     async def main() -> None:
         async with trio_asyncio.open_loop():
             await run_serve(config, options, steps_for=audio_steps)
@@ -372,6 +391,7 @@ def transcribe(
         fail(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}", 1)
     options = recognition_options(task)
     config = Config.from_env()
+    recognizer_ready(config)
     done = with_database(lambda db: transcribe_file(db, config, audio_steps(config), file,
                                                     language=language, options=options,
                                                     on_card=ProgressBar()))
@@ -424,3 +444,29 @@ def main() -> None:
     # warnings and worse, `serve` shows everything.
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     app()
+
+
+@app.command()
+def models() -> None:
+    """The models in TRANSCRIBER_HOME/models, and the one TRANSCRIBER_MODEL names."""
+    from transcriber.models import NAMES, model_name, present_models
+
+    config = Config.from_env()
+    in_use = model_name(config)
+    present = present_models(config.models)
+    for name, size in present:
+        mark = "  (in use)" if name == in_use and not _is_folder(config.model) else ""
+        typer.echo(f"{name:<20} {size / 1e6:7.0f} MB{mark}")
+    if _is_folder(config.model):
+        typer.echo(f"in use: the folder {config.model}")
+    elif in_use not in {name for name, _ in present}:
+        how = ("joined from its packages" if in_use == "whisper-base"
+               else "fetched (network needed)")
+        typer.echo(f"in use: {in_use}, {how} into {config.models} on first use")
+    typer.echo(f"names TRANSCRIBER_MODEL takes: {', '.join(NAMES)}, or a folder")
+
+
+def _is_folder(model: str | None) -> bool:
+    from transcriber.models import BUNDLED_ALIASES, NAMES
+
+    return model not in BUNDLED_ALIASES and model not in NAMES

@@ -3,7 +3,11 @@ TRANSCRIBER_COMPUTE_TYPE (auto or a CTranslate2 compute type)."""
 
 from __future__ import annotations
 
+import functools
+
 import attrs
+
+from transcriber.config import Config
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -42,3 +46,20 @@ def cuda_devices() -> int:
         return ctranslate2.get_cuda_device_count()
     except RuntimeError:
         return 0
+
+
+@functools.cache
+def recognizer_info(config: Config) -> dict[str, str]:
+    """What recognizes, for the log, /healthz and /metrics: the model's name, the device
+    and compute type (`error` instead when the device setting cannot be met)."""
+    if config.recognizer_url:
+        return {"model": "remote", "device": "remote", "url": config.recognizer_url}
+    from transcriber.models import model_name
+
+    info = {"model": model_name(config), "decoding": config.decoding}
+    try:
+        choice = choose_device(config.device, config.compute_type,
+                               cuda_devices() if config.device != "cpu" else 0)
+    except DeviceUnavailable as e:
+        return {**info, "device": config.device, "error": str(e)}
+    return {**info, "device": choice.device, "compute_type": choice.compute_type}

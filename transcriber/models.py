@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,10 +31,21 @@ class ResolvedModel:
     """As stored with each transcript: the folder's or the model's name."""
 
 
+def model_name(config: Config) -> str:
+    """The name transcripts will carry, without joining or fetching anything."""
+    if config.model in BUNDLED_ALIASES:
+        return BUNDLED_NAME
+    assert config.model is not None
+    return Path(config.model).name
+
+
 def fetch_with_faster_whisper(name: str, dest: Path) -> None:
     from faster_whisper import download_model
 
-    download_model(name, output_dir=str(dest))
+    with warnings.catch_warnings():
+        # faster-whisper passes an argument huggingface_hub now ignores, with a warning.
+        warnings.simplefilter("ignore", UserWarning)
+        download_model(name, output_dir=str(dest))
 
 
 def resolve_model(config: Config,
