@@ -423,10 +423,14 @@ def bench(records: Annotated[int, typer.Option(help="records to drain")] = 5000,
 @app.command("bench-audio")
 def bench_audio(minutes: Annotated[float, typer.Option(help="minutes for the ratio")] = 5.0,
                 long_minutes: Annotated[float, typer.Option(help="minutes for peak RSS")
-                                        ] = 60.0) -> None:
-    """The service against raw faster-whisper on the same file; peak RSS of a long one."""
+                                        ] = 60.0,
+                queue_files: Annotated[int, typer.Option(help="files submitted at once")] = 6,
+                queue_minutes: Annotated[float, typer.Option(help="minutes of each")] = 5.0,
+                ) -> None:
+    """Raw faster-whisper (sequential, batched) against the service on the same file;
+    the queue's throughput; peak RSS of a long recording."""
     from transcriber.bench_audio import main as run_bench_audio
-    raise typer.Exit(run_bench_audio(minutes, long_minutes))
+    raise typer.Exit(run_bench_audio(minutes, long_minutes, queue_files, queue_minutes))
 
 
 @app.command("bench-api")

@@ -44,6 +44,7 @@ from transcriber.queue import PgQueue
 from transcriber.recognize import BUNDLED_NAME, BUNDLED_SHA256, ModelUnavailable, bundled_model
 from transcriber.recognizer_process import ProcessRecognizer
 from transcriber.store import accept_file
+from transcriber.wer import word_error_rate
 from transcriber.threads import Control, Stopped, run_in_thread
 
 
@@ -80,27 +81,6 @@ async def normalize_once(db: Database, owner_id: int, config: Config,
 
 async def events(db: Database, rid: Any) -> list[Any]:
     return await db.fetch("journal_after", 0, rid, 1000)
-
-
-def words(text: str) -> list[str]:
-    """Lowercase words without punctuation (hyphens and apostrophes split words)."""
-    cleaned = "".join(ch if ch.isalnum() or ch.isspace() else " "
-                      for ch in unicodedata.normalize("NFKC", text.lower()))
-    return cleaned.split()
-
-
-def word_error_rate(reference: str, hypothesis: str) -> float:
-    """(substitutions + deletions + insertions) / reference words: a word-level
-    Levenshtein distance, one row at a time."""
-    ref, hyp = words(reference), words(hypothesis)
-    previous = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        current = [i]
-        for j, h in enumerate(hyp, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1,
-                               previous[j - 1] + (r != h)))
-        previous = current
-    return previous[-1] / max(len(ref), 1)
 
 
 def test_word_error_rate_counts_word_edits() -> None:
