@@ -49,14 +49,13 @@ def recognizer_ready(config: Config) -> None:
     once) and the device possible; else one line and exit 1."""
     if config.recognizer_url:
         return
-    from transcriber.devices import DeviceUnavailable, choose_device, cuda_devices
+    from transcriber.devices import DeviceUnavailable, device_for
     from transcriber.models import resolve_model
     from transcriber.recognize import ModelUnavailable
 
     try:
         resolve_model(config)
-        choose_device(config.device, config.compute_type,
-                      cuda_devices() if config.device != "cpu" else 0)
+        device_for(config)
     except (ModelUnavailable, DeviceUnavailable) as e:
         fail(str(e), 1)
 

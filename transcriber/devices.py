@@ -38,6 +38,12 @@ def choose_device(device: str, compute_type: str, cuda_devices: int) -> DeviceCh
     return DeviceChoice(device, compute_type)
 
 
+def device_for(config: Config) -> DeviceChoice:
+    """The configured choice on this machine (CTranslate2 asked only when it matters)."""
+    return choose_device(config.device, config.compute_type,
+                         cuda_devices() if config.device != "cpu" else 0)
+
+
 def cuda_devices() -> int:
     """The CUDA devices CTranslate2 sees (0 when it was built without CUDA)."""
     import ctranslate2
@@ -58,8 +64,7 @@ def recognizer_info(config: Config) -> dict[str, str]:
 
     info = {"model": model_name(config), "decoding": config.decoding}
     try:
-        choice = choose_device(config.device, config.compute_type,
-                               cuda_devices() if config.device != "cpu" else 0)
+        choice = device_for(config)
     except DeviceUnavailable as e:
         return {**info, "device": config.device, "error": str(e)}
     return {**info, "device": choice.device, "compute_type": choice.compute_type}

@@ -32,7 +32,7 @@ import attrs
 
 from actors.log import event
 from transcriber.config import Config
-from transcriber.devices import choose_device, cuda_devices
+from transcriber.devices import device_for
 from transcriber.models import ResolvedModel, resolve_model
 from transcriber.options import RecognitionOptions
 from transcriber.recognize import Transcript, WhisperRecognizer
@@ -65,8 +65,7 @@ class ChildSpec:
 
     @classmethod
     def of(cls, config: Config, model: ResolvedModel) -> ChildSpec:
-        choice = choose_device(config.device, config.compute_type,
-                               cuda_devices() if config.device != "cpu" else 0)
+        choice = device_for(config)
         return cls(str(model.path), model.name, choice.device, choice.compute_type,
                    config.cpu_threads, config.decoding, config.batch_size,
                    config.recognizer_nice)
