@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -162,6 +163,14 @@ def queue_throughput(files: list[Path], env: dict[str, str]) -> tuple[float, Tre
 def main(minutes: float = 5.0, long_minutes: float = 60.0, queue_files: int = 6,
          queue_minutes: float = 5.0) -> int:
     work = Path(tempfile.mkdtemp(prefix="transcriber-bench-audio-"))
+    try:
+        return run(work, minutes, long_minutes, queue_files, queue_minutes)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the audio, the model, the database
+
+
+def run(work: Path, minutes: float, long_minutes: float, queue_files: int,
+        queue_minutes: float) -> int:
     work.chmod(0o755)  # the embedded database's own user must reach the home inside
     models = bundled_model(work / "models")
     env = {k: v for k, v in os.environ.items()
