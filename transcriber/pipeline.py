@@ -9,6 +9,7 @@ from actors.log import event
 from transcriber.config import Config
 from transcriber.devices import recognizer_info
 from transcriber.milestones import step_table
+from transcriber.models import model_name
 from transcriber.normalize import normalize_step
 from transcriber.recognize import recognize_step
 from transcriber.recognizer_process import ProcessRecognizer
@@ -34,4 +35,4 @@ def recognizer_name(config: Config) -> str:
     """The model name the configured recognizer writes into the transcripts it makes."""
     if config.recognizer_url:
         return RemoteRecognizer(config.recognizer_url).model_name
-    return WhisperRecognizer(config).name
+    return model_name(config)
