@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 
 from actors import StepTable
-from actors.log import event
 from transcriber.config import Config
-from transcriber.devices import recognizer_info
 from transcriber.milestones import step_table
 from transcriber.models import model_name
 from transcriber.normalize import normalize_step
@@ -19,7 +16,6 @@ from transcriber.remote import RemoteRecognizer, remote_step
 def audio_steps(config: Config, recognizer: ProcessRecognizer | None = None) -> StepTable:
     """Recognition by the remote server when TRANSCRIBER_RECOGNIZER_URL is set, else by
     the local model in child processes (`recognizer`'s, when given: warm ones shared)."""
-    event(logging.INFO, "recognizer", **recognizer_info(config))
     if config.recognizer_url:
         recognize = remote_step(config, RemoteRecognizer(config.recognizer_url,
                                                          config.recognizer_key))

@@ -16,6 +16,7 @@ import trio
 from actors.log import event
 from actors.sdnotify import Notifier, watchdog
 from transcriber.config import Config
+from transcriber.devices import recognizer_info
 from transcriber.db import Database
 from transcriber.recognize import ModelUnavailable
 from transcriber.runtime import Pipeline
@@ -132,7 +133,10 @@ async def serve(config: Config, options: ServeOptions, *,
                 nursery.start_soon(watchdog, notifier, lambda: database_answers(db),
                                    lambda: queue_status(db))
                 notifier.ready(f"serving: workers={options.workers} http={url}")
-                event(logging.INFO, "ready", workers=options.workers, http=url)
+                # What recognizes here, said once the start has succeeded: a start that
+                # fails says only why, in one line.
+                event(logging.INFO, "ready", workers=options.workers, http=url,
+                      **(recognizer_info(config) if options.workers else {}))
                 task_status.started(url)
                 async for signum in signals:
                     event(logging.INFO, "shutting_down", signal=signal.Signals(signum).name,
