@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from actors import StepTable
 from transcriber.config import Config
 from transcriber.milestones import step_table
