@@ -470,3 +470,8 @@ SELECT milestone, count(*) FILTER (WHERE stopped_at IS NULL) AS active,
 -- name: metrics_stop_reasons
 SELECT stop_reason, count(*) AS n FROM recordings
  WHERE stopped_at IS NOT NULL GROUP BY stop_reason ORDER BY stop_reason
+
+-- name: audio_referenced
+-- The normalized audio of the given records ($1 ids): the startup sweep removes the audio
+-- files and objects of these records that their row does not name (a stale claim's).
+SELECT id, audio_path FROM recordings WHERE id = ANY($1::uuid[])

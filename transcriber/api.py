@@ -37,8 +37,8 @@ from transcriber.config import Config
 from transcriber.db import Database, describe
 from transcriber.formats import render
 from transcriber.metrics import render_metrics
-from transcriber.uploads import (TITLE_MAX, Incoming, Upload, UploadRefused, check_text,
-                                 incoming, receive)
+from transcriber.blobs import Incoming, blobs_of
+from transcriber.uploads import TITLE_MAX, Upload, UploadRefused, check_text, receive
 
 ACCEPT_TIMEOUT_S = 30.0
 HEALTH_TIMEOUT_S = 5.0
@@ -314,7 +314,7 @@ class DrainRequestBody:
 
 def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = None
                ) -> FastAPI:
-    """The API on `db`, storing uploads under `config.uploads`, refusing bodies over
+    """The API on `db`, storing uploads in the store `config` names, refusing bodies over
     `max_upload_bytes` (default: the configured limit)."""
     if max_upload_bytes is None:
         max_upload_bytes = config.max_upload_bytes
@@ -397,7 +397,7 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
         try:
             # Closed at once even when the upload is refused halfway, so the generator
             # is not left for the garbage collector.
-            async with incoming(config.uploads) as into, \
+            async with blobs_of(config).incoming() as into, \
                     contextlib.aclosing(request.stream()) as body:
                 up = await receive(
                     body, content_type=request.headers.get("content-type", ""),
@@ -425,7 +425,7 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
             scope.deadline = trio.current_time() + ACCEPT_TIMEOUT_S
             try:
                 rid = await db.fetchval("accept_upload", owner, up.filename, up.size,
-                                        str(up.path), up.language, up.title, key)
+                                        up.ref, up.language, up.title, key)
             except asyncpg.PostgresError:
                 raise  # refused by the database: surely no record; the file goes
             except BaseException:

@@ -319,7 +319,7 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
             owner_id = row["id"]
         ids = []
         for path in files:
-            rid = await accept_file(db, config.uploads, path, owner_id,
+            rid = await accept_file(db, config, path, owner_id,
                                     language=language or config.language, title=title)
             typer.echo(f"{rid}  {path.name}")
             ids.append(rid)

@@ -30,6 +30,9 @@ class Config:
     max_duration_s: float = 4 * 3600.0
     max_upload_bytes: int = 2 * 1024**3
     cpu_threads: int = 1
+    storage_url: str | None = None
+    """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.blobs);
+    None: in the folder under `home`."""
 
     @property
     def uploads(self) -> Path:
@@ -57,4 +60,5 @@ class Config:
                    recognizer_url=get("RECOGNIZER_URL"), recognizer_key=get("RECOGNIZER_KEY"),
                    max_duration_s=float(get("MAX_DURATION_S") or 4 * 3600),
                    max_upload_bytes=int(get("MAX_UPLOAD_BYTES") or 2 * 1024**3),
-                   cpu_threads=int(get("CPU_THREADS") or 1))
+                   cpu_threads=int(get("CPU_THREADS") or 1),
+                   storage_url=get("STORAGE_URL"))

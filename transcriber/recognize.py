@@ -22,6 +22,7 @@ import numpy as np
 
 from actors.queue import Job
 from actors.steps import Progress
+from transcriber.blobs import blobs_of
 from transcriber.config import Config
 from transcriber.queue import Saved
 from transcriber.threads import Control, run_in_thread
@@ -142,11 +143,11 @@ class WhisperRecognizer:
 
 def recognize_step(config: Config, recognizer: WhisperRecognizer):  # -> StepFn
     async def recognize(job: Job, progress: Progress) -> Saved:
-        audio = Path(job.inputs["audio_path"])
         language = job.inputs.get("language") or config.language
-        transcript = await run_in_thread(
-            lambda control: recognizer.transcribe(audio, job.inputs["duration_s"] or 0.0,
-                                                  language, control), progress)
+        async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
+            transcript = await run_in_thread(
+                lambda control: recognizer.transcribe(audio, job.inputs["duration_s"] or 0.0,
+                                                      language, control), progress)
         return transcript.saved()
 
     return recognize

@@ -17,6 +17,7 @@ import tenacity
 from actors import StopRecord
 from actors.queue import Job
 from actors.steps import Progress
+from transcriber.blobs import blobs_of
 from transcriber.config import Config
 from transcriber.queue import Saved
 from transcriber.recognize import Transcript
@@ -88,7 +89,8 @@ async def _trio_sleep(seconds: float) -> None:
 def remote_step(config: Config, recognizer: RemoteRecognizer):  # -> StepFn
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
-        transcript = await recognizer.transcribe(Path(job.inputs["audio_path"]), language)
+        async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
+            transcript = await recognizer.transcribe(audio, language)
         return transcript.saved()
 
     return recognize

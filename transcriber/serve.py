@@ -68,10 +68,11 @@ async def serve(config: Config, options: ServeOptions, *,
                 url = None
                 if options.http is not None:
                     from transcriber.api import create_app, serve_app
-                    from transcriber.uploads import sweep_strays
+                    from transcriber.blobs import blobs_of
 
-                    # Uploads a killed process wrote but never recorded.
-                    removed = await sweep_strays(db, config.uploads)
+                    # Uploads a killed process wrote but never recorded, audio of claims
+                    # that lost their commit.
+                    removed = await blobs_of(config).sweep_strays(db)
                     if removed:
                         event(logging.WARNING, "swept_strays", files=len(removed))
                     host, port = options.http
