@@ -52,6 +52,7 @@ has no lock at all."""
 UPLOAD_NAME = re.compile(r"[0-9a-f]{32}")
 AUDIO_NAME = re.compile(r"([0-9a-f-]{36})\.[0-9a-f-]{36}\.wav")
 """Normalized audio: `<record id>.<claim token>.wav`."""
+AUDIO_PART_NAME = re.compile(AUDIO_NAME.pattern + r"\.part")
 
 
 class StorageError(Exception):
@@ -374,7 +375,9 @@ class LocalBlobs(Blobs):
                     handle.close()
         # Part files and scratch copies belong to steps of a process that is gone
         # (a live step's are young).
-        removed += await trio.to_thread.run_sync(self._old_work_files, older_than_s)
+        removed += await trio.to_thread.run_sync(
+            lambda: remove_old_files([self.scratch], older_than_s)
+            + remove_old_files([self.audio], older_than_s, AUDIO_PART_NAME))
         for folder in (self.uploads, self.audio):
             if folder.is_dir():
                 await trio.to_thread.run_sync(fsync_dir, folder)
@@ -392,22 +395,24 @@ class LocalBlobs(Blobs):
                           and p.stat().st_mtime <= cutoff]
         return found
 
-    def _old_work_files(self, older_than_s: float) -> list[str]:
-        cutoff = time.time() - older_than_s
-        found = []
-        if self.audio.is_dir():
-            found += [p for p in self.audio.iterdir()
-                      if p.name.endswith(".wav.part")
-                      and AUDIO_NAME.fullmatch(p.name.removesuffix(".part"))]
-        if self.scratch.is_dir():
-            found += list(self.scratch.iterdir())
-        removed = []
-        for path in found:
+
+def remove_old_files(folders: list[Path], older_than_s: float,
+                     pattern: re.Pattern[str] | None = None) -> list[str]:
+    """Remove the files of `folders` (whose names match `pattern`, if given) older than
+    `older_than_s`; their paths."""
+    cutoff = time.time() - older_than_s
+    removed = []
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.iterdir()):
+            if pattern is not None and not pattern.fullmatch(path.name):
+                continue
             with contextlib.suppress(FileNotFoundError):
                 if path.is_file() and path.stat().st_mtime <= cutoff:
                     path.unlink()
                     removed.append(str(path))
-        return removed
+    return removed
 
 
 def _lock_unused(paths: list[Path]) -> list[tuple[Path, BinaryIO]]:
