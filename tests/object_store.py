@@ -80,6 +80,11 @@ class EchoRecognizer:
 
     def __init__(self) -> None:
         self.requests = 0
+        self.gate = threading.Event()
+        """Answers wait while it is clear: a step held in mid-request."""
+        self.gate.set()
+        self.held = 0
+        lock = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -89,7 +94,12 @@ class EchoRecognizer:
                 message = email.message_from_bytes(head + body, policy=email.policy.HTTP)
                 [audio] = [part.get_payload(decode=True) for part in message.iter_parts()
                            if part.get_param("name", header="content-disposition") == "file"]
-                fake.requests += 1
+                with lock:
+                    fake.requests += 1
+                    fake.held += 1
+                fake.gate.wait(120)
+                with lock:
+                    fake.held -= 1
                 text = f"{len(audio)} bytes"
                 data = json.dumps({"text": text, "language": "english", "duration": 1.0,
                                    "segments": [{"start": 0.0, "end": 1.0, "text": text}]

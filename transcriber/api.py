@@ -37,7 +37,7 @@ from transcriber.config import Config
 from transcriber.db import Database, describe
 from transcriber.formats import render
 from transcriber.metrics import render_metrics
-from transcriber.blobs import Incoming, blobs_of
+from transcriber.blobs import Incoming, StorageError, blobs_of
 from transcriber.uploads import TITLE_MAX, Upload, UploadRefused, check_text, receive
 
 ACCEPT_TIMEOUT_S = 30.0
@@ -331,6 +331,13 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
     @app.exception_handler(UploadRefused)
     async def refused(request: Request, exc: UploadRefused) -> JSONResponse:
         return _error_response(exc.status, exc.message)
+
+    @app.exception_handler(StorageError)
+    async def store_unavailable(request: Request, exc: StorageError) -> JSONResponse:
+        # Nothing was kept (the upload's own block removed or aborted it); try later.
+        event(logging.WARNING, "storage_unavailable", error=str(exc))
+        return _error_response(503, f"the recording store is unavailable: {exc}",
+                               {"Retry-After": "30"})
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
