@@ -445,7 +445,10 @@ def blobs_of(config: Config) -> Blobs:
         if config.storage_url:
             from transcriber.s3 import S3Blobs
 
-            _stores[key] = S3Blobs.from_url(config.storage_url, config.home)
+            try:
+                _stores[key] = S3Blobs.from_url(config.storage_url, config.home)
+            except ValueError as e:
+                raise StorageError(str(e)) from None
         else:
             _stores[key] = LocalBlobs(config.home)
     return _stores[key]

@@ -17,6 +17,7 @@ import trio_asyncio
 import typer
 
 from actors.log import value as logfmt_value
+from transcriber.blobs import StorageError
 from transcriber.config import Config
 from transcriber.db import Database, DatabaseUnreachable
 from transcriber.embedded import HomeUnreachable
@@ -68,7 +69,7 @@ def run_trio(main: Callable[[], Awaitable[T]]) -> T:
         return trio.run(main)
     except BaseException as e:  # noqa: BLE001 - trio wraps everything in groups
         inner = unwrap(e)
-        if isinstance(inner, (DatabaseUnreachable, HomeUnreachable)):
+        if isinstance(inner, (DatabaseUnreachable, HomeUnreachable, StorageError)):
             fail(str(inner), 2)
         if isinstance(inner, Refused):
             fail(str(inner), 1)

@@ -138,7 +138,7 @@ async def test_uploads_and_audio_are_private_whatever_the_umask(
     row = await state(db, rid)
     assert row["milestone"] == "normalized"
     audio = Path(row["audio_path"])
-    for folder in (config.home, config.home / "uploads", config.home / "audio"):
+    for folder in (config.home / "uploads", config.home / "audio"):
         assert mode(folder) == 0o700, folder
     for path in [*(config.home / "uploads").iterdir(), audio]:
         assert mode(path) == 0o600, path
