@@ -112,8 +112,10 @@ class EchoRecognizer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        # On every address, so daemons in network namespaces reach it too.
+        self.server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> EchoRecognizer:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

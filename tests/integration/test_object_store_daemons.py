@@ -1,19 +1,21 @@
 """Daemons on several hosts (capability `blob-storage`): two `transcriber serve`
 processes with homes of their own (no shared folder), one PostgreSQL, one bucket of
-moto's S3 server, and an OpenAI-compatible recognizer on loopback.
+moto's S3 server, and an OpenAI-compatible recognizer.
 
-They run as two processes on loopback rather than in network namespaces of their own:
-the homes are apart, and everything they share goes over TCP (PostgreSQL, the store),
-which is what separate hosts would share.
+As root (CI) each daemon runs in a network namespace of its own (tests/hosts.py) and
+reaches PostgreSQL, the store and the recognizer over TCP at its link's address, as a
+daemon on another machine would; elsewhere the same two processes run on loopback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import socket
 import sys
+import urllib.parse
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,6 +27,7 @@ import pytest
 import trio
 
 from tests.audio_files import SAMPLES
+from tests.hosts import LOOPBACK, Host, forward, namespaces_available, separate_host
 from tests.object_store import EchoRecognizer, MotoStore
 from tests.pipeline_helpers import journal
 from transcriber.db import Database
@@ -59,16 +62,17 @@ class Daemon:
                               self.log()))
 
 
-async def start_daemon(name: str, tmp_path: Path, env: dict[str, str]) -> Daemon:
+async def start_daemon(name: str, host: Host, tmp_path: Path, env: dict[str, str]
+                       ) -> Daemon:
     home = tmp_path / name
     port = free_port()
     log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the child holds it
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "transcriber", "serve", "--http", f"127.0.0.1:{port}",
-         "--workers", "2", "--grace", "1"],
+    proc = await trio.lowlevel.open_process(host.command(
+        [sys.executable, "-m", "transcriber", "serve", "--http", f"{host.address}:{port}",
+         "--workers", "2", "--grace", "1"]),
         env={**env, "TRANSCRIBER_HOME": str(home)}, cwd=ROOT, stderr=log)
     log.close()
-    daemon = Daemon(name, home, f"http://127.0.0.1:{port}", proc)
+    daemon = Daemon(name, home, f"http://{host.address}:{port}", proc)
     async with httpx.AsyncClient() as c:
         with trio.fail_after(60):
             while True:
@@ -115,33 +119,65 @@ def reached_once(events: list[Any], ids: list[str]) -> None:
         assert (reached[(rid, "normalized")], reached[(rid, "transcribed")]) == (1, 1), rid
 
 
+def reached_at(url: str, host: str, port: int) -> str:
+    """`url` over TCP at `host`:`port` (user, password and database kept)."""
+    parts = urllib.parse.urlsplit(url)
+    user = parts.netloc.rpartition("@")[0]
+    return urllib.parse.urlunsplit(parts._replace(
+        netloc=f"{user}@{host}:{port}" if user else f"{host}:{port}", query=""))
+
+
+def database_target(url: str) -> int | str:
+    """Where the test's PostgreSQL listens: a TCP port on loopback, or a Unix socket."""
+    parts = urllib.parse.urlsplit(url)
+    socket_dir = urllib.parse.parse_qs(parts.query).get("host", [None])[0]
+    if socket_dir:
+        [path] = [p for p in Path(socket_dir).glob(f".s.PGSQL.{parts.port or '*'}")
+                  if p.is_socket()]
+        return str(path)
+    assert parts.port is not None
+    return parts.port
+
+
 @pytest.fixture
 async def daemons(db_url: str, moto: MotoStore, tmp_path: Path
                   ) -> AsyncIterator[tuple[list[Daemon], EchoRecognizer]]:
     bucket = moto.new_bucket()
-    with EchoRecognizer() as recognizer:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("TRANSCRIBER_", "AWS_"))}
-        env.update(moto.env(), TRANSCRIBER_DATABASE_URL=db_url,
-                   TRANSCRIBER_STORAGE_URL=f"s3://{bucket}/transcriber",
-                   TRANSCRIBER_RECOGNIZER_URL=recognizer.url)
-        started: list[Daemon] = []
-        try:
-            for name in ("a", "b"):
-                started.append(await start_daemon(name, tmp_path, env))
-            yield started, recognizer
-        finally:
-            recognizer.gate.set()
-            with trio.CancelScope(shield=True):
-                for d in started:
-                    if d.proc.returncode is None:
-                        d.proc.send_signal(signal.SIGTERM)
-                for d in started:
-                    with trio.move_on_after(30):
-                        await d.proc.wait()
-                    if d.proc.returncode is None:
-                        d.proc.kill()
-                        await d.proc.wait()
+    pg_target = database_target(db_url)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("TRANSCRIBER_", "AWS_"))}
+    with EchoRecognizer() as recognizer, contextlib.ExitStack() as hosts:
+        async with trio.open_nursery() as nursery:
+            started: list[Daemon] = []
+            try:
+                for name in ("a", "b"):
+                    if namespaces_available():
+                        host = hosts.enter_context(separate_host())
+                        pg = await nursery.start(forward, host.gateway, pg_target)
+                        s3 = await nursery.start(forward, host.gateway, moto.port)
+                    else:
+                        host, pg, s3 = LOOPBACK, None, moto.port
+                    env = {**base, **moto.env(),
+                           "AWS_ENDPOINT_URL": f"http://{host.gateway}:{s3}",
+                           "TRANSCRIBER_DATABASE_URL":
+                               db_url if pg is None else reached_at(db_url, host.gateway, pg),
+                           "TRANSCRIBER_STORAGE_URL": f"s3://{bucket}/transcriber",
+                           "TRANSCRIBER_RECOGNIZER_URL":
+                               f"http://{host.gateway}:{recognizer.port}"}
+                    started.append(await start_daemon(name, host, tmp_path, env))
+                yield started, recognizer
+            finally:
+                recognizer.gate.set()
+                with trio.CancelScope(shield=True):
+                    for d in started:
+                        if d.proc.returncode is None:
+                            d.proc.send_signal(signal.SIGTERM)
+                    for d in started:
+                        with trio.move_on_after(30):
+                            await d.proc.wait()
+                        if d.proc.returncode is None:
+                            d.proc.kill()
+                            await d.proc.wait()
+                nursery.cancel_scope.cancel()
 
 
 @scenario("Daemons on two hosts share one bucket")
