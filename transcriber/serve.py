@@ -14,6 +14,7 @@ import trio
 from actors.log import event
 from actors.sdnotify import Notifier, watchdog
 from transcriber.config import Config
+from transcriber.blobs import StorageError, blobs_of
 from transcriber.db import Database
 from transcriber.runtime import Pipeline
 from transcriber.session import open_session
@@ -61,6 +62,7 @@ async def serve(config: Config, options: ServeOptions, *,
     `task_status.started` gets the HTTP base URL (or None) once ready.
     """
     notifier = notifier or Notifier()
+    store = blobs_of(config)  # a bad TRANSCRIBER_STORAGE_URL ends the start here, in one line
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with open_session(config, max_size=options.workers + 8) as db:
             pipeline = Pipeline(db, steps_for(config), workers=options.workers)
@@ -68,11 +70,14 @@ async def serve(config: Config, options: ServeOptions, *,
                 url = None
                 if options.http is not None:
                     from transcriber.api import create_app, serve_app
-                    from transcriber.blobs import blobs_of
 
                     # Uploads a killed process wrote but never recorded, audio of claims
                     # that lost their commit.
-                    removed = await blobs_of(config).sweep_strays(db)
+                    try:
+                        removed = await store.sweep_strays(db)
+                    except StorageError as e:  # the store is away: sweep next start
+                        event(logging.WARNING, "sweep_skipped", error=str(e))
+                        removed = []
                     if removed:
                         event(logging.WARNING, "swept_strays", files=len(removed))
                     host, port = options.http

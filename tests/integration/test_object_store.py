@@ -3,12 +3,15 @@ standalone server on loopback, the real boto3 client code speaking real HTTP."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import attrs
 import httpx
 import pytest
+import trio
 
 from actors import Wakeup, Worker
 from tests.audio_files import SAMPLES
@@ -154,6 +157,20 @@ async def test_the_sweep_removes_stray_objects_only(
     assert sorted(removed) == sorted(f"s3://{bucket.name}/{k}" for k in (stray, stale_audio))
     assert sorted(bucket.keys()) == sorted([kept.split("/", 3)[3], foreign])
     assert multipart_uploads(bucket.moto, bucket.name) == []
+
+
+@scenario("A storage URL that is not s3://BUCKET/PREFIX ends the start in one line")
+async def test_a_bad_storage_url_ends_serve_in_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
+    env.update(TRANSCRIBER_HOME=str(tmp_path), TRANSCRIBER_STORAGE_URL="https://media/x")
+    done = await trio.run_process([sys.executable, "-m", "transcriber", "serve", "--no-api"],
+                                  env=env, capture_stdout=True, capture_stderr=True,
+                                  check=False)
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == [
+        "transcriber: TRANSCRIBER_STORAGE_URL must look like s3://BUCKET/PREFIX, "
+        "not 'https://media/x'"]
+    assert not tmp_path.joinpath("pgdata").exists()  # nothing started
 
 
 def test_storage_url_is_checked() -> None:
