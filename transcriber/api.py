@@ -382,7 +382,7 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
                          200: {"model": Card, "headers": LOCATION,
                                "description": "this Idempotency-Key was used before: "
                                               "the first recording"},
-                         **_errors(400, 401, 413, 415)})
+                         **_errors(400, 401, 413, 415, 503)})
     async def upload(
             request: Request, owner: Owner,
             title: Annotated[str | None, Query(max_length=TITLE_MAX,
