@@ -27,11 +27,12 @@ import contextlib
 import datetime as dt
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
+import outcome
 import trio
 
 from transcriber.blobs import (AUDIO_NAME, CHUNK, STRAY_AGE_S, UPLOAD_NAME, Blobs, Incoming,
@@ -42,8 +43,8 @@ from transcriber.db import Database
 T = TypeVar("T")
 
 PART_SIZE = 8 << 20
-"""Bytes of one multipart part: S3's minimum is 5 MiB; 8 MiB keeps at most ~16 MiB of
-an upload in memory (the part being sent and the next one filling), and a 1 GiB
+"""Bytes of one multipart part: S3's minimum is 5 MiB; 8 MiB keeps about 24 MiB of an
+upload in memory (the part on its way, the next one filling, its copy), and a 1 GiB
 upload at 128 parts, far below the limit of 10 000."""
 
 CLEANUP_TIMEOUT_S = 30.0
@@ -84,6 +85,27 @@ def make_client(env: Mapping[str, str]) -> Any:
             s3={"addressing_style": "path"} if endpoint else {}))
 
 
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """The store's failures (unreachable, refused, no such object) as StorageError."""
+    from boto3.exceptions import Boto3Error
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except (BotoCoreError, ClientError, Boto3Error) as e:
+        raise StorageError(f"object store: {e}") from e
+
+
+@attrs.define(eq=False)
+class _Part:
+    """A part on its way to the store, in a thread of its own."""
+
+    number: int
+    done: trio.Event = attrs.field(factory=trio.Event)
+    result: outcome.Outcome[Any] | None = None
+
+
 @attrs.define(eq=False)
 class S3Blobs(Blobs):
     bucket: str
@@ -105,13 +127,8 @@ class S3Blobs(Blobs):
 
     async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """`fn` in a worker thread; the store's failures become StorageError."""
-        from boto3.exceptions import Boto3Error
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
+        with translated():
             return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-        except (BotoCoreError, ClientError, Boto3Error) as e:
-            raise StorageError(f"object store: {e}") from e
 
     @contextlib.asynccontextmanager
     async def incoming(self) -> AsyncIterator[Incoming]:
@@ -187,7 +204,9 @@ class S3Blobs(Blobs):
 @attrs.define(eq=False)
 class S3Incoming(Incoming):
     """An upload streamed into one object: a single PUT when it fits in one part, else a
-    multipart upload, one part sent each time PART_SIZE bytes have arrived."""
+    multipart upload, one part sent each time PART_SIZE bytes have arrived. A part goes
+    out while the next one fills (receiving and sending overlap), never more than one:
+    memory stays at about three parts."""
 
     store: S3Blobs
     key: str
@@ -196,6 +215,7 @@ class S3Incoming(Incoming):
     _buffer: bytearray = attrs.field(factory=bytearray)
     _upload_id: str | None = None
     _parts: list[dict[str, Any]] = attrs.field(factory=list)
+    _sending: _Part | None = None
     _complete: bool = False
 
     @property
@@ -209,16 +229,40 @@ class S3Incoming(Incoming):
             await self._send_part()
 
     async def _send_part(self) -> None:
+        """Start sending the buffer as the next part, once the previous one arrived.
+
+        Cancellation: a part on its way goes on in its thread; `discard` waits for it.
+        """
         s = self.store
         data, self._buffer = bytes(self._buffer), bytearray()
+        await self._settle()
         if self._upload_id is None:
             started = await s.call(s.client.create_multipart_upload, Bucket=s.bucket,
                                    Key=self.key)
             self._upload_id = started["UploadId"]
-        number = len(self._parts) + 1
-        sent = await s.call(s.client.upload_part, Bucket=s.bucket, Key=self.key,
-                            UploadId=self._upload_id, PartNumber=number, Body=data)
-        self._parts.append({"ETag": sent["ETag"], "PartNumber": number})
+        part = self._sending = _Part(len(self._parts) + 1)
+        upload_id, token = self._upload_id, trio.lowlevel.current_trio_token()
+
+        def deliver(result: outcome.Outcome[Any]) -> None:
+            part.result = result
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(part.done.set)
+
+        trio.lowlevel.start_thread_soon(
+            lambda: s.client.upload_part(Bucket=s.bucket, Key=self.key, UploadId=upload_id,
+                                         PartNumber=part.number, Body=data), deliver)
+
+    async def _settle(self) -> None:
+        """Wait for the part on its way, if any; its failure is raised here."""
+        part = self._sending
+        if part is None:
+            return
+        await part.done.wait()
+        self._sending = None
+        assert part.result is not None
+        with translated():
+            sent = part.result.unwrap()
+        self._parts.append({"ETag": sent["ETag"], "PartNumber": part.number})
 
     async def finish(self) -> None:
         """The object exists whole once this returns (S3 makes it visible at once)."""
@@ -229,6 +273,7 @@ class S3Incoming(Incoming):
         else:
             if self._buffer:
                 await self._send_part()
+            await self._settle()
             await s.call(s.client.complete_multipart_upload, Bucket=s.bucket, Key=self.key,
                          UploadId=self._upload_id, MultipartUpload={"Parts": self._parts})
         self._buffer = bytearray()
@@ -239,6 +284,8 @@ class S3Incoming(Incoming):
         dropped), or the finished object deleted. A store that cannot be reached now
         leaves it to the startup sweep."""
         s = self.store
+        with contextlib.suppress(StorageError):
+            await self._settle()  # so no part arrives after the abort
         with contextlib.suppress(StorageError):
             if self._complete:
                 await s.call(s.client.delete_object, Bucket=s.bucket, Key=self.key)
