@@ -27,6 +27,7 @@ import contextlib
 import datetime as dt
 import os
 import re
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -132,8 +133,6 @@ class S3Blobs(Blobs):
 
     @contextlib.asynccontextmanager
     async def incoming(self) -> AsyncIterator[Incoming]:
-        import uuid
-
         upload = S3Incoming(self, self.key("uploads", uuid.uuid4().hex))
         try:
             yield upload

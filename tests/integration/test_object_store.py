@@ -16,7 +16,7 @@ import trio
 from actors import Wakeup, Worker
 from tests.audio_files import SAMPLES
 from tests.object_store import EchoRecognizer, MotoStore, keys, multipart_uploads
-from tests.integration.test_api_uploads import RawUpload, send_until_answered
+from tests.integration.test_api_uploads import RawUpload, send_until_answered, until
 from tests.pipeline_helpers import at, db_now, state
 from transcriber.api import create_app, serving
 from transcriber.blobs import blobs_of
@@ -76,6 +76,15 @@ async def test_uploads_stream_into_the_store(db: Database, bucket: Bucket) -> No
             await refused.aclose()
         assert status == 413
         assert bucket.keys() == [] and multipart_uploads(bucket.moto, bucket.name) == []
+
+        # A client that goes away halfway: its multipart upload is aborted.
+        cut = await RawUpload.start(url, owner)
+        while cut.sent < PART_SIZE + (1 << 20):
+            await cut.send(b"\x55" * (1 << 20))
+        await until(lambda: multipart_uploads(bucket.moto, bucket.name) != [], "a part sent")
+        await cut.aclose()
+        await until(lambda: multipart_uploads(bucket.moto, bucket.name) == [], "aborted")
+        assert bucket.keys() == []
 
         small = await c.post("/v1/recordings", files={"file": ("a.wav", b"RIFF", "audio/wav")})
         big = await c.post("/v1/recordings", content=b"\x55" * (PART_SIZE + 100),
