@@ -50,7 +50,8 @@ command line's `submit` stores before it commits (without a lock), and an object
 has no lock at all."""
 
 UPLOAD_NAME = re.compile(r"[0-9a-f]{32}")
-AUDIO_NAME = re.compile(r"([0-9a-f-]{36})\.[0-9a-f-]{36}\.wav")
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+AUDIO_NAME = re.compile(rf"({_UUID})\.{_UUID}\.wav")
 """Normalized audio: `<record id>.<claim token>.wav`."""
 AUDIO_PART_NAME = re.compile(AUDIO_NAME.pattern + r"\.part")
 
