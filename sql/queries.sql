@@ -38,15 +38,34 @@ INSERT INTO owners (name, token_hash) VALUES ($1, $2) RETURNING id
 -- name: owner_by_name
 SELECT id, name FROM owners WHERE name = $1
 
+-- name: owner_list
+-- Every owner with what they keep: for `transcriber owner list`.
+SELECT o.id, o.name, o.created_at, o.revoked_at, count(r.id) AS recordings,
+       coalesce(sum(r.size_bytes), 0)::bigint AS stored_bytes
+  FROM owners o LEFT JOIN recordings r ON r.owner_id = o.id
+ GROUP BY o.id
+ ORDER BY o.name
+
+-- name: owner_revoke
+-- The owner's token stops working at once; their records stay. NULL: no such owner.
+UPDATE owners SET revoked_at = coalesce(revoked_at, now()) WHERE name = $1 RETURNING id
+
+-- name: owner_rotate
+-- A new token hash in place of the old one (which stops working at once); a revoked
+-- owner is reinstated by it. NULL: no such owner.
+UPDATE owners SET token_hash = $2, revoked_at = NULL WHERE name = $1 RETURNING id
+
 ---------------------------------------------------------------------------------------
 -- Intake
 ---------------------------------------------------------------------------------------
 
 -- name: accept
 -- A new record at `received`, and its `accepted` event, in one statement.
+-- $7: the recognition options (jsonb; NULL for the defaults), see sql/0006.
 WITH rec AS (
-    INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title)
-    VALUES ($1, $2, $3, $4, $5, $6)
+    INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
+                            options)
+    VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}'))
     RETURNING id, milestone
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone)
@@ -91,7 +110,7 @@ SELECT id, claim_token FROM claim_next($1, $2, $3, $4, $5, '{}')
 -- the database clock, so hosts may disagree on time), and the step's inputs. A claim
 -- whose token is no longer on its record has no row. Oldest first, as claimed.
 SELECT r.id, r.claim_token, r.milestone, r.attempts, r.source_path, r.language,
-       r.audio_path, r.duration_s,
+       r.audio_path, r.duration_s, r.options,
        extract(epoch FROM r.lease_expires_at - coalesce($3::timestamptz, now()))::float8
            AS lease_remaining_s,
        extract(epoch FROM coalesce($3::timestamptz, now()) - r.milestone_entered_at)::float8
@@ -282,16 +301,17 @@ VALUES ($1, $2, $3::jsonb, $4, $5)
 SELECT * FROM recording_rows WHERE id = $1
 
 -- name: edit_owner_fields
--- The owner's edit: owner fields only, journaled as `edited` with origin `human`.
+-- The owner's ($1) edit of their record $2: owner fields only, journaled as `edited`
+-- with origin `human`. No row: not this owner's record.
 WITH done AS (
     UPDATE recordings
-       SET title = coalesce($2, title), summary = coalesce($3, summary),
-           topics = coalesce($4, topics)
-     WHERE id = $1
+       SET title = coalesce($3, title), summary = coalesce($4, summary),
+           topics = coalesce($5, topics)
+     WHERE owner_id = $1 AND id = $2
     RETURNING id, milestone
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, detail)
-    SELECT id, 'human', 'edited', milestone, $5::jsonb FROM done
+    SELECT id, 'human', 'edited', milestone, $6::jsonb FROM done
     RETURNING id, kind
 )
 SELECT done.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL
@@ -392,23 +412,25 @@ WITH made AS (
 SELECT id FROM made UNION ALL SELECT id FROM owners WHERE name = $1 LIMIT 1
 
 ---------------------------------------------------------------------------------------
--- HTTP API (transcriber/api.py, transcriber/auth.py, transcriber/uploads.py)
+-- HTTP API (transcriber/http/, transcriber/auth.py)
 ---------------------------------------------------------------------------------------
 
 -- name: owner_by_token
 -- The owner holding an API token, by the token's sha256. The caller compares the hash
 -- again in constant time; looking up by a hash leaks nothing about the token.
-SELECT id, token_hash FROM owners WHERE token_hash = $1
+-- A revoked owner holds no token.
+SELECT id, token_hash FROM owners WHERE token_hash = $1 AND revoked_at IS NULL
 
 -- name: accept_upload
--- `accept` for an HTTP upload, with the owner's optional Idempotency-Key ($7). A key
+-- `accept` for an HTTP upload, with the owner's optional Idempotency-Key ($7), the
+-- recognition options ($8, as `accept`'s $7) and the request's fingerprint ($9). A key
 -- the owner used before inserts nothing and returns no row: the caller then reads the
 -- first record with `recording_by_key`. (A NULL key never conflicts.) Like `accept`, it
 -- wakes an idle worker on `transcriber_work`.
 WITH rec AS (
     INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
-                            idempotency_key)
-    VALUES ($1, $2, $3, $4, $5, $6, $7)
+                            idempotency_key, options, idempotency_fingerprint)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::jsonb, '{}'), $9)
     ON CONFLICT ON CONSTRAINT idempotency_once DO NOTHING
     RETURNING id, milestone
 ), event AS (
@@ -421,11 +443,38 @@ SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) I
 FROM rec, event
 
 -- name: recording_by_key
-SELECT id FROM recordings WHERE owner_id = $1 AND idempotency_key = $2
+SELECT id, idempotency_fingerprint AS fingerprint
+  FROM recordings WHERE owner_id = $1 AND idempotency_key = $2
 
--- name: recording_owner
--- Whose record this is (NULL: no such record), before an owner may see or edit it.
-SELECT owner_id FROM recordings WHERE id = $1
+-- Every query an owner's request runs names the owner ($1) in its condition, so a
+-- route can only ever reach the caller's own records (tests/integration/
+-- test_api_hardening.py checks each query the HTTP code calls).
+
+-- name: owner_recording
+-- The owner's ($1) record $2 as its card is made of; no row: not theirs.
+SELECT * FROM recording_rows WHERE owner_id = $1 AND id = $2
+
+-- name: owner_transcript
+SELECT t.text, t.segments, t.language, t.model
+  FROM transcripts t JOIN recordings r ON r.id = t.recording_id
+ WHERE r.owner_id = $1 AND t.recording_id = $2
+
+-- name: owner_journal
+-- The events of the owner's ($1) record $2 numbered 1, 2, … within the record (the
+-- journal's own ids are global: they would tell how busy the service is), after
+-- number $3, $4 at most.
+SELECT seq, at, origin, kind, milestone, detail
+  FROM (SELECT j.at, j.origin, j.kind, j.milestone, j.detail,
+               row_number() OVER (ORDER BY j.id) AS seq
+          FROM journal j JOIN recordings r ON r.id = j.recording_id
+         WHERE r.owner_id = $1 AND j.recording_id = $2) AS numbered
+ WHERE seq > $3
+ ORDER BY seq
+ LIMIT $4
+
+-- name: owner_stored_bytes
+-- What the owner's ($1) uploads take in the store, against their quota.
+SELECT coalesce(sum(size_bytes), 0)::bigint FROM recordings WHERE owner_id = $1
 
 -- name: recordings_of_owner
 -- A page of one owner's records, newest first, after the cursor ($2 created_at, $3 id;

@@ -58,10 +58,13 @@ def pg_admin_url() -> Iterator[str]:
         yield url
         return
     home = Path(tempfile.mkdtemp(prefix="transcriber-test-pg-"))
+    home.chmod(0o755)  # as root, the server's files stay in this folder (see embedded)
     server = embedded.start(home, cleanup_mode="delete")
     try:
         yield server.get_uri()
     finally:
+        # Stops it even if a test restarted it; interrupted sessions (Ctrl-C) come
+        # here too. A killed session leaves it to the next start of this home: none.
         server.cleanup()
         shutil.rmtree(home, ignore_errors=True)
 

@@ -364,7 +364,8 @@ async def _wake_in_process(db: Database, owner_id: int, queue: TimedQueue, probe
     for i in range(samples):
         await trio.sleep(rng.uniform(*PAUSE_MS) / 1e3)
         t0 = time.monotonic()
-        row = await db.fetchrow("accept", owner_id, f"wake-{i}", None, None, None, None)
+        row = await db.fetchrow("accept", owner_id, f"wake-{i}", None, None, None, None,
+                                None)
         assert row is not None
         with trio.fail_after(SAMPLE_TIMEOUT_S):
             await queue.final(row["id"]).wait()
@@ -407,7 +408,7 @@ async def _produce(url: str, owner_id: int, samples: int, seed: int) -> list[lis
             await asyncio.sleep(rng.uniform(*PAUSE_MS) / 1e3)
             t0 = time.monotonic()
             rid = await con.fetchval(queries["accept"], owner_id, f"wake-child-{i}",
-                                     None, None, None, None)
+                                     None, None, None, None, None)
             deadline = time.monotonic() + SAMPLE_TIMEOUT_S
             # Polled like the peers' bench polls its tables: it paces the samples only,
             # t1 is taken inside the step.

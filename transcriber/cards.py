@@ -7,6 +7,7 @@ from typing import Any
 
 from transcriber.db import Database
 from transcriber.milestones import TRANSCRIBED
+from transcriber.stops import stop_message
 
 
 async def card(db: Database, recording_id: Any) -> dict[str, Any] | None:
@@ -17,7 +18,8 @@ async def card(db: Database, recording_id: Any) -> dict[str, Any] | None:
 
 def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
     """The card from a row shaped like the `recording` query's. A stop shows here as a
-    flag with its time, reason and error, beside the milestone the record reached."""
+    flag with its time, reason, the reason in plain words and the error (which the HTTP
+    API leaves out: it is the operator's), beside the milestone the record reached."""
     return {
         "id": str(r["id"]), "title": r["title"], "summary": r["summary"],
         "topics": list(r["topics"]), "filename": r["filename"], "size_bytes": r["size_bytes"],
@@ -27,5 +29,5 @@ def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "duration_s": r["duration_s"], "language": r["language"],
         "stopped": None if r["stopped_at"] is None else {
             "at": r["stopped_at"].isoformat(), "reason": r["stop_reason"],
-            "error": r["stop_error"]},
+            "message": stop_message(r["stop_reason"]), "error": r["stop_error"]},
     }

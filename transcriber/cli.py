@@ -1,11 +1,15 @@
 """The `transcriber` command: the operator's tools. Exit codes: 0 done, 1 refused
-(bad input, nothing changed), 2 the database did not answer."""
+(bad input, nothing changed), 2 the environment does not allow it (the database did not
+answer, TRANSCRIBER_HOME or the embedded database cannot be used, the HTTP port is
+taken, the model folder is missing): one line on stderr, never a traceback; 143 a
+one-shot command stopped by SIGTERM (its embedded database stopped too)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import logging
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -20,9 +24,11 @@ from actors.log import value as logfmt_value
 from transcriber.blobs import StorageError
 from transcriber.config import Config
 from transcriber.db import Database, DatabaseUnreachable
-from transcriber.embedded import HomeUnreachable
+from transcriber.embedded import EmbeddedFailed
+from transcriber.home import HomeUnusable
 from transcriber.migrate import migrate as apply_migrations
-from transcriber.owners import OwnerExists, add_owner
+from transcriber.options import BadOptions, RecognitionOptions
+from transcriber.owners import NoSuchOwner, OwnerExists, add_owner, revoke, rotate_token
 from transcriber.queue import NotStopped, PgQueue
 from transcriber.session import open_session
 
@@ -36,8 +42,35 @@ app.add_typer(storage_app, name="storage")
 T = TypeVar("T")
 
 
+TASK_HELP = "transcribe (text in the speech's language) or translate (English text)"
+
+
+def recognition_options(task: str) -> RecognitionOptions:
+    try:
+        return RecognitionOptions(task=task)
+    except BadOptions as e:
+        fail(str(e), 2)
+
+
 class Refused(Exception):
     """Bad input: one line for the operator, exit 1, nothing changed."""
+
+
+class Terminated(Exception):
+    """SIGTERM or SIGINT reached a one-shot command: it stops, leaving everything as a
+    crash would but for the embedded database, which it stops."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def environment_failures() -> tuple[type[BaseException], ...]:
+    """Failures of the machine, not of the input: exit 2 with their one line."""
+    from transcriber.recognize import ModelUnavailable
+    from transcriber.serve import ListenFailed
+    return (DatabaseUnreachable, HomeUnusable, EmbeddedFailed, ModelUnavailable,
+            ListenFailed, StorageError)
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -52,13 +85,25 @@ def unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-def with_database(work: Callable[[Database], Awaitable[T]]) -> T:
-    """Run `work` with a migrated database, translating failures into exit codes."""
+def with_database(work: Callable[[Database], Awaitable[T]], *, needs_home: bool = False) -> T:
+    """Run `work` with a migrated database, translating failures into exit codes;
+    SIGTERM or SIGINT cancels it (the embedded database is left, and stopped if ours)."""
 
     async def main() -> T:
-        async with trio_asyncio.open_loop():
-            async with open_session(Config.from_env()) as db:
-                return await work(db)
+        async def on_signal(signals: Any) -> None:
+            async for signum in signals:
+                raise Terminated(signum)
+
+        # Signals become a cancellation, so the embedded server is always left (a
+        # KeyboardInterrupt could land while it is starting and skip that).
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(on_signal, signals)
+                async with trio_asyncio.open_loop():
+                    async with open_session(Config.from_env(), needs_home=needs_home) as db:
+                        result = await work(db)
+                nursery.cancel_scope.cancel()
+        return result
 
     return run_trio(main)
 
@@ -69,10 +114,14 @@ def run_trio(main: Callable[[], Awaitable[T]]) -> T:
         return trio.run(main)
     except BaseException as e:  # noqa: BLE001 - trio wraps everything in groups
         inner = unwrap(e)
-        if isinstance(inner, (DatabaseUnreachable, HomeUnreachable, StorageError)):
+        if isinstance(inner, environment_failures()):
             fail(str(inner), 2)
         if isinstance(inner, Refused):
             fail(str(inner), 1)
+        if isinstance(inner, Terminated):
+            if inner.signum == signal.SIGINT:
+                raise KeyboardInterrupt from None  # Ctrl-C: what the command line expects
+            fail("stopped by SIGTERM", 143)
         if inner is not e:
             raise inner from None
         raise
@@ -124,10 +173,51 @@ def owner_add(name: str) -> None:
         except OwnerExists:
             raise Refused(f"owner {name!r} exists already") from None
 
-    owner = with_database(work)
+    show_token(with_database(work))
+
+
+def show_token(owner: Any) -> None:
     typer.echo(owner.token)
     typer.echo(f"owner {owner.name} (id {owner.id}): keep this token, it is not shown again",
                err=True)
+
+
+@owner_app.command("list")
+def owner_list() -> None:
+    """Owners: name, since when, revoked or not, their recordings and stored bytes."""
+    rows = with_database(lambda db: db.fetch("owner_list"))
+    typer.echo(f"{'name':<20} {'created':<20} {'revoked':<20} {'recordings':>10} "
+               f"{'stored_bytes':>14}")
+    for r in rows:
+        revoked = r["revoked_at"].isoformat(timespec="seconds") if r["revoked_at"] else "-"
+        typer.echo(f"{r['name']:<20} {r['created_at'].isoformat(timespec='seconds'):<20} "
+                   f"{revoked:<20} {r['recordings']:>10} {r['stored_bytes']:>14}")
+
+
+@owner_app.command("revoke")
+def owner_revoke(name: str) -> None:
+    """Stop NAME's token at once; their recordings and journal stay for the operator
+    (`rotate` gives them a new token)."""
+    async def work(db: Database) -> None:
+        try:
+            await revoke(db, name)
+        except NoSuchOwner:
+            raise Refused(f"no owner {name!r}") from None
+
+    with_database(work)
+    typer.echo(f"owner {name} revoked: their token no longer works")
+
+
+@owner_app.command("rotate")
+def owner_rotate(name: str) -> None:
+    """Give NAME a new token (printed once); the old one stops working at once."""
+    async def work(db: Database) -> Any:
+        try:
+            return await rotate_token(db, name)
+        except NoSuchOwner:
+            raise Refused(f"no owner {name!r}") from None
+
+    show_token(with_database(work))
 
 
 @app.command()
@@ -302,6 +392,7 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
                             ] = None,
            title: Annotated[str | None, typer.Option(help="title of each recording")] = None,
            language: Annotated[str | None, typer.Option(help="language hint")] = None,
+           task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
            wait: Annotated[bool, typer.Option(help="wait until each is transcribed or "
                                                    "stopped (a daemon does the work)")
                            ] = False) -> None:
@@ -311,6 +402,7 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
     from transcriber.store import accept_file
 
     config = Config.from_env()
+    options = recognition_options(task)
 
     async def work(db: Database) -> int:
         if owner is None:
@@ -323,7 +415,8 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
         ids = []
         for path in files:
             rid = await accept_file(db, config, path, owner_id,
-                                    language=language or config.language, title=title)
+                                    language=language or config.language, title=title,
+                                    options=options)
             typer.echo(f"{rid}  {path.name}")
             ids.append(rid)
         stopped = 0
@@ -339,7 +432,7 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
             typer.echo(f"{rid}  {state}")
         return stopped
 
-    if with_database(work):
+    if with_database(work, needs_home=True):
         raise typer.Exit(1)
 
 
@@ -350,17 +443,27 @@ def transcribe(
         language: Annotated[str | None, typer.Option(help="language hint, e.g. en, ru")
                             ] = None,
         fmt: Annotated[str, typer.Option("--format", help="txt, srt, vtt or json")] = "txt",
+        task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
 ) -> None:
     """One shot: run the pipeline on FILE and print its transcript (exit 1 if stopped)."""
     from transcriber.formats import FORMATS, render
     from transcriber.oneshot import ProgressBar, transcribe_file
     from transcriber.pipeline import audio_steps
+    from transcriber.recognize import ModelUnavailable
+    from transcriber.serve import require_model
 
     if fmt not in FORMATS:
         fail(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}", 1)
+    options = recognition_options(task)
     config = Config.from_env()
+    try:
+        require_model(config)
+    except ModelUnavailable as e:
+        fail(str(e), 2)
     done = with_database(lambda db: transcribe_file(db, config, audio_steps(config), file,
-                                                    language=language, on_card=ProgressBar()))
+                                                    language=language, options=options,
+                                                    on_card=ProgressBar()),
+                         needs_home=True)
     if done.transcript is None:
         stop = done.card["stopped"]
         fail(f"{file.name}: stopped at {done.card['milestone']} ({stop['reason']}): "

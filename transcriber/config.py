@@ -30,6 +30,32 @@ class Config:
     max_duration_s: float = 4 * 3600.0
     max_upload_bytes: int = 2 * 1024**3
     cpu_threads: int = 1
+    decoding: str = "batched"
+    """batched (VAD-segmented, faster-whisper's BatchedInferencePipeline) or sequential."""
+    batch_size: int = 8
+    """Speech pieces (up to 30 s each) decoded together by the batched pipeline."""
+    recognizer_nice: int = 10
+    """Added to the recognizer processes' nice value: the API and the queue come first."""
+    device: str = "auto"
+    """auto (CUDA when CTranslate2 sees a GPU, else CPU), cpu or cuda."""
+    compute_type: str = "auto"
+    """auto (float16 on CUDA, int8 on CPU) or any CTranslate2 compute type."""
+    http_max_requests: int = 256
+    """Requests the API serves at once; more are answered 503 with Retry-After."""
+    http_body_idle_s: float = 30.0
+    """A request body that sends nothing for this long is answered 408."""
+    owner_max_uploads: int = 4
+    """Uploads one owner may send at once; more are answered 429 with Retry-After."""
+    owner_max_bytes: int = 50 * 1024**3
+    """Bytes of uploads one owner may keep; an upload past it is answered 507."""
+    min_free_bytes: int = 1024**3
+    """Free space the upload store's disk keeps (the embedded database may share it);
+    an upload that would leave less is answered 507."""
+    metrics_token: str | None = None
+    """A bearer token that opens /metrics to other hosts than loopback."""
+    http_head_timeout_s: float = 5.0
+    """A connection without a whole request head for this long (a new one, or one idle
+    between requests) is closed."""
     storage_url: str | None = None
     """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.blobs);
     None: in the folder under `home`."""
@@ -61,4 +87,16 @@ class Config:
                    max_duration_s=float(get("MAX_DURATION_S") or 4 * 3600),
                    max_upload_bytes=int(get("MAX_UPLOAD_BYTES") or 2 * 1024**3),
                    cpu_threads=int(get("CPU_THREADS") or 1),
+                   decoding=get("DECODING") or "batched",
+                   batch_size=int(get("BATCH_SIZE") or 8),
+                   recognizer_nice=int(get("RECOGNIZER_NICE") or 10),
+                   device=get("DEVICE") or "auto",
+                   compute_type=get("COMPUTE_TYPE") or "auto",
+                   http_max_requests=int(get("HTTP_MAX_REQUESTS") or 256),
+                   http_body_idle_s=float(get("HTTP_BODY_IDLE_S") or 30),
+                   owner_max_uploads=int(get("OWNER_MAX_UPLOADS") or 4),
+                   owner_max_bytes=int(get("OWNER_MAX_BYTES") or 50 * 1024**3),
+                   min_free_bytes=int(get("MIN_FREE_BYTES") or 1024**3),
+                   metrics_token=get("METRICS_TOKEN"),
+                   http_head_timeout_s=float(get("HTTP_HEAD_TIMEOUT_S") or 5),
                    storage_url=get("STORAGE_URL"))

@@ -39,6 +39,10 @@ class DatabaseUnreachable(Exception):
         self.url = url
 
 
+class DatabaseBusy(Exception):
+    """The database did not answer within a bound."""
+
+
 def describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__

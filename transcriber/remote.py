@@ -1,5 +1,6 @@
 """A second recognizer: any OpenAI-compatible server
-(`POST {url}/v1/audio/transcriptions`, `response_format=verbose_json`).
+(`POST {url}/v1/audio/transcriptions`, or `/v1/audio/translations` for the translate
+task; `response_format=verbose_json` with word timestamps asked for).
 
 Connection errors, timeouts and 5xx answers are transient: retried here a few times,
 then the attempt fails and the queue's backoff takes over. A 4xx answer about the
@@ -19,6 +20,7 @@ from actors.queue import Job
 from actors.steps import Progress
 from transcriber.blobs import blobs_of
 from transcriber.config import Config
+from transcriber.options import RecognitionOptions
 from transcriber.queue import Saved
 from transcriber.recognize import Transcript
 
@@ -33,14 +35,15 @@ class Transient(Exception):
 class RemoteRecognizer:
     def __init__(self, url: str, key: str | None = None, *, model: str = "whisper-1",
                  timeout_s: float = 600.0, tries: int = 3, first_pause_s: float = 0.5):
-        self.endpoint = url.rstrip("/") + "/v1/audio/transcriptions"
+        self.url = url.rstrip("/")
         self.headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.model = model
         self.timeout = httpx.Timeout(timeout_s, connect=10.0)
         self.tries = tries
         self.first_pause_s = first_pause_s
 
-    async def transcribe(self, audio: Path, language: str | None) -> Transcript:
+    async def transcribe(self, audio: Path, language: str | None,
+                         options: RecognitionOptions = RecognitionOptions()) -> Transcript:
         """Cancellation: the request is abandoned and its connection closed."""
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception_type(Transient),
@@ -50,17 +53,28 @@ class RemoteRecognizer:
             sleep=_trio_sleep, reraise=True)
         async for attempt in retrying:
             with attempt:
-                return await self._once(audio, language)
+                return await self._once(audio, language, options)
         raise AssertionError("unreachable")
 
-    async def _once(self, audio: Path, language: str | None) -> Transcript:
-        data = {"model": self.model, "response_format": "verbose_json"}
-        if language:
-            data["language"] = language
+    async def _once(self, audio: Path, language: str | None,
+                    options: RecognitionOptions) -> Transcript:
+        data: dict[str, Any] = {"model": self.model, "response_format": "verbose_json",
+                                "timestamp_granularities[]": ["segment", "word"]}
+        if options.task == "translate":
+            # The translations endpoint takes no language: its output is English.
+            endpoint = self.url + "/v1/audio/translations"
+        else:
+            endpoint = self.url + "/v1/audio/transcriptions"
+            if language:
+                data["language"] = language
+        if options.prompt:
+            data["prompt"] = options.prompt
+        if options.temperature is not None:
+            data["temperature"] = str(options.temperature)
         try:
             async with httpx.AsyncClient(timeout=self.timeout) as client:
                 with open(audio, "rb") as f:
-                    answer = await client.post(self.endpoint, headers=self.headers, data=data,
+                    answer = await client.post(endpoint, headers=self.headers, data=data,
                                                files={"file": (audio.name, f, "audio/wav")})
         except httpx.TransportError as e:
             raise Transient(f"{type(e).__name__}: {e}") from e
@@ -75,10 +89,26 @@ class RemoteRecognizer:
 
 
 def parse_verbose_json(body: dict[str, Any], model: str) -> Transcript:
-    segments = [{"start": float(s["start"]), "end": float(s["end"]), "text": s["text"].strip()}
+    """Segments with their words: a segment's own `words` when the server gives them
+    (faster-whisper servers do), else the answer's `words` (OpenAI's) by their start
+    time, each in the segment it starts in."""
+    segments = [{"start": float(s["start"]), "end": float(s["end"]), "text": s["text"].strip(),
+                 "words": [_word(w) for w in s.get("words") or []]}
                 for s in body.get("segments") or [] if s.get("text", "").strip()]
+    loose = [_word(w) for w in body.get("words") or []]
+    if loose and not any(s["words"] for s in segments):
+        for w in loose:
+            home = next((s for s in reversed(segments) if s["start"] <= w["start"]),
+                        segments[0] if segments else None)
+            if home is not None:
+                home["words"].append(w)
     text = (body.get("text") or " ".join(s["text"] for s in segments)).strip()
     return Transcript(text, segments, body.get("language"), f"remote:{model}")
+
+
+def _word(w: dict[str, Any]) -> dict[str, Any]:
+    return {"start": float(w["start"]), "end": float(w["end"]), "word": w["word"],
+            "probability": w.get("probability")}
 
 
 async def _trio_sleep(seconds: float) -> None:
@@ -90,7 +120,8 @@ def remote_step(config: Config, recognizer: RemoteRecognizer):  # -> StepFn
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
-            transcript = await recognizer.transcribe(audio, language)
+            transcript = await recognizer.transcribe(
+                audio, language, RecognitionOptions.from_json(job.inputs.get("options")))
         return transcript.saved()
 
     return recognize

@@ -3,9 +3,11 @@ workers and the systemd watchdog in one trio process; SIGTERM or SIGINT drains i
 
 from __future__ import annotations
 
+import errno
 import logging
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -16,6 +18,7 @@ from actors.sdnotify import Notifier, watchdog
 from transcriber.config import Config
 from transcriber.blobs import StorageError, blobs_of
 from transcriber.db import Database
+from transcriber.recognize import ModelUnavailable
 from transcriber.runtime import Pipeline
 from transcriber.session import open_session
 
@@ -27,6 +30,36 @@ class ServeOptions:
     workers: int = 2
     grace_s: float = 30.0
     """How long running steps may finish after SIGTERM before they are cut and released."""
+
+
+class ListenFailed(Exception):
+    """The HTTP address cannot be listened on (one line for the operator)."""
+
+
+def require_model(config: Config) -> None:
+    """A configured model folder must be there before anything starts: a missing one
+    would otherwise stop every record at `normalized`. Raises ModelUnavailable."""
+    if not config.model or config.recognizer_url:
+        return
+    folder = Path(config.model).expanduser()
+    if not folder.is_dir():
+        raise ModelUnavailable(f"TRANSCRIBER_MODEL {folder}: no such folder")
+    if not (folder / "model.bin").is_file():
+        raise ModelUnavailable(f"TRANSCRIBER_MODEL {folder} is not a CTranslate2 model "
+                               "folder (it has no model.bin)")
+
+
+async def listen(nursery: trio.Nursery, app: Any, host: str, port: int) -> str:
+    from transcriber.http import serve_app
+    try:
+        return await nursery.start(serve_app, app, host, port)
+    except* OSError as group:
+        e: BaseException = group
+        while isinstance(e, BaseExceptionGroup):  # the nurseries' groups, nested
+            e = e.exceptions[0]
+        reason = ("the address is in use" if getattr(e, "errno", None) == errno.EADDRINUSE
+                  else getattr(e, "strerror", None) or str(e))
+        raise ListenFailed(f"cannot listen on {host}:{port}: {reason}") from None
 
 
 def parse_http(text: str) -> tuple[str, int]:
@@ -59,17 +92,22 @@ async def serve(config: Config, options: ServeOptions, *,
     """Run until SIGTERM/SIGINT, then drain and return (exit 0). Runs inside
     `trio_asyncio.open_loop()`.
 
-    `task_status.started` gets the HTTP base URL (or None) once ready.
+    `task_status.started` gets the HTTP base URL (or None) once ready. A signal during
+    start-up is held until the start is complete and then drains at once, so the
+    embedded database started on the way is always stopped again. Raises
+    ModelUnavailable, ListenFailed, DatabaseUnreachable, HomeUnusable, EmbeddedFailed,
+    StorageError when the environment does not allow a start.
     """
     notifier = notifier or Notifier()
+    require_model(config)
     store = blobs_of(config)  # a bad TRANSCRIBER_STORAGE_URL ends the start here, in one line
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with open_session(config, max_size=options.workers + 8) as db:
+        async with open_session(config, max_size=options.workers + 8, needs_home=True) as db:
             pipeline = Pipeline(db, steps_for(config), workers=options.workers)
             async with trio.open_nursery() as nursery:
                 url = None
                 if options.http is not None:
-                    from transcriber.api import create_app, serve_app
+                    from transcriber.http import create_app
 
                     # Uploads a killed process wrote but never recorded, audio of claims
                     # that lost their commit.
@@ -81,8 +119,7 @@ async def serve(config: Config, options: ServeOptions, *,
                     if removed:
                         event(logging.WARNING, "swept_strays", files=len(removed))
                     host, port = options.http
-                    url = await nursery.start(serve_app, create_app(db, config), host,
-                                              port)
+                    url = await listen(nursery, create_app(db, config), host, port)
                 if options.workers:
                     await nursery.start(pipeline.run)
                 nursery.start_soon(watchdog, notifier, lambda: database_answers(db),

@@ -8,26 +8,46 @@ from collections.abc import AsyncIterator
 
 import trio
 
-from transcriber import embedded
+from transcriber import embedded, home
 from transcriber.config import Config
 from transcriber.db import Database, open_database
 from transcriber.migrate import migrate
 
 
-def database_url(config: Config) -> str:
-    """The configured URL, or the embedded server's (started or joined here)."""
+@contextlib.asynccontextmanager
+async def database_url(config: Config, *, needs_home: bool = False) -> AsyncIterator[str]:
+    """The configured URL, or the embedded server's for the length of the block (started
+    or joined here; stopped on the way out unless another process still uses it). The
+    home is checked first when the embedded server or the caller (`needs_home`) uses it.
+
+    Cancellation: starting and stopping run in a thread under a shield, so a server
+    that came up is always left again, however the block ends; a cancellation waits
+    for them (seconds at most).
+    """
+    if needs_home or not config.database_url:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(home.prepare, config.home)
     if config.database_url:
-        return config.database_url
-    return embedded.url(config.home)
+        yield config.database_url
+        return
+    with trio.CancelScope(shield=True):
+        server = await trio.to_thread.run_sync(embedded.start, config.home)
+    try:
+        yield server.get_uri()
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(server.cleanup)
 
 
 @contextlib.asynccontextmanager
-async def open_session(config: Config, *, max_size: int = 10) -> AsyncIterator[Database]:
-    """A migrated database. Raises DatabaseUnreachable when it does not answer.
+async def open_session(config: Config, *, max_size: int = 10, needs_home: bool = False
+                       ) -> AsyncIterator[Database]:
+    """A migrated database. Raises DatabaseUnreachable when it does not answer,
+    HomeUnusable or EmbeddedFailed when the embedded one cannot run.
 
-    Cancellation: the pool closes under a shield on the way out.
+    Cancellation: the pool closes, then the embedded server is left, under shields.
     """
-    url = await trio.to_thread.run_sync(database_url, config)
-    async with open_database(url, min_size=min(2, max_size), max_size=max_size) as db:
-        await migrate(db)
-        yield db
+    async with database_url(config, needs_home=needs_home) as url:
+        async with open_database(url, min_size=min(2, max_size), max_size=max_size) as db:
+            await migrate(db)
+            yield db

@@ -12,10 +12,12 @@ import asyncpg
 from transcriber.blobs import blobs_of
 from transcriber.config import Config
 from transcriber.db import Database
+from transcriber.options import RecognitionOptions
 
 
 async def accept_file(db: Database, config: Config, path: Path, owner_id: int, *,
-                      language: str | None = None, title: str | None = None) -> Any:
+                      language: str | None = None, title: str | None = None,
+                      options: RecognitionOptions | None = None) -> Any:
     """Store a local file and create its record at `received`; returns the id.
 
     Cancellation: a cancel while copying removes the partial copy; once the record
@@ -24,7 +26,8 @@ async def accept_file(db: Database, config: Config, path: Path, owner_id: int, *
     store = blobs_of(config)
     ref, size = await store.store_file(path)
     try:
-        return await db.fetchval("accept", owner_id, path.name, size, ref, language, title)
+        return await db.fetchval("accept", owner_id, path.name, size, ref, language, title,
+                                 options.to_json() if options else None)
     except asyncpg.PostgresError:
         # The insert surely failed: no record points at the copy. (After a cancel it
         # may have committed, so the copy stays.)

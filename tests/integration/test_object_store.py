@@ -18,7 +18,7 @@ from tests.audio_files import SAMPLES
 from tests.object_store import EchoRecognizer, MotoStore, keys, multipart_uploads
 from tests.integration.test_api_uploads import RawUpload, send_until_answered, until
 from tests.pipeline_helpers import at, db_now, state
-from transcriber.api import create_app, serving
+from transcriber.http import create_app, serving
 from transcriber.blobs import blobs_of
 from transcriber.config import Config
 from transcriber.db import Database

@@ -127,7 +127,7 @@ async def test_owner_edit_survives_step_save(db: Database, owner_id: int) -> Non
         nursery.start_soon(w.work_once)
         await gate.entered.wait()
         # The owner edits while the step holds its claim.
-        await db.fetchval("edit_owner_fields", rid, "Board meeting", "Q3 budget",
+        await db.fetchval("edit_owner_fields", owner_id, rid, "Board meeting", "Q3 budget",
                           ["budget", "q3"], {"by": "owner"})
         gate.open.set()
     after = await state(db, rid)

@@ -16,6 +16,7 @@ from actors import StopRecord, Wakeup, Worker
 from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.milestones import step_table
+from transcriber.options import RecognitionOptions
 from transcriber.queue import PgQueue, Saved
 from transcriber.remote import RemoteRecognizer, Transient, remote_step
 from tests.pipeline_helpers import accept, noop, state
@@ -89,8 +90,8 @@ async def test_verbose_json_becomes_segments(wav: Path, aio_loop: None) -> None:
     with FakeOpenAI([(200, VERBOSE)]) as server:
         got = await RemoteRecognizer(server.url, "sk-test").transcribe(wav, "en")
     assert got.text == "Hello there. General Kenobi."
-    assert got.segments == [{"start": 0.0, "end": 1.2, "text": "Hello there."},
-                            {"start": 1.2, "end": 3.0, "text": "General Kenobi."}]
+    assert got.segments == [{"start": 0.0, "end": 1.2, "text": "Hello there.", "words": []},
+                            {"start": 1.2, "end": 3.0, "text": "General Kenobi.", "words": []}]
     assert (got.language, got.model) == ("english", "remote:whisper-1")
     sent = server.requests[0]
     assert sent["path"] == "/v1/audio/transcriptions"
@@ -98,6 +99,31 @@ async def test_verbose_json_becomes_segments(wav: Path, aio_loop: None) -> None:
     assert sent["fields"]["response_format"] == b"verbose_json"
     assert sent["fields"]["language"] == b"en"
     assert sent["fields"]["file"] == wav.read_bytes()
+    assert sent["fields"]["timestamp_granularities[]"] == b"word"  # after b"segment"
+    assert "prompt" not in sent["fields"] and "temperature" not in sent["fields"]
+
+
+@pytest.mark.scenario("recognition", "The remote recognizer is asked for the task, words, prompt and temperature")
+async def test_remote_translate_with_words_prompt_and_temperature(wav: Path,
+                                                                  aio_loop: None) -> None:
+    # OpenAI's answer: the words beside the segments, not inside them.
+    answer = {**VERBOSE, "words": [
+        {"word": "Hello", "start": 0.0, "end": 0.5}, {"word": "there.", "start": 0.5, "end": 1.2},
+        {"word": "General", "start": 1.2, "end": 2.0}, {"word": "Kenobi.", "start": 2.0, "end": 3.0}]}
+    options = RecognitionOptions(task="translate", prompt="Star Wars", temperature=0.2)
+    with FakeOpenAI([(200, answer)]) as server:
+        got = await RemoteRecognizer(server.url).transcribe(wav, "ru", options)
+    sent = server.requests[0]
+    assert sent["path"] == "/v1/audio/translations"
+    assert sent["fields"]["prompt"] == b"Star Wars"
+    assert sent["fields"]["temperature"] == b"0.2"
+    assert sent["fields"]["response_format"] == b"verbose_json"
+    assert "timestamp_granularities[]" in sent["fields"]
+    assert "language" not in sent["fields"]  # translations take none: the output is English
+    assert [[w["word"] for w in s["words"]] for s in got.segments] == [
+        ["Hello", "there."], ["General", "Kenobi."]]
+    assert got.segments[1]["words"][0] == {"start": 1.2, "end": 2.0, "word": "General",
+                                           "probability": None}
 
 
 async def test_5xx_is_retried_then_succeeds(wav: Path, aio_loop: None) -> None:

@@ -172,7 +172,7 @@ async def test_recording_without_owner_is_refused(db: Database, owner_id: int) -
 
 @pytest.mark.scenario("storage", "A recording without an owner is refused")
 async def test_owner_with_recordings_cannot_be_deleted(db: Database, owner_id: int) -> None:
-    rid = await db.fetchval("accept", owner_id, "a.wav", 1, "/x", None, None)
+    rid = await db.fetchval("accept", owner_id, "a.wav", 1, "/x", None, None, None)
     with pytest.raises(asyncpg.ForeignKeyViolationError):
         await db.run(lambda con: con.execute("DELETE FROM owners WHERE id = $1", owner_id))
     assert (await db.fetchrow("recording", rid))["owner_id"] == owner_id
@@ -280,8 +280,8 @@ async def test_the_queue_leaves_owner_fields_alone(db: Database, owner_id: int) 
     steps = step_table(normalize=never_run, recognize=never_run)
     t0 = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
     queue = PgQueue(db, steps, now=t0)
-    rid = await db.fetchval("accept", owner_id, "a.wav", 1, "/x", None, "Title")
-    await db.fetchval(OWNER_EDIT_QUERY, rid, None, "Summary", ["topic"], {"by": "alice"})
+    rid = await db.fetchval("accept", owner_id, "a.wav", 1, "/x", None, "Title", None)
+    await db.fetchval(OWNER_EDIT_QUERY, owner_id, rid, None, "Summary", ["topic"], {"by": "alice"})
     before = await db.fetchrow("recording", rid)
 
     async def claimed():
@@ -425,8 +425,8 @@ async def test_second_milestone_reached_is_refused(db: Database, owner_id: int) 
         raise AssertionError("the queue is driven by hand here")
 
     queue = PgQueue(db, step_table(normalize=never_run, recognize=never_run))
-    rid = await db.fetchval("accept", owner_id, "a.wav", 1, "/x", None, None)
-    other = await db.fetchval("accept", owner_id, "b.wav", 1, "/y", None, None)
+    rid = await db.fetchval("accept", owner_id, "a.wav", 1, "/x", None, None, None)
+    other = await db.fetchval("accept", owner_id, "b.wav", 1, "/y", None, None, None)
     claim = await queue.claim()
     assert claim is not None and claim.id == rid
     job = await queue.read(claim)

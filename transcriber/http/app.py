@@ -1,0 +1,73 @@
+"""The application: the routers of every area of the API, assembled by `create_app`.
+
+A new area is a module with an `APIRouter` named `router`, added to `ROUTERS`; its
+routes take what they share from `deps` (the database, the configuration), `auth` (the
+calling owner), `errors` (the error shape) and `cards` (an owner's records).
+"""
+
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+
+from transcriber.config import Config
+from transcriber.db import Database
+from transcriber.http import events, recordings, service, transcripts
+from transcriber.http.errors import install_error_handlers
+from transcriber.http.middleware import DrainRequestBody, Guard
+from transcriber.http.quotas import UploadSlots
+
+ROUTERS: list[APIRouter] = [recordings.router, transcripts.router, events.router,
+                            service.router]
+
+PUBLIC_PATHS: set[str] = {"/healthz", "/metrics", "/openapi.json"}
+"""Paths answered without an owner's token; every other path needs one before
+anything of the request is read (`middleware.Guard`)."""
+
+STREAMED: set[tuple[str, str]] = {("POST", "/v1/recordings")}
+"""(method, path) of the routes that stream their body themselves under their own cap;
+every other body is capped at `middleware.JSON_BODY_MAX`."""
+
+
+def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = None
+               ) -> FastAPI:
+    """The API on `db`, storing uploads in the store `config` names, refusing bodies over
+    `max_upload_bytes` (default: the configured limit)."""
+    # No slash redirects: they would name the request's own Host header back to it.
+    app = FastAPI(title="transcriber", version="1", docs_url=None, redoc_url=None,
+                  redirect_slashes=False,
+                  description="Self-hosted audio transcription. Authenticate with "
+                              "`Authorization: Bearer <token>` (`transcriber owner add`).")
+    app.state.db = db
+    app.state.config = config
+    app.state.max_upload_bytes = (config.max_upload_bytes if max_upload_bytes is None
+                                  else max_upload_bytes)
+    app.state.upload_slots = UploadSlots(config.owner_max_uploads)
+    # The last added runs first: DrainRequestBody around Guard around the routes.
+    app.add_middleware(Guard, db=db, max_requests=config.http_max_requests,
+                       public=PUBLIC_PATHS.__contains__,
+                       streamed=lambda method, path: (method, path) in STREAMED)
+    app.add_middleware(DrainRequestBody, idle_s=config.http_body_idle_s)
+    install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = answers_not_ok_are_json(FastAPI.openapi(app))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def answers_not_ok_are_json(schema: dict[str, Any]) -> dict[str, Any]:
+    """Every answer but a success is JSON. FastAPI documents the other answers of a
+    route in the route's own media type (text/vtt for the transcript's VTT), which is
+    not what is sent."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for code, response in operation.get("responses", {}).items():
+                content = response.get("content")
+                if content and not code.startswith("2"):
+                    response["content"] = {"application/json": next(iter(content.values()))}
+    return schema

@@ -1,0 +1,140 @@
+"""The one shape of every answer that is not a success: `{"error": "..."}`, and the
+handlers that give it to every error the application raises."""
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import asyncpg
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from actors.log import event
+from transcriber.blobs import StorageError
+from transcriber.db import DatabaseBusy, DatabaseUnreachable, describe
+from transcriber.http.uploads import UploadRefused
+
+NOT_FOUND = "no such recording"
+UNAUTHORIZED = "missing or invalid API token"
+INTERNAL = "internal error; the operator's log has the details"
+DATABASE_AWAY = "the database is not answering; retry shortly"
+RETRY_AFTER_S = 5
+STORE_RETRY_AFTER_S = 30
+
+# A database that is busy or whose connection broke: the request may well succeed later.
+# (The API's routes make no other connections, so a ConnectionError is the database's.)
+DATABASE_AWAY_ERRORS = (DatabaseBusy, DatabaseUnreachable, asyncpg.PostgresConnectionError,
+                        asyncpg.InterfaceError, ConnectionError)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers
+
+
+def not_found() -> ApiError:
+    return ApiError(404, NOT_FOUND)
+
+
+class Error(BaseModel):
+    error: str
+
+
+ALWAYS = (401, 422, 500, 503)
+"""Errors any owner's route may answer: no valid token, an invalid parameter (FastAPI
+would otherwise document its own validation body), an unexpected error, the database
+or the recording store away, or the service busy."""
+
+
+RETRY_AFTER = {"Retry-After": {"description": "seconds after which a retry may succeed",
+                               "schema": {"type": "string"}}}
+MAY_RETRY = frozenset({429, 503, 507})
+
+
+def documented_errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The `responses` of a route for these error statuses and `ALWAYS`, for the
+    OpenAPI document; every one answers {"error": ...}, some with Retry-After."""
+    return {code: {"model": Error, **({"headers": RETRY_AFTER} if code in MAY_RETRY else {})}
+            for code in sorted({*codes, *ALWAYS})}
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None
+                   ) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for e in exc.errors()[:5]:
+        where = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "request"
+        parts.append(f"{where}: {e.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def _routes(routes: Iterable[Any]) -> Iterator[Any]:
+    for route in routes:
+        included = getattr(route, "original_router", None)  # FastAPI's included router
+        # The ROUTERS are included without a prefix, so their paths are whole.
+        yield from _routes(included.routes) if included is not None else (route,)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers at this request's path (Starlette's 405 names
+    only the first matching route's)."""
+    found = {"OPTIONS"}
+    for route in _routes(request.app.routes):
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and regex.match(request.url.path):
+            found |= set(getattr(route, "methods", None) or ())
+    return sorted(found)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Every answer but a success is `{"error": ...}` JSON, the 500 of an unexpected
+    error included, which names no internal detail (the log has the traceback)."""
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.message, exc.headers)
+
+    @app.exception_handler(UploadRefused)
+    async def refused(request: Request, exc: UploadRefused) -> JSONResponse:
+        return error_response(exc.status, exc.message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request))
+            if request.method == "OPTIONS":
+                return Response(status_code=204, headers=headers)
+        return error_response(exc.status_code, str(exc.detail), headers or None)
+
+    async def database_away(request: Request, exc: Exception) -> JSONResponse:
+        event(logging.WARNING, "database_away", path=request.url.path, error=describe(exc))
+        return error_response(503, DATABASE_AWAY, {"Retry-After": str(RETRY_AFTER_S)})
+
+    for cls in DATABASE_AWAY_ERRORS:
+        app.add_exception_handler(cls, database_away)
+
+    @app.exception_handler(StorageError)
+    async def store_unavailable(request: Request, exc: StorageError) -> JSONResponse:
+        # Nothing was kept (the upload's own block removed or aborted it); try later.
+        event(logging.WARNING, "storage_unavailable", path=request.url.path, error=str(exc))
+        return error_response(503, f"the recording store is unavailable: {exc}",
+                              {"Retry-After": str(STORE_RETRY_AFTER_S)})
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette sends this answer, then raises `exc` on to the server's error log.
+        return error_response(500, INTERNAL)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(422, validation_message(exc))

@@ -1,0 +1,108 @@
+"""The documented shapes of the answers (for the OpenAPI document) and of the edit body."""
+
+import datetime as dt
+import uuid
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from transcriber.http.uploads import TITLE_MAX, check_text
+
+SUMMARY_MAX = 20_000
+TOPICS_MAX = 50
+TOPIC_MAX = 100
+
+
+class Links(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    text: str
+    srt: str
+    vtt: str
+    json_url: str = Field(alias="json")
+
+
+class Stopped(BaseModel):
+    at: dt.datetime
+    reason: str = Field(description="a code: empty_file, undecodable_audio, too_long, …")
+    message: str = Field(description="the reason in plain words")
+
+
+class Card(BaseModel):
+    """What an owner reads about one recording. A stop shows here, as a flag with its
+    reason, beside the milestone the record reached."""
+
+    id: uuid.UUID
+    title: str | None
+    summary: str | None
+    topics: list[str]
+    filename: str | None
+    size_bytes: int | None
+    created_at: dt.datetime
+    milestone: Literal["received", "normalized", "transcribed"]
+    milestone_entered_at: dt.datetime
+    done: bool
+    progress: float | None
+    duration_s: float | None
+    language: str | None
+    stopped: Stopped | None
+    links: Links
+
+
+class CardPage(BaseModel):
+    items: list[Card]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; "
+                                                "null on the last page")
+
+
+class Event(BaseModel):
+    id: int = Field(description="the event's number in this record's journal: 1, 2, …")
+    at: dt.datetime
+    origin: Literal["pipeline", "human"]
+    kind: str
+    milestone: str | None
+    detail: dict[str, Any]
+
+
+class EventPage(BaseModel):
+    events: list[Event]
+    next_after: int | None = Field(description="pass as `after` for the next page; "
+                                               "null when there is no more")
+
+
+class Segment(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    start: float
+    end: float
+    text: str
+
+
+class Transcript(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: uuid.UUID
+    language: str | None
+    model: str | None
+    duration_s: float | None
+    text: str
+    segments: list[Segment]
+
+
+class Health(BaseModel):
+    status: Literal["ok", "unavailable"]
+    error: str | None = None
+
+
+def _valid(what: str, max_chars: int) -> AfterValidator:
+    return AfterValidator(lambda v: check_text(v, what, max_chars))
+
+
+Topic = Annotated[str, Field(min_length=1), _valid("a topic", TOPIC_MAX)]
+
+
+class Edit(BaseModel):
+    """The owner's fields; any other field is refused. A field left out is unchanged;
+    send an empty string or list to clear one."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: Annotated[str, _valid("title", TITLE_MAX)] = Field(default=None)
+    summary: Annotated[str, _valid("summary", SUMMARY_MAX)] = Field(default=None)
+    topics: Annotated[list[Topic], Field(max_length=TOPICS_MAX)] = Field(default=None)

@@ -1,0 +1,78 @@
+"""What one owner may take: uploads at once (429 beyond) and bytes kept in the store
+(507 beyond), and the free space the store's disk keeps for everything else on it —
+with the embedded database, the database itself."""
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import trio
+
+from transcriber.config import Config
+from transcriber.db import Database
+from transcriber.http.errors import ApiError
+
+BUSY_RETRY_AFTER_S = 5
+DISK_RETRY_AFTER_S = 60
+DISK_FULL = "the server's disk is full; retry later"
+
+
+@attrs.define
+class UploadSlots:
+    """Uploads in progress per owner, at most `per_owner` each."""
+
+    per_owner: int
+    taken: dict[int, int] = attrs.field(factory=dict)
+
+    @contextlib.contextmanager
+    def take(self, owner: int) -> Iterator[None]:
+        """One slot of `owner` for the block; 429 when they are all taken."""
+        if self.taken.get(owner, 0) >= self.per_owner:
+            raise ApiError(429, f"{self.per_owner} uploads of yours are in progress "
+                                "already; retry when one has ended",
+                           {"Retry-After": str(BUSY_RETRY_AFTER_S)})
+        self.taken[owner] = self.taken.get(owner, 0) + 1
+        try:
+            yield
+        finally:
+            self.taken[owner] -= 1
+            if not self.taken[owner]:
+                del self.taken[owner]
+
+
+@attrs.frozen
+class Room:
+    """How many bytes the next upload may take, and why fewer than the size limit
+    (None: the size limit itself is the bound)."""
+
+    limit: int
+    short: ApiError | None
+
+
+def _free_bytes(folder: Path) -> int:
+    folder.mkdir(parents=True, exist_ok=True)
+    return shutil.disk_usage(folder).free
+
+
+async def upload_room(db: Database, config: Config, owner: int, max_upload: int) -> Room:
+    """The room for `owner`'s next upload; 507 at once when there is none.
+
+    Uploads of one owner in progress at the same time are each measured against the
+    same room, so together they may pass the quota by at most the uploads at once.
+    Cancellation: a plain query and a stat; nothing to undo.
+    """
+    stored = await db.fetchval("owner_stored_bytes", owner)
+    quota = ApiError(507, f"your recordings take {stored} bytes of your quota of "
+                          f"{config.owner_max_bytes}; this upload does not fit")
+    disk = ApiError(507, DISK_FULL, {"Retry-After": str(DISK_RETRY_AFTER_S)})
+    free = await trio.to_thread.run_sync(_free_bytes, config.uploads) - config.min_free_bytes
+    quota_left = config.owner_max_bytes - stored
+    limit, short = max_upload, None
+    for room, why in ((quota_left, quota), (free, disk)):
+        if room <= 0:
+            raise why
+        if room < limit:
+            limit, short = room, why
+    return Room(limit, short)

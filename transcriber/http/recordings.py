@@ -1,0 +1,270 @@
+"""Intake and the archive: uploading a recording, listing mine, reading and editing a
+card."""
+
+import base64
+import binascii
+import contextlib
+import datetime as dt
+import errno
+import hashlib
+import json
+import logging
+import uuid
+from typing import Annotated, Any
+
+import asyncpg
+import attrs
+import trio
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
+
+from actors.log import event
+from transcriber.blobs import Incoming, blobs_of
+from transcriber.cards import card_from_row
+from transcriber.db import Database
+from transcriber.http.auth import Owner
+from transcriber.http.cards import card_response, owned, owned_card, with_links
+from transcriber.http.deps import Db, Settings
+from transcriber.http.errors import ApiError, documented_errors
+from transcriber.http.models import Card, CardPage, Edit
+from transcriber.http.quotas import DISK_FULL, DISK_RETRY_AFTER_S, upload_room
+from transcriber.http.uploads import TITLE_MAX, Upload, UploadRefused, receive
+
+ACCEPT_TIMEOUT_S = 30.0
+
+UPLOAD_BODY = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {"schema": {
+            "type": "object", "required": ["file"],
+            "properties": {
+                "file": {"type": "string", "format": "binary"},
+                "title": {"type": "string", "maxLength": TITLE_MAX},
+                "language": {"type": "string", "pattern": "^[A-Za-z]{2,3}$",
+                             "description": "a language hint such as en or ru"},
+            }}},
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        "audio/*": {"schema": {"type": "string", "format": "binary"}},
+    },
+}
+
+LOCATION = {"Location": {"description": "the card's address", "required": True,
+                         "schema": {"type": "string"}}}
+
+router = APIRouter()
+
+
+def encode_cursor(created_at: dt.datetime, rid: uuid.UUID) -> str:
+    raw = f"{created_at.isoformat()}|{rid}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[dt.datetime, uuid.UUID]:
+    """The position a cursor names; 400 for anything `encode_cursor` did not make."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at, _, rid = raw.partition("|")
+        created_at = dt.datetime.fromisoformat(at)
+        if created_at.tzinfo is None:
+            raise ValueError("naive time")
+        # In UTC, as the database compares it: a time at the edge of Python's range
+        # with an offset (year 1 at +05:00) falls outside it here, not in the driver.
+        return created_at.astimezone(dt.timezone.utc), uuid.UUID(rid)
+    except (ValueError, OverflowError, UnicodeDecodeError, binascii.Error):
+        raise ApiError(400, "invalid cursor; pass the next_cursor of the previous page") from None
+
+
+@attrs.define(eq=False)
+class Hashed:
+    """Where `receive` writes an upload: on to `into` (None: nowhere, for a replay that
+    is only compared), hashing the bytes on the way."""
+
+    into: Incoming | None
+    size: int = 0
+    _digest: Any = attrs.field(factory=hashlib.sha256)
+
+    @property
+    def ref(self) -> str:
+        return "" if self.into is None else self.into.ref
+
+    async def write(self, data: bytes) -> None:
+        self._digest.update(data)
+        self.size += len(data)
+        if self.into is not None:
+            await self.into.write(data)
+
+    async def finish(self) -> None:
+        if self.into is not None:
+            await self.into.finish()
+
+    def fingerprint(self, up: Upload) -> bytes:
+        """What identifies the request: its fields, its size and its content."""
+        asked = [up.title, up.language, up.filename, up.size, self._digest.hexdigest()]
+        return hashlib.sha256(json.dumps(asked).encode()).digest()
+
+
+def same_request(first: Any, fingerprint: bytes) -> bool:
+    """Whether a request with `fingerprint` repeats the first one of its key (`first`, a
+    `recording_by_key` row). A record made before fingerprints were kept counts as the
+    same."""
+    return first["fingerprint"] is None or bytes(first["fingerprint"]) == fingerprint
+
+
+def key_reused(key: str) -> ApiError:
+    return ApiError(422, f"the Idempotency-Key {key!r} was used before with a different "
+                         "request (title, language, filename or content); send a new "
+                         "recording with a new key")
+
+
+# --- intake ---
+
+@router.post("/v1/recordings", status_code=201, summary="Upload a recording",
+             response_model=None, openapi_extra={"requestBody": UPLOAD_BODY},
+             responses={201: {"model": Card, "description": "accepted", "headers": LOCATION},
+                        200: {"model": Card, "headers": LOCATION,
+                              "description": "this Idempotency-Key was used before: "
+                                             "the first recording"},
+                        **documented_errors(400, 408, 413, 415, 429, 503, 507)})
+async def upload(
+        request: Request, owner: Owner, db: Db, config: Settings,
+        title: Annotated[str | None, Query(max_length=TITLE_MAX,
+                                           description="for a raw body")] = None,
+        language: Annotated[str | None, Query(pattern="^[A-Za-z]{2,3}$",
+                                              description="for a raw body")] = None,
+        filename: Annotated[str | None, Query(max_length=1000,
+                                              description="for a raw body")] = None,
+        idempotency_key: Annotated[str | None, Header(
+            min_length=1, max_length=200,
+            description="retrying with the same key returns the first recording; the "
+                        "same key with another request is 422")] = None,
+) -> JSONResponse:
+    """A multipart form (`file`, `title`, `language`) or the audio itself as the body.
+    The recording is stored (on disk, or whole in the object store) and its record
+    committed before the answer; 503 with Retry-After when the store is unavailable."""
+    with request.app.state.upload_slots.take(owner):
+        first = None if idempotency_key is None else await db.fetchrow(
+            "recording_by_key", owner, idempotency_key)
+        max_upload = request.app.state.max_upload_bytes
+        room = await upload_room(db, config, owner, max_upload) if first is None else None
+        try:
+            # Closed at once even when the upload is refused halfway, so the generator
+            # is not left for the garbage collector.
+            async with contextlib.aclosing(request.stream()) as body:
+                if first is not None:
+                    # A retry: its body is only compared with the first request's.
+                    hashed = Hashed(None)
+                    up = await receive_into(request, body, hashed, max_upload,
+                                            title, language, filename)
+                    return await replay(db, owner, idempotency_key, first,
+                                        hashed.fingerprint(up))
+                async with blobs_of(config).incoming() as into:
+                    hashed = Hashed(into)
+                    up = await receive_into(request, body, hashed, room.limit,
+                                            title, language, filename)
+                    rid, status = await accept(db, owner, up, idempotency_key,
+                                               hashed.fingerprint(up), into)
+        except ClientDisconnect:
+            event(logging.INFO, "upload_interrupted", owner=owner)
+            raise ApiError(400, "the upload was interrupted") from None
+        except UploadRefused as e:
+            if e.status == 413 and room is not None and room.short is not None:
+                raise room.short from None  # past the owner's quota or the disk's room
+            raise
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            event(logging.ERROR, "upload_disk_full", owner=owner, error=str(e))
+            raise ApiError(507, DISK_FULL, {"Retry-After": str(DISK_RETRY_AFTER_S)}) from None
+    event(logging.INFO, "upload_accepted" if status == 201 else "upload_replayed",
+          id=rid, owner=owner, size=up.size)
+    return await card_response(db, owner, rid, status)
+
+
+async def receive_into(request: Request, body: Any, into: Hashed, limit: int,
+                       title: str | None, language: str | None, filename: str | None
+                       ) -> Upload:
+    # `Hashed` writes as `Incoming` does, which is all `receive` asks of its target.
+    return await receive(
+        body, content_type=request.headers.get("content-type", ""),
+        content_length=request.headers.get("content-length"),
+        disposition=request.headers.get("content-disposition"),
+        into=into,  # type: ignore[arg-type]
+        limit=limit, title=title, language=language, filename=filename)
+
+
+async def replay(db: Database, owner: int, key: str, first: Any, fingerprint: bytes
+                 ) -> JSONResponse:
+    """The first recording of `key` (200) if this request is the first one again; 422
+    if it asks for something else."""
+    if not same_request(first, fingerprint):
+        raise key_reused(key)
+    event(logging.INFO, "upload_replayed", id=first["id"], owner=owner)
+    return await card_response(db, owner, first["id"], 200)
+
+
+async def accept(db: Database, owner: int, up: Upload, key: str | None, fingerprint: bytes,
+                 into: Incoming) -> tuple[uuid.UUID, int]:
+    """Commit the record of a received upload; (id, 201), or (the first id, 200)
+    when `key` was used meanwhile by the same request (422 by another).
+
+    Cancellation: the insert runs shielded (with a deadline), so a shutdown never
+    leaves it unknown whether the record committed; if it still is unknown (the
+    connection broke), the file stays and the startup sweep decides.
+    """
+    with trio.CancelScope(shield=True) as scope:
+        scope.deadline = trio.current_time() + ACCEPT_TIMEOUT_S
+        try:
+            rid = await db.fetchval("accept_upload", owner, up.filename, up.size,
+                                    up.ref, up.language, up.title, key,
+                                    None, fingerprint if key is not None else None)
+        except asyncpg.PostgresError:
+            raise  # refused by the database: surely no record; the file goes
+        except BaseException:
+            into.keep()
+            raise
+    if scope.cancelled_caught:
+        into.keep()
+        raise ApiError(503, "the database did not confirm the upload in time")
+    if rid is None:
+        # Another upload with this key committed first; this file goes.
+        first = await db.fetchrow("recording_by_key", owner, key)
+        if not same_request(first, fingerprint):
+            raise key_reused(key)
+        return first["id"], 200
+    into.keep()
+    return rid, 201
+
+
+# --- the archive ---
+
+@router.get("/v1/recordings", summary="My recordings, newest first", response_model=None,
+            responses={200: {"model": CardPage}, **documented_errors(400)})
+async def list_recordings(
+        owner: Owner, db: Db, limit: Annotated[int, Query(ge=1, le=100)] = 20,
+        cursor: Annotated[str | None, Query(max_length=200)] = None) -> JSONResponse:
+    after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
+    rows = await db.fetch("recordings_of_owner", owner, after_at, after_id, limit + 1)
+    items = [with_links(card_from_row(r)) for r in rows[:limit]]
+    last = rows[limit - 1] if len(rows) > limit else None
+    return JSONResponse({"items": items, "next_cursor": None if last is None
+                         else encode_cursor(last["created_at"], last["id"])})
+
+
+@router.get("/v1/recordings/{recording_id}", summary="The record card", response_model=None,
+            responses={200: {"model": Card}, **documented_errors(404)})
+async def get_card(owner: Owner, db: Db, recording_id: str) -> JSONResponse:
+    return JSONResponse(await owned_card(db, owner, recording_id))
+
+
+@router.patch("/v1/recordings/{recording_id}", summary="Edit title, summary, topics",
+              response_model=None,
+              responses={200: {"model": Card},
+                         **documented_errors(400, 404, 408, 413)})
+async def edit(owner: Owner, db: Db, recording_id: str, body: Edit) -> JSONResponse:
+    rid = await owned(db, owner, recording_id)
+    changed = sorted(body.model_fields_set)
+    if changed:
+        await db.fetchval("edit_owner_fields", owner, rid, body.title, body.summary,
+                          body.topics, {"by": "owner", "owner_id": owner, "fields": changed})
+    return JSONResponse(await owned_card(db, owner, rid))

@@ -1,0 +1,53 @@
+"""How a recording is to be recognized, chosen when it is accepted and stored with it
+(`recordings.options`, sql/0006_recognition_options.sql)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+TASKS = ("transcribe", "translate")
+"""Whisper's tasks: the speech's own language as text, or English text from any."""
+
+
+class BadOptions(ValueError):
+    """Options no recognizer could use; the message says which and why."""
+
+
+@attrs.frozen
+class RecognitionOptions:
+    task: str = "transcribe"
+    prompt: str | None = None
+    """Text the model takes as coming before the audio: names, spelling, style."""
+    temperature: float | None = None
+    """Sampling temperature, 0..1; None: the recognizer's own (greedy with fallback)."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise BadOptions(f"task must be one of {', '.join(TASKS)}, not {self.task!r}")
+        if self.prompt is not None and not isinstance(self.prompt, str):
+            raise BadOptions("prompt must be text")
+        if self.temperature is not None and (
+                isinstance(self.temperature, bool)
+                or not isinstance(self.temperature, (int, float))
+                or not 0 <= self.temperature <= 1):
+            raise BadOptions(f"temperature must be a number from 0 to 1, not {self.temperature!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """As stored: the task always, the prompt and temperature when given."""
+        out: dict[str, Any] = {"task": self.task}
+        if self.prompt:
+            out["prompt"] = self.prompt
+        if self.temperature is not None:
+            out["temperature"] = float(self.temperature)
+        return out
+
+    @classmethod
+    def from_json(cls, stored: dict[str, Any] | None) -> RecognitionOptions:
+        stored = stored or {}
+        unknown = set(stored) - {"task", "prompt", "temperature"}
+        if unknown:
+            raise BadOptions(f"unknown recognition options: {', '.join(sorted(unknown))}")
+        return cls(task=stored.get("task") or "transcribe", prompt=stored.get("prompt") or None,
+                   temperature=stored.get("temperature"))
