@@ -26,6 +26,7 @@ import contextlib
 import fcntl
 import os
 import re
+import shutil
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
@@ -143,10 +144,19 @@ class Blobs:
     local refs (absolute paths) are read here, by every store."""
 
     home: Path
+    min_free_bytes: int
+    """The free space this host's disk keeps (TRANSCRIBER_MIN_FREE_BYTES): a scratch copy
+    is not started below it."""
 
     @property
     def scratch(self) -> Path:
         return self.home / "scratch"
+
+    @property
+    def upload_folder(self) -> Path | None:
+        """The local folder an upload is written into, whose disk keeps the reserve (the
+        API answers 507 below it); None when uploads never touch the local disk."""
+        return None
 
     def incoming(self) -> contextlib.AbstractAsyncContextManager[Incoming]:
         """A new upload. Unless `keep()` was called, leaving the block — by an error, a
@@ -205,7 +215,16 @@ class Blobs:
     async def _scratch_file(self, name: str) -> AsyncIterator[Path]:
         """An empty private file in the scratch folder, removed on the way out."""
         def make() -> Path:
-            path = private_dir(self.scratch) / f"{uuid.uuid4().hex}.{name}"
+            folder = private_dir(self.scratch)
+            # The same reserve as uploads into the local folder: scratch copies must not
+            # fill the disk the home (and an embedded database) lives on. A copy started
+            # above it may take the disk below by one recording per worker at most.
+            free = shutil.disk_usage(folder).free
+            if free < self.min_free_bytes:
+                raise StorageError(f"the scratch disk of {folder} has {free} bytes free, "
+                                   f"less than the {self.min_free_bytes} kept free "
+                                   "(TRANSCRIBER_MIN_FREE_BYTES)")
+            path = folder / f"{uuid.uuid4().hex}.{name}"
             create_private(path).close()
             return path
 
@@ -319,6 +338,11 @@ class LocalBlobs(Blobs):
     """The folder under TRANSCRIBER_HOME: `uploads/<hex>` and `audio/<id>.<token>.wav`."""
 
     home: Path
+    min_free_bytes: int = 0
+
+    @property
+    def upload_folder(self) -> Path | None:
+        return self.uploads
 
     @property
     def uploads(self) -> Path:
@@ -435,21 +459,22 @@ def _lock_unused(paths: list[Path]) -> list[tuple[Path, BinaryIO]]:
 
 # --- choosing the store ------------------------------------------------------------------------
 
-_stores: dict[tuple[Path, str | None], Blobs] = {}
+_stores: dict[tuple[Path, str | None, int], Blobs] = {}
 
 
 def blobs_of(config: Config) -> Blobs:
     """The store `config` names, one per process (an object store's client and its
     connections are shared by every step and request)."""
-    key = (config.home, config.storage_url)
+    key = (config.home, config.storage_url, config.min_free_bytes)
     if key not in _stores:
         if config.storage_url:
             from transcriber.s3 import S3Blobs
 
             try:
-                _stores[key] = S3Blobs.from_url(config.storage_url, config.home)
+                _stores[key] = S3Blobs.from_url(config.storage_url, config.home,
+                                                min_free_bytes=config.min_free_bytes)
             except ValueError as e:
                 raise StorageError(str(e)) from None
         else:
-            _stores[key] = LocalBlobs(config.home)
+            _stores[key] = LocalBlobs(config.home, config.min_free_bytes)
     return _stores[key]

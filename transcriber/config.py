@@ -49,8 +49,9 @@ class Config:
     owner_max_bytes: int = 50 * 1024**3
     """Bytes of uploads one owner may keep; an upload past it is answered 507."""
     min_free_bytes: int = 1024**3
-    """Free space the upload store's disk keeps (the embedded database may share it);
-    an upload that would leave less is answered 507."""
+    """Free space the local disk keeps (the embedded database may share it): an upload
+    into the local folder that would leave less is answered 507; with an object store
+    the uploads never touch it, and a step's scratch copy is not started below it."""
     metrics_token: str | None = None
     """A bearer token that opens /metrics to other hosts than loopback."""
     http_head_timeout_s: float = 5.0

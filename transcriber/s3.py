@@ -114,11 +114,14 @@ class S3Blobs(Blobs):
     home: Path
     client: Any
     """A boto3 S3 client (thread-safe, shared by every step and request)."""
+    min_free_bytes: int = 0
 
     @classmethod
-    def from_url(cls, url: str, home: Path, env: Mapping[str, str] | None = None) -> S3Blobs:
+    def from_url(cls, url: str, home: Path, env: Mapping[str, str] | None = None, *,
+                 min_free_bytes: int = 0) -> S3Blobs:
         bucket, prefix = parse_url(url)
-        return cls(bucket, prefix, home, make_client(os.environ if env is None else env))
+        return cls(bucket, prefix, home, make_client(os.environ if env is None else env),
+                   min_free_bytes)
 
     def key(self, kind: str, name: str) -> str:
         return f"{self.prefix}/{kind}/{name}" if self.prefix else f"{kind}/{name}"

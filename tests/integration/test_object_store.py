@@ -143,6 +143,29 @@ async def test_the_store_going_away_is_a_failed_attempt(
     assert not any((bucket.config.home / "scratch").iterdir())
 
 
+@scenario("With an object store the reserve guards the scratch copies, not the uploads")
+async def test_the_reserve_guards_scratch_copies_not_uploads(
+        db: Database, bucket: Bucket) -> None:
+    owner = await add_owner(db, "ann")
+    config = attrs.evolve(bucket.config, min_free_bytes=1 << 62)  # more than any disk
+    async with serving(create_app(db, config)) as url, \
+            httpx.AsyncClient(base_url=url, timeout=30,
+                              headers={"Authorization": f"Bearer {owner.token}"}) as c:
+        r = await c.post("/v1/recordings", files={"file": ("en.ogg", SAMPLES.joinpath(
+            "en.ogg").read_bytes(), "audio/ogg")})
+    assert r.status_code == 201, r.text
+    rid = r.json()["id"]
+    assert (await source_of(db, rid)).startswith(f"s3://{bucket.name}/")
+    assert await worker(db, config).work_once()
+    row = await state(db, rid)
+    assert (row["milestone"], row["attempts"], row["audio_path"]) == ("received", 1, None)
+    [failed] = [e for e in await db.fetch("journal_after", 0, rid, 100)
+                if e["kind"] == "attempt_failed"]
+    assert "scratch disk" in failed["detail"]["error"]
+    assert "TRANSCRIBER_MIN_FREE_BYTES" in failed["detail"]["error"]
+    assert not any((config.home / "scratch").iterdir())
+
+
 @scenario("The sweep removes stray objects, never a referenced one")
 async def test_the_sweep_removes_stray_objects_only(
         db: Database, owner_id: int, bucket: Bucket) -> None:
