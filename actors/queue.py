@@ -26,12 +26,21 @@ class Job:
 
     claim: Claim
     milestone: str
-    attempts: int
+    attempt: int
+    """This attempt's number: claims of the record since it reached its milestone (or
+    was resumed), this one included."""
     lease_remaining_s: float
     """Seconds until the lease expires, measured by the queue's clock at the read."""
     in_milestone_s: float
     """Seconds since the record reached its milestone."""
     inputs: Mapping[str, Any] = attrs.field(factory=dict)
+    renewals: int = 0
+    """Lease renewals the holder made before its write (journaled with the commit)."""
+
+
+class ResultRefused(Exception):
+    """The store refused a step's result (say text it cannot hold): the attempt fails
+    with the store's message; the worker and the other commits carry on."""
 
 
 class Queue(Protocol):
@@ -48,7 +57,8 @@ class Queue(Protocol):
         """`claim` then `read`: the next record to work on, or None for no work."""
 
     async def commit(self, job: Job, step: Step, result: Any) -> bool:
-        """Store the step's result and move to the next milestone; False: lease lost."""
+        """Store the step's result and move to the next milestone; False: lease lost.
+        Raises ResultRefused when the store cannot hold the result."""
 
     async def commit_then_next(self, job: Job, step: Step, result: Any
                                ) -> tuple[bool, Job | None]:
@@ -63,6 +73,10 @@ class Queue(Protocol):
 
     async def progress(self, job: Job, fraction: float) -> bool:
         """Record the fraction done; False: lease lost, the step must stop at once."""
+
+    async def renew(self, job: Job, step: Step) -> bool:
+        """The live holder's heartbeat: the lease runs its full length from now again.
+        False: lease lost, the step must stop at once."""
 
     async def release(self, job: Job, why: str) -> bool:
         """Give the record back unfinished, so another worker may take it at once; not a

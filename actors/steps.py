@@ -29,10 +29,44 @@ class StopRecord(Exception):
 
 @attrs.frozen
 class Lease:
-    """How long a claim lasts: `base_s + per_audio_s * duration_s` of the record."""
+    """How long a claim lasts without a sign of life from its holder:
+    `base_s + per_audio_s * duration_s` of the record. A live holder renews it every
+    `renew_s` (a third of the base unless set), so a step may run far longer than its
+    lease; a holder that dies or freezes stops renewing and loses the record within
+    the lease."""
 
     base_s: float
     per_audio_s: float = 0.0
+    renew_s: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        # A renewal no sooner than the lease's end keeps nothing: refuse it up front
+        # rather than lose every slow step's record to another worker.
+        if not self.base_s > 0:
+            raise ValueError(f"a lease must last some time, not {self.base_s}s")
+        if self.renew_s is not None and not 0 < self.renew_s < self.base_s:
+            raise ValueError(f"the renewal interval ({self.renew_s}s) must be shorter "
+                             f"than the lease ({self.base_s}s)")
+
+    def seconds(self, duration_s: float | None) -> float:
+        return self.base_s + self.per_audio_s * (duration_s or 0.0)
+
+    @property
+    def renew_every_s(self) -> float:
+        return self.renew_s if self.renew_s is not None else self.base_s / 3
+
+
+@attrs.frozen
+class RunLimit:
+    """How long one attempt of a step may run, renewals or not:
+    `base_s + per_audio_s * duration_s` of the record. A step still running then is hung
+    (or hopelessly slow): it is cut and the attempt counts as failed."""
+
+    base_s: float
+    per_audio_s: float = 0.0
+
+    def seconds(self, duration_s: float | None) -> float:
+        return self.base_s + self.per_audio_s * (duration_s or 0.0)
 
 
 @attrs.frozen
@@ -58,7 +92,11 @@ class Step:
     time_limit_s: float
     """How long a record may stay at `milestone` before a claimer stops it."""
     max_attempts: int
+    """Claims allowed per milestone (each claim counts one, whether its holder fails,
+    dies or is cut off); a claimer that finds them used up stops the record."""
     backoff: Backoff
+    run_limit: RunLimit | None = None
+    """None: an attempt may run as long as its holder renews the lease."""
 
 
 @attrs.frozen

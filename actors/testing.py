@@ -1,7 +1,7 @@
 """An in-memory queue for tests of the runtime, with the semantics of the SQL queue.
 
 It follows the named queries `claim`, `read_claimed`, `commit`, `fail`, `stop`,
-`progress` and `resume` of sql/queries.sql, write for write, so a test on it proves
+`progress`, `renew`, `release` and `resume` of sql/queries.sql, write for write, so a test on it proves
 something about the runtime against the real queue too. Time is `trio.current_time()`,
 so it runs under trio's virtual clock (`autojump_clock`).
 """
@@ -70,6 +70,8 @@ class MemoryQueue:
     journal: list[Event] = attrs.field(factory=list)
     claims: int = 0
     """Claim calls, empty ones included: a test bounds it to prove there is no busy loop."""
+    renewals: int = 0
+    """Lease renewals that found their token (the SQL queue journals none of them)."""
     _ids: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
     _tokens: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
 
@@ -99,8 +101,8 @@ class MemoryQueue:
         rec = min(eligible, key=lambda r: (r.milestone_entered_at, r.id))
         lease = self.steps[rec.milestone].lease
         rec.claim_token = next(self._tokens)
-        rec.lease_expires_at = now + lease.base_s + lease.per_audio_s * (
-            rec.inputs.get("duration_s") or 0.0)
+        rec.lease_expires_at = now + lease.seconds(rec.inputs.get("duration_s"))
+        rec.attempts += 1  # counted when claimed, whatever becomes of the holder
         rec.progress = None
         return Claim(rec.id, rec.claim_token)
 
@@ -111,7 +113,7 @@ class MemoryQueue:
             return None
         assert rec.lease_expires_at is not None  # a token always comes with a lease
         now = trio.current_time()
-        return Job(claim=claim, milestone=rec.milestone, attempts=rec.attempts,
+        return Job(claim=claim, milestone=rec.milestone, attempt=rec.attempts,
                    lease_remaining_s=rec.lease_expires_at - now,
                    in_milestone_s=now - rec.milestone_entered_at, inputs=dict(rec.inputs))
 
@@ -128,7 +130,7 @@ class MemoryQueue:
         rec.claim_token = rec.lease_expires_at = rec.retry_at = rec.progress = None
         rec.attempts = 0
         self._note(rec.id, "milestone_reached", step.next_milestone, job.claim.token,
-                   step=step.name)
+                   step=step.name, attempt=job.attempt, renewals=job.renewals)
         return True
 
     async def next_job(self) -> Job | None:
@@ -150,8 +152,7 @@ class MemoryQueue:
                        write="fail", error=error)
             return "lease_lost", None
         now = trio.current_time()
-        pause = step.backoff.delay(rec.attempts, self.rng)
-        rec.attempts += 1
+        pause = step.backoff.delay(rec.attempts - 1, self.rng)
         rec.progress = None
         if rec.attempts >= step.max_attempts:
             # Like the SQL: the token and lease stay on a stopped record until resume.
@@ -191,6 +192,18 @@ class MemoryQueue:
         rec.progress = fraction
         return True
 
+    async def renew(self, job: Job, step: Step) -> bool:
+        await trio.lowlevel.checkpoint()
+        rec = self._held(job)
+        if rec is None or rec.stopped:
+            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token,
+                       write="renew")
+            return False
+        rec.lease_expires_at = trio.current_time() + step.lease.seconds(
+            rec.inputs.get("duration_s"))
+        self.renewals += 1
+        return True
+
     async def release(self, job: Job, why: str) -> bool:
         await trio.lowlevel.checkpoint()
         rec = self._held(job)
@@ -199,6 +212,7 @@ class MemoryQueue:
                        write="release", why=why)
             return False
         rec.claim_token = rec.lease_expires_at = rec.progress = None
+        rec.attempts = max(rec.attempts - 1, 0)  # not an attempt: its claim's is given back
         self._note(rec.id, "released", job.milestone, job.claim.token, why=why)
         return True
 

@@ -1,9 +1,13 @@
-"""A milestone-agnostic worker actor: claim, read, run the step against the lease,
-then a fenced write (commit, fail or stop)."""
+"""A milestone-agnostic worker actor: claim, read, run the step against the lease
+(renewed by a fenced heartbeat while the step lives) and its run limit, then a fenced
+write (commit, fail or stop)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
+from collections.abc import AsyncIterator
 from typing import Any
 
 import attrs
@@ -11,7 +15,7 @@ import trio
 
 from actors.log import event
 from actors.metrics import REGISTRY
-from actors.queue import Job, Queue
+from actors.queue import Job, Queue, ResultRefused
 from actors.steps import Step, StepTable, StopRecord
 from actors.wakeup import Wakeup
 
@@ -30,10 +34,51 @@ def describe(exc: BaseException) -> str:
 class _Outcome:
     """What the step came to inside the lease race; written after the race, not in it."""
 
-    kind: str  # "done", "stop", "error", "lease_expired", "lease_lost"
+    kind: str  # "done", "stop", "error", "lease_expired", "lease_lost", "run_limit"
     result: Any = None
     reason: str = ""
     error: str = ""
+    renewals: int = 0
+
+
+@attrs.define(eq=False)
+class _Beat:
+    """The step in flight, as the worker's heartbeat sees it."""
+
+    job: Job
+    step: Step
+    lease_s: float
+    scope: trio.CancelScope
+    """The race's scope: its deadline is the lease's end (moved on by each renewal) or
+    the run limit, whichever is first."""
+    limit_at: float
+    last: float
+    """When the last sign of life left: the claim's read, or the last renewal."""
+    lost: bool = False
+    renewals: int = 0
+    out: trio.Event | None = None
+    """Set while a renewal is on its way; the race waits for it before its write."""
+    renewing: trio.CancelScope | None = None
+    """The renewal on its way, to cut when the step ends first."""
+
+    def lose(self) -> None:
+        """A fenced write found the token gone: stop the step at once."""
+        self.lost = True
+        self.scope.cancel()
+
+
+def _one(group: BaseExceptionGroup) -> BaseException:
+    """What a nursery of a body and a helper task raised, as the body alone would have:
+    a cancel from outside reaches both tasks, and the helper raises nothing else."""
+    cancelled, rest = group.split(trio.Cancelled)
+    if rest is None and cancelled is not None:
+        while isinstance(cancelled, BaseExceptionGroup):
+            cancelled = cancelled.exceptions[0]
+        return cancelled
+    if rest is not None and len(rest.exceptions) == 1 and not isinstance(
+            rest.exceptions[0], BaseExceptionGroup):
+        return rest.exceptions[0]
+    return group
 
 
 @attrs.define(eq=False)
@@ -42,6 +87,62 @@ class Worker:
     queue: Queue
     steps: StepTable
     wakeup: Wakeup
+    _beat: _Beat | None = attrs.field(init=False, default=None)
+    _beating: bool = attrs.field(init=False, default=False)
+
+    @contextlib.asynccontextmanager
+    async def _heart(self) -> AsyncIterator[None]:
+        """The worker's heartbeat runs for the block: one task for all its steps (a
+        task per step would cost each transition ~0.1 ms of CPU).
+
+        Cancellation: the heartbeat ends with the block; a cancel from outside
+        propagates as one Cancelled, an error of the block as itself.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._heartbeats)
+                self._beating = True
+                try:
+                    yield
+                finally:
+                    self._beating = False
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            raise _one(group) from None
+
+    async def _heartbeats(self) -> None:
+        """Renew the lease of the step in flight: checked every half renewal interval,
+        renewed once half of it passed without a sign of life (so at least every
+        `renew_every_s`). Never raises: a renewal that cannot get through is simply no
+        sign of life, and the race's lease deadline ends the step."""
+        tick = min(s.lease.renew_every_s for s in self.steps.steps.values()) / 2
+        while True:
+            await trio.sleep(tick)
+            beat = self._beat
+            if (beat is None or beat.lost
+                    or trio.current_time() - beat.last < beat.step.lease.renew_every_s / 2):
+                continue
+            beat.out, beat.renewing = trio.Event(), trio.CancelScope()
+            sent = trio.current_time()
+            renewed: bool | None = None
+            with beat.renewing:
+                try:
+                    renewed = await self.queue.renew(beat.job, beat.step)
+                except Exception as e:  # noqa: BLE001 - no renewal is no sign of life
+                    event(logging.WARNING, "renew_failed", worker=self.name,
+                          id=beat.job.claim.id, error=describe(e))
+            beat.out.set()
+            beat.out = None
+            if renewed is False:
+                beat.lose()
+            elif renewed:
+                beat.renewals += 1
+                REGISTRY.inc("transcriber_lease_renewals_total")
+                beat.last = sent
+                # Measured from before the renewal left: the server's expiry is no
+                # earlier than this, whatever the trip took.
+                beat.scope.deadline = min(max(beat.scope.deadline, sent + beat.lease_s),
+                                          beat.limit_at)
 
     async def run(self) -> None:
         """Claim and work until the wake-up is closed (drain); returns then.
@@ -50,6 +151,10 @@ class Worker:
         (a fenced write, shielded for at most RELEASE_TIMEOUT_S); between steps a cancel
         simply ends the loop.
         """
+        async with self._heart():
+            await self._loop()
+
+    async def _loop(self) -> None:
         job: Job | None = None
         try:
             while not self.wakeup.closed:
@@ -75,7 +180,8 @@ class Worker:
         job = await self._next()
         if job is None:
             return False
-        await self.work_on(job, then_next=False)
+        async with self._heart():
+            await self.work_on(job, then_next=False)
         return True
 
     async def _next(self) -> Job | None:
@@ -92,12 +198,21 @@ class Worker:
         if step is None:  # the claim only picks milestones of this table
             raise LookupError(f"claimed {job.claim.id} at {job.milestone!r}, which has no step")
         event(logging.INFO, "claimed", worker=self.name, id=job.claim.id,
-              milestone=job.milestone, step=step.name, attempt=job.attempts + 1,
+              milestone=job.milestone, step=step.name, attempt=job.attempt,
               lease_s=round(job.lease_remaining_s, 3))
         if job.in_milestone_s > step.time_limit_s:
             error = (f"at {job.milestone} for {job.in_milestone_s:.0f}s, "
                      f"limit {step.time_limit_s:.0f}s")
             await self._stop(job, "milestone_time_limit", error)
+            return None
+        if job.attempt > step.max_attempts:
+            # Every attempt is counted when claimed; one that ended in a failure was
+            # written by its worker, and the last of those stops the record. Claims
+            # past the limit mean the last holders died, froze or were cut off before
+            # any write: a recording that kills its worker must not be retried forever.
+            error = (f"{step.name}: the last of {step.max_attempts} attempts ended without "
+                     f"a word from its worker (killed, frozen or cut off)")
+            await self._stop(job, "worker_lost", error)
             return None
         started = trio.current_time()
         try:
@@ -114,6 +229,8 @@ class Worker:
         REGISTRY.observe("transcriber_step_seconds", trio.current_time() - started,
                          step=step.name)
         REGISTRY.inc("transcriber_steps_total", step=step.name, outcome=outcome.kind)
+        if outcome.renewals:
+            job = attrs.evolve(job, renewals=outcome.renewals)
         if outcome.kind == "done":
             return await self._commit(job, step, outcome.result,
                                       then_next=then_next and not self.wakeup.closed)
@@ -123,13 +240,21 @@ class Worker:
     async def _commit(self, job: Job, step: Step, result: Any, *, then_next: bool
                       ) -> Job | None:
         following = None
-        if then_next:
-            committed, following = await self.queue.commit_then_next(job, step, result)
-            if following is not None:
-                REGISTRY.inc("transcriber_claims_total")
-                self.wakeup.wake_one()
-        else:
-            committed = await self.queue.commit(job, step, result)
+        try:
+            if then_next:
+                committed, following = await self.queue.commit_then_next(job, step, result)
+                if following is not None:
+                    REGISTRY.inc("transcriber_claims_total")
+                    self.wakeup.wake_one()
+            else:
+                committed = await self.queue.commit(job, step, result)
+        except ResultRefused as e:
+            # The store cannot hold this result: a failed attempt like any other (it
+            # may retry, and stops when attempts are exhausted), never a dead worker.
+            event(logging.WARNING, "result_refused", worker=self.name, id=job.claim.id,
+                  step=step.name, error=str(e))
+            await self._write(job, step, _Outcome("error", error=str(e)))
+            return None
         if committed:
             event(logging.INFO, "milestone_reached", worker=self.name, id=job.claim.id,
                   milestone=step.next_milestone)
@@ -138,29 +263,57 @@ class Worker:
         return following
 
     async def _race(self, job: Job, step: Step) -> _Outcome:
-        """Run the step until it ends or the lease deadline passes, whichever is first."""
-        lost = False
-        with trio.move_on_at(trio.current_time() + job.lease_remaining_s) as scope:
+        """Run the step until it ends, its lease runs out without a renewal, or its run
+        limit passes, whichever is first. While it runs, the worker's heartbeat renews
+        the lease; a renewal (or progress write) that finds the token gone cancels the
+        step at once.
+
+        Cancellation: from outside, the step is cancelled and Cancelled propagates (the
+        caller releases the claim).
+        """
+        if not self._beating:
+            raise RuntimeError("a step runs inside Worker.run or work_once (its heartbeat)")
+        duration = job.inputs.get("duration_s")
+        lease_s = step.lease.seconds(duration)
+        started = trio.current_time()
+        limit_at = started + (step.run_limit.seconds(duration) if step.run_limit else math.inf)
+        outcome: _Outcome | None = None
+        with trio.move_on_at(min(started + job.lease_remaining_s, limit_at)) as scope:
+            beat = _Beat(job, step, lease_s, scope, limit_at, last=started)
 
             async def progress(fraction: float) -> None:
-                nonlocal lost
                 if not await self.queue.progress(job, min(1.0, max(0.0, fraction))):
-                    lost = True
-                    scope.cancel()
+                    beat.lose()
                     await trio.lowlevel.checkpoint()  # the step stops here, at once
 
+            self._beat = beat
             try:
-                return _Outcome("done", result=await step.run(job, progress))
+                outcome = _Outcome("done", result=await step.run(job, progress))
             except StopRecord as s:
-                return _Outcome("stop", reason=s.reason, error=s.error)
+                outcome = _Outcome("stop", reason=s.reason, error=s.error)
             except Exception as e:
                 event(logging.WARNING, "step_error", worker=self.name, id=job.claim.id,
                       step=step.name, error=describe(e))
-                return _Outcome("error", error=describe(e))
-        if lost:
-            return _Outcome("lease_lost")
-        return _Outcome("lease_expired",
-                        error=f"lease of {job.lease_remaining_s:.1f}s expired during {step.name}")
+                outcome = _Outcome("error", error=describe(e))
+            finally:
+                self._beat = None
+        if beat.out is not None and beat.renewing is not None:
+            # A renewal is on its way: cut it and let it land before this step's write,
+            # so no renewal follows the commit (it would journal a lost lease).
+            beat.renewing.cancel()
+            await beat.out.wait()
+        if outcome is not None:
+            # Most steps end before their first renewal: no copy for them.
+            return attrs.evolve(outcome, renewals=beat.renewals) if beat.renewals else outcome
+        if beat.lost:
+            return _Outcome("lease_lost", renewals=beat.renewals)
+        if trio.current_time() >= limit_at:
+            return _Outcome("run_limit", renewals=beat.renewals,
+                            error=f"{step.name} ran past its run limit of "
+                                  f"{limit_at - started:.1f}s")
+        return _Outcome("lease_expired", renewals=beat.renewals,
+                        error=f"lease of {lease_s:.1f}s ran out during {step.name} "
+                              f"without a renewal")
 
     async def _write(self, job: Job, step: Step, outcome: _Outcome) -> None:
         cid = job.claim.id
@@ -173,7 +326,7 @@ class Worker:
             if result == "retry":
                 assert pause is not None
                 event(logging.WARNING, "attempt_failed", worker=self.name, id=cid,
-                      milestone=job.milestone, attempt=job.attempts + 1,
+                      milestone=job.milestone, attempt=job.attempt,
                       retry_in_s=round(pause, 3), error=outcome.error)
                 self.wakeup.wake_at(trio.current_time() + pause)
             elif result == "stopped":

@@ -250,10 +250,10 @@ class Probe:
 
 def claim_args(steps: StepTable) -> tuple[Any, ...]:
     """The claim's parameters as PgQueue passes them for one worker ($4 now: NULL, the
-    server's clock; $5: one record; $6: none excluded)."""
+    server's clock; $5: one record's token; $6: none excluded)."""
     s = list(steps.steps.values())
     return ([x.milestone for x in s], [x.lease.base_s for x in s],
-            [x.lease.per_audio_s for x in s], None, 1, [])
+            [x.lease.per_audio_s for x in s], None, [uuid.uuid4()], [])
 
 
 def counts(rows: list[asyncpg.Record], key: str) -> dict[str, int]:
@@ -443,8 +443,8 @@ def _literals(args: tuple[Any, ...]) -> str:
             return "NULL"
         if isinstance(v, list):
             return "ARRAY[" + ", ".join(lit(x) for x in v) + "]" if v else "'{}'"
-        if isinstance(v, str):
-            return "'" + v.replace("'", "''") + "'"
+        if isinstance(v, (str, uuid.UUID)):
+            return "'" + str(v).replace("'", "''") + "'"
         if isinstance(v, int):
             return str(v)
         return repr(float(v))

@@ -57,6 +57,18 @@ class Config:
     http_head_timeout_s: float = 5.0
     """A connection without a whole request head for this long (a new one, or one idle
     between requests) is closed."""
+    database_timeout_s: float = 30.0
+    """Bound of every statement and every wait for a pooled connection."""
+    lease_s: float = 30.0
+    """A claim lasts this long without a sign of life from its worker."""
+    renew_s: float = 10.0
+    """How often a live worker renews its lease."""
+    run_limit_s: float = 900.0
+    """How long one attempt of a step may run at most (plus the per-audio part)."""
+    run_limit_per_audio_s: float = 10.0
+    """Recognition's run limit grows by this per second of audio."""
+    page_session_days: float = 14.0
+    """How long a sign-in to the owner's page lasts (revoking the API token ends it)."""
     storage_url: str | None = None
     """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.blobs);
     None: in the folder under `home`."""
@@ -100,4 +112,10 @@ class Config:
                    min_free_bytes=int(get("MIN_FREE_BYTES") or 1024**3),
                    metrics_token=get("METRICS_TOKEN"),
                    http_head_timeout_s=float(get("HTTP_HEAD_TIMEOUT_S") or 5),
+                   database_timeout_s=float(get("DATABASE_TIMEOUT_S") or 30),
+                   lease_s=float(get("LEASE_S") or 30),
+                   renew_s=float(get("RENEW_S") or 10),
+                   run_limit_s=float(get("RUN_LIMIT_S") or 900),
+                   run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 10),
+                   page_session_days=float(get("PAGE_SESSION_DAYS") or 14),
                    storage_url=get("STORAGE_URL"))

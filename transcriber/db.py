@@ -3,6 +3,11 @@
 Every call runs one asyncio coroutine that acquires a pooled connection, does its work
 and releases the connection, so a call costs one trip across the bridge.
 
+Nothing waits forever on the server: each statement and each wait for a pooled
+connection is bounded (`timeout_s`, TRANSCRIBER_DATABASE_TIMEOUT_S); past the bound a
+call raises DatabaseBusy, which the HTTP API answers with 503 and the queue retries
+as it does a lost connection.
+
 Cancellation: cancelling a call cancels its asyncio task, and trio-asyncio waits for
 that task to finish before trio sees `Cancelled`. asyncpg then cancels the query on the
 server, rolls back an open transaction when the connection is released, and puts the
@@ -12,6 +17,7 @@ checked out or `idle in transaction` (tests/integration/test_db.py proves it).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import urllib.parse
@@ -40,7 +46,12 @@ class DatabaseUnreachable(Exception):
 
 
 class DatabaseBusy(Exception):
-    """The database did not answer within a bound."""
+    """The database did not answer within the bound (a statement, or the wait for a
+    pooled connection): it is hung, paused, or blocked by a lock. Retrying later may
+    work; nothing of this call was kept unless its statement committed."""
+
+
+DEFAULT_TIMEOUT_S = 30.0
 
 
 def describe(exc: BaseException) -> str:
@@ -68,8 +79,9 @@ _CONNECT_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 CONNECTION_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError,
                    asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError,
-                   asyncpg.AdminShutdownError)
-"""Errors that say the server went away (restart, network), not that a query is wrong."""
+                   asyncpg.AdminShutdownError, DatabaseBusy)
+"""Errors that say the server went away or stopped answering (restart, network, a
+pause), not that a query is wrong."""
 
 
 async def _trio_sleep(seconds: float) -> None:
@@ -77,9 +89,10 @@ async def _trio_sleep(seconds: float) -> None:
 
 
 def retry_while_unreachable(patience_s: float) -> tenacity.AsyncRetrying:
-    """Retries, with backoff, a call that failed because the server went away; gives up
-    (re-raising) after `patience_s`. Only for calls that may run twice: the queue's
-    writes are fenced by their token, so a repeat changes nothing."""
+    """Retries, with backoff, a call that failed because the server went away or did
+    not answer within the bound; gives up (re-raising) after `patience_s`. Only for
+    calls that may run twice: the queue's writes are fenced by their token and
+    recognise their own earlier success."""
     return tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception_type(CONNECTION_LOST),
         wait=tenacity.wait_exponential(multiplier=0.1, max=5) + tenacity.wait_random(0, 0.1),
@@ -101,20 +114,26 @@ SERVER_SETTINGS = {"application_name": "transcriber", "jit": "off"}
 class Database:
     """A pool plus the named queries of sql/queries.sql."""
 
-    def __init__(self, pool: asyncpg.Pool, url: str, queries: dict[str, str]):
+    def __init__(self, pool: asyncpg.Pool, url: str, queries: dict[str, str],
+                 timeout_s: float | None = DEFAULT_TIMEOUT_S):
         self._pool = pool
         self.url = url
         self.queries = queries
+        self.timeout_s = timeout_s
 
     def sql(self, name: str) -> str:
         return self.queries[name]
 
     async def run(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-        """Run `work` (an asyncio coroutine function) with one pooled connection."""
+        """Run `work` (an asyncio coroutine function) with one pooled connection.
+        Raises DatabaseBusy when no connection or no answer comes within the bound."""
 
         async def on_asyncio() -> T:
-            async with self._pool.acquire() as con:
-                return await work(con)
+            con = await _acquire(self._pool, self.timeout_s)
+            try:
+                return await _bounded(work(con))
+            finally:
+                await self._pool.release(con, timeout=self.timeout_s)
 
         return await trio_asyncio.aio_as_trio(on_asyncio)()
 
@@ -140,7 +159,7 @@ class Database:
 
         Cancellation: handing the connection back on exit is shielded.
         """
-        pin = Pinned(self._pool)
+        pin = Pinned(self._pool, self.timeout_s)
         try:
             yield pin
         finally:
@@ -175,20 +194,21 @@ class Pinned:
     Cancellation: like Database.run.
     """
 
-    def __init__(self, pool: asyncpg.Pool):
+    def __init__(self, pool: asyncpg.Pool, timeout_s: float | None = DEFAULT_TIMEOUT_S):
         self._pool = pool
+        self._timeout_s = timeout_s
         self._con: asyncpg.Connection | None = None
 
     async def run(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         async def on_asyncio() -> T:
             if self._con is None:
-                self._con = await self._pool.acquire()
+                self._con = await _acquire(self._pool, self._timeout_s)
             con = self._con
             try:
-                return await work(con)
+                return await _bounded(work(con))
             except BaseException:
                 self._con = None
-                await self._pool.release(con)
+                await self._pool.release(con, timeout=self._timeout_s)
                 raise
 
         return await trio_asyncio.aio_as_trio(on_asyncio)()
@@ -218,6 +238,24 @@ class Listener:
             self._send.send_nowait(payload)
 
 
+async def _acquire(pool: asyncpg.Pool, timeout_s: float | None) -> asyncpg.Connection:
+    """A pooled connection within the bound (on the asyncio side), else DatabaseBusy."""
+    try:
+        return await pool.acquire(timeout=timeout_s)
+    except asyncio.TimeoutError as e:
+        raise DatabaseBusy(f"no database connection within {timeout_s}s") from e
+
+
+async def _bounded(work: Awaitable[T]) -> T:
+    """`work`'s statements are bounded by the pool's command_timeout; its expiry, a
+    TimeoutError, becomes DatabaseBusy. (The release after it is bounded too, and drops
+    a connection whose query could not be cancelled in time.)"""
+    try:
+        return await work
+    except asyncio.TimeoutError as e:
+        raise DatabaseBusy("the database did not answer within the bound") from e
+
+
 async def _json_codecs(con: asyncpg.Connection) -> None:
     for name in ("json", "jsonb"):
         await con.set_type_codec(name, encoder=json.dumps, decoder=json.loads,
@@ -243,9 +281,11 @@ async def _connect(url: str) -> asyncpg.Connection:
 
 
 @contextlib.asynccontextmanager
-async def open_database(url: str, *, min_size: int = 2, max_size: int = 10
+async def open_database(url: str, *, min_size: int = 2, max_size: int = 10,
+                        timeout_s: float | None = DEFAULT_TIMEOUT_S
                         ) -> AsyncIterator[Database]:
-    """A pool on `url`; must run inside `trio_asyncio.open_loop()`.
+    """A pool on `url`; must run inside `trio_asyncio.open_loop()`. Every statement and
+    every wait for a connection is bounded by `timeout_s` (None: unbounded).
 
     Raises DatabaseUnreachable when the first connections cannot be made.
     Cancellation: closing the pool on exit is shielded.
@@ -253,11 +293,12 @@ async def open_database(url: str, *, min_size: int = 2, max_size: int = 10
     try:
         pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
             url, min_size=min_size, max_size=max_size, server_settings=SERVER_SETTINGS,
-            init=_json_codecs, reset=_keep_session)
-    except _CONNECT_ERRORS as e:
+            init=_json_codecs, reset=_keep_session, command_timeout=timeout_s,
+            **({"timeout": timeout_s} if timeout_s else {}))
+    except (*_CONNECT_ERRORS, asyncio.TimeoutError) as e:
         raise DatabaseUnreachable(url, e) from e
     try:
-        yield Database(pool, url, load_queries())
+        yield Database(pool, url, load_queries(), timeout_s)
     finally:
         with trio.CancelScope(shield=True):
             await trio_asyncio.aio_as_trio(pool.close)()

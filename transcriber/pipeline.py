@@ -18,4 +18,7 @@ def audio_steps(config: Config) -> StepTable:
                                                          config.recognizer_key))
     else:
         recognize = recognize_step(config, WhisperRecognizer(config))
-    return step_table(normalize=normalize_step(config), recognize=recognize)
+    return step_table(normalize=normalize_step(config), recognize=recognize,
+                      lease_s=config.lease_s, renew_s=config.renew_s,
+                      run_limit_s=config.run_limit_s,
+                      run_limit_per_audio_s=config.run_limit_per_audio_s)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import random
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -13,8 +14,8 @@ import asyncpg
 import attrs
 import trio
 
-from actors import Claim, FailOutcome, Job, Step, StepTable
-from actors.worker import RELEASE_TIMEOUT_S
+from actors import Claim, FailOutcome, Job, ResultRefused, Step, StepTable
+from actors.worker import RELEASE_TIMEOUT_S, describe
 from transcriber.db import CONNECTION_LOST, Database, Pinned, retry_while_unreachable
 
 T = TypeVar("T")
@@ -57,6 +58,29 @@ class _Ask:
     job_answered: bool = False
     job: Job | None = None
     error: BaseException | None = None
+    gone: bool = False
+    """Its caller stopped waiting (cancelled, and the trip outlasted its patience): a
+    record the trip claims for it is released at once."""
+
+
+@attrs.define(eq=False)
+class _Trip:
+    """Tokens a trip's claim statements were sent with and not yet handed to an ask:
+    what a cut trip may have claimed for nobody, released by token."""
+
+    offered: list[uuid.UUID] = attrs.field(factory=list)
+
+    def tokens(self, n: int) -> list[uuid.UUID]:
+        """Fresh claim tokens, one per record wanted: made here so that a caller whose
+        reply was lost still knows what its statement may have claimed."""
+        fresh = [uuid.uuid4() for _ in range(n)]
+        self.offered += fresh
+        return fresh
+
+    def take(self) -> list[uuid.UUID]:
+        """The tokens offered and not handed on, forgotten here: the caller releases them."""
+        taken, self.offered = self.offered, []
+        return taken
 
 
 class NotStopped(Exception):
@@ -110,8 +134,10 @@ class PgQueue:
 
     async def _run(self, work: Callable[[asyncpg.Connection], Awaitable[T]],
                    on: Pinned | None = None) -> T:
-        """db.run, retried with backoff while the server is away (a restart, a network
-        cut): every queue write is fenced by its token, so a repeat changes nothing.
+        """db.run, retried with backoff while the server is away or busy (a restart, a
+        network cut, no answer within the bound). A repeat is safe: every queue write is
+        fenced by its token, and one whose first try committed but lost its reply finds
+        its own journal event and answers as that first try did.
 
         Cancellation: like db.run; a pause between retries is a plain sleep.
         """
@@ -129,7 +155,16 @@ class PgQueue:
         return await self._run(lambda con: con.fetchval(sql, *args))
 
     async def claim(self) -> Claim | None:
-        claims = await self._run(lambda con: self._claim_on(con, 1))
+        trip = _Trip()
+
+        async def once(con: asyncpg.Connection) -> list[Claim]:
+            # A retry after a lost reply: what that statement claimed goes back first.
+            await self._release_claims_on(con, trip.take(), "claim retried")
+            claims = await self._claim_on(con, trip.tokens(1))
+            trip.take()  # answered
+            return claims
+
+        claims = await self._run(once)
         return claims[0] if claims else None
 
     async def read(self, claim: Claim) -> Job | None:
@@ -196,17 +231,25 @@ class PgQueue:
                                         and len(self._asks) >= self.full_trip)
 
     async def _lead(self) -> None:
-        """Take every waiting ask on one trip, answer them all, pass the lead on."""
+        """Take every waiting ask on one trip, answer them all, pass the lead on.
+
+        Cancellation: what the cut trip may have claimed is released at once (shielded,
+        at most RELEASE_TIMEOUT_S); its asks are sent again with the next trip.
+        """
         self._trips_out += 1
         asks, self._asks = self._asks, []
         pin = self._pins.pop() if self._pins else None
+        trip = _Trip()
         try:
-            await self._run(lambda con: self._trip_on(con, asks), pin)
+            await self._run(lambda con: self._trip_on(con, asks, trip), pin)
             self.trips += 1
             self.trip_asks += len(asks)
         except trio.Cancelled:
             for a in asks:
                 a.resend = True
+            with trio.CancelScope(shield=True) as scope:
+                scope.deadline = trio.current_time() + RELEASE_TIMEOUT_S
+                await self._release_claims(trip, "trip cut")
             raise
         except Exception as e:
             for a in asks:
@@ -222,30 +265,55 @@ class PgQueue:
                 self._asks[0].wake.set()  # the next leader
 
     async def _abandon(self, ask: _Ask) -> None:
-        """The caller of `ask` was cancelled."""
-        if ask in self._asks:  # its trip has not left: withdraw it
-            self._asks.remove(ask)
-            if self._asks and self._may_leave():
-                self._asks[0].wake.set()  # it may have been woken to lead
-            return
+        """The caller of `ask` was cancelled: nothing may stay claimed for it.
+
+        Cancellation: runs shielded, at most RELEASE_TIMEOUT_S.
+        """
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + RELEASE_TIMEOUT_S
-            while not ask.answered:
-                await ask.wake.wait()
-                ask.wake = trio.Event()
+            if ask in self._asks:  # its trip has not left: withdraw it
+                self._asks.remove(ask)
+                if self._asks and self._may_leave():
+                    self._asks[0].wake.set()  # it may have been woken to lead
+                if ask.commit is not None and ask.committed is None:
+                    # Its commit never left: its record would stay claimed till the lease.
+                    await self.release(ask.commit[0], "worker stopping")
+                return
+            try:
+                while not ask.answered:
+                    await ask.wake.wait()
+                    ask.wake = trio.Event()
+            finally:
+                # Not answered in time (the trip retries while the server is away):
+                # the trip releases what it claims for this ask itself.
+                ask.gone = not ask.answered
             if ask.job is not None:
                 await self.release(ask.job, "worker stopping")
 
-    async def _trip_on(self, con: asyncpg.Connection, asks: list[_Ask]) -> None:
+    async def _release_claims(self, trip: _Trip, why: str) -> None:
+        tokens = trip.take()
+        if tokens:
+            await self._run(lambda con: self._release_claims_on(con, tokens, why))
+
+    async def _release_claims_on(self, con: asyncpg.Connection, tokens: list[uuid.UUID],
+                                 why: str) -> None:
+        """Release what claims with these tokens may have taken (nothing, if none)."""
+        if tokens:
+            await con.fetchrow(self.db.sql("release_claims"), tokens, why)
+
+    async def _trip_on(self, con: asyncpg.Connection, asks: list[_Ask], trip: _Trip) -> None:
         """One trip: the commits, with the claims for the asks that want a record in
         the same statement; then the read. Claims again for what that left short (the
         commit's statement does not claim the records it moves on). Run again, for
-        what it has not answered yet, if the connection is lost on the way."""
+        what it has not answered yet, if the connection is lost on the way: first
+        releasing what the lost run may have claimed (its reply never came, so nobody
+        knows those records but by their tokens)."""
+        await self._release_claims_on(con, trip.take(), "trip retried")
         commits = [a for a in asks if a.commit is not None and a.committed is None]
-        wanting = [a for a in asks if a.wants_job and not a.job_answered]
+        wanting = [a for a in asks if a.wants_job and not a.job_answered and not a.gone]
         claims: list[Claim] = []
         if commits:
-            outcome, claims = await self._commit_on(con, commits, len(wanting))
+            outcome, claims = await self._commit_on(con, commits, trip.tokens(len(wanting)))
             for a, result in outcome.items():
                 if isinstance(result, Exception):
                     a.error = result
@@ -254,44 +322,55 @@ class PgQueue:
             wanting = [a for a in wanting if a.error is None]
         jobs = await self._read_on(con, claims) if claims else []
         if len(jobs) < len(wanting):
-            jobs += await self._next_jobs_on(con, len(wanting) - len(jobs))
+            jobs += await self._next_jobs_on(con, len(wanting) - len(jobs), trip)
+        await self._release_claims_on(
+            con, [j.claim.token for a, j in zip(wanting, jobs) if a.gone], "worker stopping")
+        trip.take()  # every claim is answered now, or released
         for i, a in enumerate(wanting):
-            a.job, a.job_answered = (jobs[i] if i < len(jobs) else None), True
+            a.job, a.job_answered = (jobs[i] if i < len(jobs) and not a.gone else None), True
 
-    async def _commit_on(self, con: asyncpg.Connection, asks: list[_Ask], claim: int
+    async def _commit_on(self, con: asyncpg.Connection, asks: list[_Ask],
+                         tokens: list[uuid.UUID]
                          ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
-        """Commit in one statement that also claims `claim` records; with the results'
-        saves, in one transaction. A result the database refuses (say text it cannot
-        store) must not cost the other commits theirs: then each commit goes alone,
-        claiming nothing, and the error is its caller's."""
+        """Commit in one statement that also claims a record per token; with the
+        results' saves, in one transaction. A result the database refuses (say text it
+        cannot store) must not cost the other commits theirs: then each commit goes
+        alone, claiming nothing, and its caller gets ResultRefused with the database's
+        message."""
         if not any(a.commit and a.commit[2] is not None for a in asks):
-            return await self._commit_together_on(con, asks, claim)
+            return await self._commit_together_on(con, asks, tokens)
         try:
             async with con.transaction():
-                return await self._commit_together_on(con, asks, claim)
+                return await self._commit_together_on(con, asks, tokens)
         except asyncpg.PostgresError as e:
             if isinstance(e, CONNECTION_LOST):
                 raise
             if len(asks) == 1:
-                return {asks[0]: e}, []
+                return {asks[0]: ResultRefused(describe(e))}, []
             outcome: dict[_Ask, bool | Exception] = {}
             for a in asks:
-                outcome |= (await self._commit_on(con, [a], 0))[0]
+                outcome |= (await self._commit_on(con, [a], []))[0]
             return outcome, []
 
-    async def _commit_together_on(self, con: asyncpg.Connection, asks: list[_Ask], claim: int
+    async def _commit_together_on(self, con: asyncpg.Connection, asks: list[_Ask],
+                                  tokens: list[uuid.UUID]
                                   ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
         commits = [a.commit for a in asks if a.commit is not None]
         rows = await con.fetch(
             self.db.sql("commit"),
             [j.claim.id for j, _, _ in commits], [j.claim.token for j, _, _ in commits],
             [j.milestone for j, _, _ in commits], [s.next_milestone for _, s, _ in commits],
-            [{"step": s.name, "attempt": j.attempts + 1} for j, s, _ in commits], self.now,
-            *self._claim_args, claim)
-        reached = {(r["id"], r["token"]) for r in rows if r["row"] == "commit" and r["ok"]}
+            [{"step": s.name, "attempt": j.attempt, "renewals": j.renewals}
+             for j, s, _ in commits], self.now,
+            *self._claim_args, tokens)
+        # A commit found done by an earlier run of itself (`again`) stored its results
+        # then: they are not saved twice.
+        reached = {(r["id"], r["token"]) for r in rows
+                   if r["row"] == "commit" and r["ok"] and not r["again"]}
+        answered = {(r["id"], r["token"]) for r in rows if r["row"] == "commit" and r["ok"]}
         await self._save_on(con, [(j, r) for j, _, r in commits if r is not None], reached)
         outcome: dict[_Ask, bool | Exception] = {
-            a: (a.commit[0].claim.id, a.commit[0].claim.token) in reached
+            a: (a.commit[0].claim.id, a.commit[0].claim.token) in answered
             for a in asks if a.commit is not None}
         return outcome, [Claim(r["id"], r["token"]) for r in rows if r["row"] == "claim"]
 
@@ -308,25 +387,25 @@ class PgQueue:
         for query, rows in by_query.items():
             await con.executemany(self.db.sql(query), rows)
 
-    async def _claim_on(self, con: asyncpg.Connection, n: int) -> list[Claim]:
-        rows = await con.fetch(self.db.sql("claim"), *self._claim_args, self.now, n)
+    async def _claim_on(self, con: asyncpg.Connection, tokens: list[uuid.UUID]) -> list[Claim]:
+        rows = await con.fetch(self.db.sql("claim"), *self._claim_args, self.now, tokens)
         return [Claim(row["id"], row["claim_token"]) for row in rows]
 
     async def _read_on(self, con: asyncpg.Connection, claims: list[Claim]) -> list[Job]:
         rows = await con.fetch(self.db.sql("read_claimed"), [c.id for c in claims],
                                [c.token for c in claims], self.now)
         return [Job(claim=Claim(row["id"], row["claim_token"]), milestone=row["milestone"],
-                    attempts=row["attempts"], lease_remaining_s=row["lease_remaining_s"],
+                    attempt=row["attempts"], lease_remaining_s=row["lease_remaining_s"],
                     in_milestone_s=row["in_milestone_s"],
                     inputs={k: row[k] for k in _INPUTS})
                 for row in rows]
 
-    async def _next_jobs_on(self, con: asyncpg.Connection, n: int) -> list[Job]:
+    async def _next_jobs_on(self, con: asyncpg.Connection, n: int, trip: _Trip) -> list[Job]:
         """Up to `n` claimed and read records, oldest first."""
         jobs: list[Job] = []
         while len(jobs) < n:
             want = n - len(jobs)
-            claims = await self._claim_on(con, want)
+            claims = await self._claim_on(con, trip.tokens(want))
             # A claim with no read row lost its token in between (a person resumed the
             # record meanwhile): claim again for it.
             jobs += await self._read_on(con, claims)
@@ -335,11 +414,11 @@ class PgQueue:
         return jobs
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
-        pause = step.backoff.delay(job.attempts, self.rng)
+        pause = step.backoff.delay(job.attempt - 1, self.rng)
         row = await self._fetchrow("fail", job.claim.id, job.claim.token, step.max_attempts,
                                      pause, error, job.milestone, self.now)
         assert row is not None
-        return row["outcome"], pause if row["outcome"] == "retry" else None
+        return row["outcome"], row["pause_s"] if row["outcome"] == "retry" else None
 
     async def stop(self, job: Job, reason: str, error: str) -> bool:
         return await self._fetchval("stop", job.claim.id, job.claim.token, reason, error,
@@ -349,6 +428,11 @@ class PgQueue:
         return await self._fetchval("progress", job.claim.id, job.claim.token, fraction,
                                       job.milestone)
 
+    async def renew(self, job: Job, step: Step) -> bool:
+        return await self._fetchval("renew", job.claim.id, job.claim.token,
+                                      step.lease.seconds(job.inputs.get("duration_s")),
+                                      job.milestone, self.now)
+
     async def release(self, job: Job, why: str) -> bool:
         return await self._fetchval("release", job.claim.id, job.claim.token, job.milestone,
                                       why)
@@ -357,8 +441,10 @@ class PgQueue:
         """A person returns a stopped record to work, from the milestone it reached.
 
         Raises NotStopped, changing nothing, if the record is unknown or not stopped.
+        A retry after a lost reply is recognised by this call's request id.
         """
-        row = await self._fetchrow("resume", recording_id, {"by": by}, self.now)
+        detail = {"by": by, "request": str(uuid.uuid4())}
+        row = await self._fetchrow("resume", recording_id, detail, self.now)
         if row is None:
             raise NotStopped(recording_id)
         return Resumed(row["id"], row["milestone"])

@@ -98,7 +98,22 @@ class Transcript:
     model: str
 
     def saved(self) -> Saved:
-        return Saved("save_transcript", (self.text, self.segments, self.language, self.model))
+        """The result as the commit stores it, cleaned of what PostgreSQL text and jsonb
+        cannot hold (NUL, which a remote recognizer may send): what is left and still
+        refused fails the attempt with the database's message."""
+        return Saved("save_transcript", (without_nul(self.text), without_nul(self.segments),
+                                         self.language, self.model))
+
+
+def without_nul(value: Any) -> Any:
+    """`value` with NUL characters dropped from every string in it (lists, dicts)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {k: without_nul(v) for k, v in value.items()}
+    return value
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)

@@ -48,6 +48,7 @@ async def open_session(config: Config, *, max_size: int = 10, needs_home: bool =
     Cancellation: the pool closes, then the embedded server is left, under shields.
     """
     async with database_url(config, needs_home=needs_home) as url:
-        async with open_database(url, min_size=min(2, max_size), max_size=max_size) as db:
+        async with open_database(url, min_size=min(2, max_size), max_size=max_size,
+                                 timeout_s=config.database_timeout_s) as db:
             await migrate(db)
             yield db

@@ -16,6 +16,8 @@ MESSAGES = {
     "recognizer_refused_audio": "The speech recognizer could not take this audio.",
     "attempts_exhausted": "Processing failed several times; the operator has been told "
                           "and can resume it.",
+    "milestone_time_limit": "Processing took longer than its time limit; the operator "
+                            "can resume it.",
 }
 OTHER = "Processing stopped; the operator can see why and resume it."
 

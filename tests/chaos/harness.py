@@ -10,7 +10,10 @@ Faults, during a bounded run of `duration_s`:
   - one PostgreSQL restart (pg_ctl -m fast restart);
   - resumes of stopped records while steps run (`stop-*` records stop at every step,
     so some records surely stop, are resumed once, and end stopped);
-  - steps that fail (retry) and stop (see tests/chaos/worker.py).
+  - steps that fail (retry) and stop (see tests/chaos/worker.py);
+  - a poison recording that kills whichever worker process runs it (a replacement is
+    started each time): it must stop `worker_lost` after the step's attempts;
+  - slow-but-alive steps, several leases long: their renewals keep them.
 Afterwards no more chaos and no more resumes: the workers finish, every record comes to
 rest, the workers get SIGTERM, and the checker runs.
 """
@@ -39,12 +42,14 @@ from transcriber.migrate import migrate
 from transcriber.milestones import MILESTONES, TRANSCRIBED
 from transcriber.owners import add_owner
 from transcriber.queue import NotStopped, PgQueue
-from tests.chaos.worker import chaos_steps
+from tests.chaos.worker import MAX_ATTEMPTS, chaos_steps
 from tests.pipeline_helpers import accept
 
 ROOT = Path(__file__).resolve().parents[2]
 ALWAYS_STOP = 4
 FLAKY = 10
+POISON = 1
+SLOW = 6
 
 
 def restart_server(server: Any) -> None:
@@ -70,6 +75,8 @@ class WorkerProc:
     proc: Any
     step_log: Path
     out: Any
+    killed: bool = False
+    """Killed by the harness (not dead of a poison recording)."""
 
     def open_steps(self) -> dict[str, str]:
         """Tokens of steps begun and not ended → record id."""
@@ -106,6 +113,7 @@ class Chaos:
     freeze_tokens: list[str] = attrs.field(factory=list)
     chaos_over: bool = False
     started: int = 0
+    stopping: bool = False
 
     async def start_worker(self) -> WorkerProc:
         self.started += 1
@@ -120,8 +128,21 @@ class Chaos:
         self.workers.append(w)
         return w
 
+    async def watch(self) -> None:
+        """Replace a worker process that died by itself (a poison recording killed it),
+        as systemd would restart the service."""
+        while not self.stopping:
+            for w in list(self.workers):
+                if not w.killed and w.proc.poll() is not None:
+                    self.workers.remove(w)
+                    self.finished.append(w)
+                    self.counts["worker_deaths"] += 1
+                    await self.start_worker()
+            await trio.sleep(0.05)
+
     async def kill_one(self) -> None:
         victim = self.rng.choice(self.workers)
+        victim.killed = True
         victim.proc.send_signal(signal.SIGKILL)
         await victim.proc.wait()
         self.workers.remove(victim)
@@ -138,6 +159,8 @@ class Chaos:
         record, then SIGCONT: its late write must be refused."""
         for _ in range(100):
             w = self.rng.choice(self.workers)
+            if w.proc.poll() is not None:
+                continue  # just died of the poison; the watcher replaces it
             w.proc.send_signal(signal.SIGSTOP)
             await trio.sleep(0.05)  # a line written just before the stop lands
             open_ = w.open_steps()
@@ -181,9 +204,11 @@ class Chaos:
 
     async def feed(self, owner: int, total: int, t0: float) -> None:
         names = ([f"stop-{i}.wav" for i in range(ALWAYS_STOP)]
-                 + [f"flaky-{i}.wav" for i in range(FLAKY)])
+                 + [f"flaky-{i}.wav" for i in range(FLAKY)]
+                 + [f"poison-{i}.wav" for i in range(POISON)]
+                 + [f"slow-{i}.wav" for i in range(SLOW)])
         names += [f"rec-{i}.wav" for i in range(total - len(names))]
-        first = max(len(names) // 3, ALWAYS_STOP + FLAKY)
+        first = max(len(names) // 3, ALWAYS_STOP + FLAKY + POISON + SLOW)
         rest = names[first:]
         for name in names[:first]:
             self.names[str(await patient(accept, self.db, owner, name))] = name
@@ -202,6 +227,8 @@ class Chaos:
             for row in rows:
                 rid = row["id"]
                 name = self.names.get(rid, "")
+                if name.startswith("poison-"):
+                    continue  # it would only kill more workers
                 if name.startswith("stop-"):
                     if rid in self.resumed:
                         continue
@@ -220,6 +247,7 @@ class Chaos:
             TRANSCRIBED)))
 
     async def stop_workers(self) -> dict[int, int | None]:
+        self.stopping = True
         for w in self.workers:
             w.proc.send_signal(signal.SIGCONT)
             w.proc.send_signal(signal.SIGTERM)
@@ -245,11 +273,11 @@ class Chaos:
 
 
 async def check(db: Database, counts: Counter[str], resumed: set[str],
-                freeze_tokens: list[str]) -> dict[str, Any]:
+                freeze_tokens: list[str], names: dict[str, str]) -> dict[str, Any]:
     """Read the database and the journal; every broken invariant is a violation."""
     recs = await db.run(lambda con: con.fetch(
         "SELECT id::text AS id, milestone, stopped_at, stop_reason, claim_token::text AS token,"
-        " lease_expires_at, now() AS now FROM recordings"))
+        " lease_expires_at, attempts, now() AS now FROM recordings"))
     events = await db.run(lambda con: con.fetch(
         "SELECT id, recording_id::text AS rid, origin, kind, milestone,"
         " claim_token::text AS token, detail FROM journal ORDER BY id"))
@@ -304,6 +332,29 @@ async def check(db: Database, counts: Counter[str], resumed: set[str],
     for rid in resumed - human_resumed:
         violations.append(f"{rid}: resumed without a human `resumed` event")
 
+    # The poison recording: stopped `worker_lost` once its attempts were used up by
+    # the processes it killed, and never run again after that.
+    poison = [r for r in recs if names.get(r["id"], "").startswith("poison-")]
+    for r in poison:
+        if r["stop_reason"] != "worker_lost":
+            violations.append(f"{r['id']} (poison): ended {r['milestone']}, "
+                              f"stopped {r['stop_reason']!r}, not worker_lost")
+        elif r["attempts"] != MAX_ATTEMPTS + 1:  # the stopping claim is one more
+            violations.append(f"{r['id']} (poison): {r['attempts']} claims, "
+                              f"not {MAX_ATTEMPTS} attempts and the stopping claim")
+    # Slow-but-alive steps: their renewals kept them; each reached its milestones once
+    # (checked above), most on their first attempt (a kill may still cut one short).
+    slow_ids = {r["id"] for r in recs if names.get(r["id"], "").startswith("slow-")}
+    slow_reached = [e for e in events if e["kind"] == "milestone_reached"
+                    and e["rid"] in slow_ids]
+    detail = [json.loads(e["detail"]) if isinstance(e["detail"], str) else e["detail"]
+              for e in slow_reached]
+    renewals = sum(d.get("renewals", 0) for d in detail)
+    for r in recs:
+        if r["id"] in slow_ids and r["milestone"] != TRANSCRIBED:
+            violations.append(f"{r['id']} (slow): ended at {r['milestone']} "
+                              f"({r['stop_reason']})")
+
     report: dict[str, Any] = {
         "records": len(recs),
         "transcribed": sum(1 for r in recs if r["stopped_at"] is None),
@@ -321,9 +372,16 @@ async def check(db: Database, counts: Counter[str], resumed: set[str],
         "resumed_records": len(resumed),
         "milestones_reached": kinds["milestone_reached"],
         "released": kinds["released"],
+        "worker_deaths": counts["worker_deaths"],
+        "poison_stopped_worker_lost": sum(1 for r in poison
+                                          if r["stop_reason"] == "worker_lost"),
+        "slow_steps_done": len(slow_reached),
+        "slow_steps_first_attempt": sum(1 for d in detail if d.get("attempt") == 1),
+        "slow_renewals": renewals,
     }
     for name in ("kills", "freezes", "restarts", "stale_writes_refused", "retries", "stops",
-                 "resumes", "freeze_writes_refused"):
+                 "resumes", "freeze_writes_refused", "worker_deaths",
+                 "poison_stopped_worker_lost", "slow_steps_first_attempt", "slow_renewals"):
         if not report[name]:
             violations.append(f"no {name}: the chaos did not happen")
     report["violations"] = violations
@@ -346,18 +404,23 @@ async def chaos_run(server: Any, workdir: Path, duration_s: float, records: int,
                 for _ in range(k):
                     await chaos.start_worker()
                 t0 = trio.current_time()
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(chaos.script, t0)
-                    nursery.start_soon(chaos.feed, owner, records, t0)
-                    nursery.start_soon(chaos.resume_stopped, queue, t0)
-                # The chaos is over: nothing more is resumed; the workers finish.
-                settle_deadline = trio.current_time() + settle_s
-                while (left := await chaos.unsettled()) and trio.current_time() < settle_deadline:
-                    await trio.sleep(0.2)
+                async with trio.open_nursery() as watching:
+                    watching.start_soon(chaos.watch)
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(chaos.script, t0)
+                        nursery.start_soon(chaos.feed, owner, records, t0)
+                        nursery.start_soon(chaos.resume_stopped, queue, t0)
+                    # The chaos is over: nothing more is resumed; the workers finish.
+                    settle_deadline = trio.current_time() + settle_s
+                    while ((left := await chaos.unsettled())
+                           and trio.current_time() < settle_deadline):
+                        await trio.sleep(0.2)
+                    watching.cancel_scope.cancel()
                 codes = await chaos.stop_workers()
             finally:
                 chaos.close()
-            report = await check(db, chaos.counts, chaos.resumed, chaos.freeze_tokens)
+            report = await check(db, chaos.counts, chaos.resumed, chaos.freeze_tokens,
+                                 chaos.names)
             report["unsettled_at_end"] = left
             report["exit_codes"] = codes
             if left:

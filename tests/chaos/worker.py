@@ -1,12 +1,14 @@
 """A chaos worker daemon: `python -m tests.chaos.worker URL SEED`.
 
 A real Pipeline (2 workers, poll 0.2 s) on synthetic steps whose durations straddle a
-short lease; some attempts fail (retry), some stop the record. Runs until SIGTERM, then
+short lease (renewed while they live); some attempts fail (retry), some stop the record. Runs until SIGTERM, then
 drains and exits 0. Each step's begin and end is appended to $CHAOS_STEP_LOG (if set),
 so the harness can tell when this process is inside a step (to freeze it there).
 
 Records are steered by their file name: `stop-*` always stop (`chaos_always_stop`),
-`flaky-*` fail their first attempt of every step.
+`flaky-*` fail their first attempt of every step, `poison-*` kill the worker process
+that runs them (SIGKILL of itself, as the OOM killer would), `slow-*` run several
+leases long (alive: their lease is renewed).
 """
 
 from __future__ import annotations
@@ -21,12 +23,17 @@ from typing import Any
 import trio
 import trio_asyncio
 
-from actors import Backoff, Lease, StepTable, StopRecord
+from actors import Backoff, Lease, RunLimit, StepTable, StopRecord
 from transcriber.db import open_database
 from transcriber.runtime import Pipeline
 from tests.pipeline_helpers import table
 
 LEASE_S = 0.5
+RENEW_S = 0.15
+RUN_LIMIT_S = 3.0
+MAX_ATTEMPTS = 6
+SLOW_S = (1.0, 1.5)
+"""How long a `slow-*` step runs: two to three leases."""
 
 
 def chaos_steps(step: Any = None) -> StepTable:
@@ -34,7 +41,8 @@ def chaos_steps(step: Any = None) -> StepTable:
         return None
 
     fn = step or noop
-    return table(normalize=fn, recognize=fn, lease=Lease(LEASE_S), max_attempts=6,
+    return table(normalize=fn, recognize=fn, lease=Lease(LEASE_S, renew_s=RENEW_S),
+                 run_limit=RunLimit(RUN_LIMIT_S), max_attempts=MAX_ATTEMPTS,
                  backoff=Backoff(0.01, 0.05))
 
 
@@ -51,9 +59,14 @@ def make_step(rng: random.Random, log_path: str | None) -> Any:
         try:
             if name.startswith("stop-"):
                 raise StopRecord("chaos_always_stop", f"{name} always stops")
-            if name.startswith("flaky-") and job.attempts == 0:
+            if name.startswith("flaky-") and job.attempt == 1:
                 raise RuntimeError(f"{name}: first attempt always fails")
-            # Mostly inside the lease, sometimes past it (then the attempt fails).
+            if name.startswith("poison-"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            if name.startswith("slow-"):
+                await trio.sleep(rng.uniform(*SLOW_S))
+                return
+            # Mostly inside the lease, sometimes past it (renewed, so it completes).
             if rng.random() < 0.8:
                 duration = rng.uniform(0.02, 0.4)
             else:

@@ -517,6 +517,12 @@ NOT_OWNER_FACING = {
     "owner_by_token": "finds the owner of a token: there is no owner yet",
     "health": "touches no record",
     "sources_referenced": "the startup sweep of the upload store, not a request",
+    # The page's sign-in sessions: no record of an owner is read or written by these.
+    "page_session": "finds the session of a cookie's secret: there is no owner yet",
+    "page_session_add": "makes a session for the owner whose token was just checked "
+                        "(`owners.id = $1`); it reads no record",
+    "page_sessions_sweep": "deletes sessions no token can use any more, of every owner; "
+                           "it reads no record",
 }
 # An INSERT names the owner as the value of owner_id, not in a condition.
 INSERTS_FOR_THE_OWNER = {"accept_upload"}

@@ -164,7 +164,7 @@ async def assert_stops_at_once(db: Database, owner_id: int, tmp_path: Path,
     assert error in c["stopped"]["error"]
     assert str(tmp_path) not in c["stopped"]["error"]  # the store's paths stay private
     row = await state(db, rid)
-    assert row["attempts"] == 0 and row["retry_at"] is None  # retrying cannot help
+    assert row["attempts"] == 1 and row["retry_at"] is None  # its one claim: no retry
     assert [(e["kind"], e["milestone"]) for e in await events(db, rid)] == [
         ("accepted", "received"), ("stopped", "received")]
     assert not cfg.audio.exists() or not any(cfg.audio.iterdir())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 import attrs
@@ -90,12 +91,13 @@ async def test_claim_returns_id_and_token(db: Database, owner_id: int) -> None:
     rid = await accept(db, owner_id)
     queue = PgQueue(db, table())
     claim_sql = db.sql("claim")
-    row = await db.run(lambda con: con.fetchrow(claim_sql, *queue._claim_args, None, 1))
+    token = uuid.uuid4()  # the caller makes the token, fresh for each claim
+    row = await db.run(lambda con: con.fetchrow(claim_sql, *queue._claim_args, None, [token]))
     # The statement returns exactly these two columns, nothing else of the record.
     assert list(row.keys()) == ["id", "claim_token"]
     assert row["id"] == rid
     stored = await state(db, rid)
-    assert stored["claim_token"] == row["claim_token"]
+    assert stored["claim_token"] == row["claim_token"] == token
     # The step's inputs come from a separate, ordinary read.
     job = await queue.read(Claim(row["id"], row["claim_token"]))
     assert job is not None and job.milestone == "received"
@@ -250,7 +252,8 @@ async def test_resuming_resets_every_guard(db: Database, owner_id: int, caplog: 
     assert await worker(late).work_once()
     stopped = await state(db, rid)
     assert stopped["stop_reason"] == "milestone_time_limit"
-    assert stopped["attempts"] == 1 and stopped["retry_at"] is not None
+    # Two claims counted: the failed attempt's, and the claimer's that stopped it.
+    assert stopped["attempts"] == 2 and stopped["retry_at"] is not None
 
     later = at(queue, now, 2 * limit)
     await later.resume(rid, by="operator")
@@ -346,4 +349,27 @@ async def test_step_stop_record_keeps_milestone(db: Database, owner_id: int) -> 
     assert await worker(PgQueue(db, table(normalize=hopeless))).work_once()
     after = await state(db, rid)
     assert (after["milestone"], after["stop_reason"], after["attempts"]) == (
-        "received", "empty_audio", 0)
+        "received", "empty_audio", 1)  # its one claim; no retry
+
+
+@scenario("A result the database refuses fails the attempt, and the worker lives")
+async def test_refused_result_fails_the_attempt_and_the_worker_lives(db: Database,
+                                                                      owner_id: int) -> None:
+    first = await accept(db, owner_id, "first.wav")
+    second = await accept(db, owner_id, "second.wav")
+
+    async def step(job: Any, progress: Any) -> Saved:
+        # PostgreSQL text cannot hold NUL: a result no cleaning at the edge caught.
+        path = "/a\x00.wav" if job.claim.id == first else "/b.wav"
+        return Saved("save_normalized", (path, 1.0))
+
+    w = worker(PgQueue(db, table(normalize=step)))
+    assert await w.work_once()  # no exception: the worker carries on
+    assert await w.work_once()
+    refused = await state(db, first)
+    assert (refused["milestone"], refused["attempts"], refused["claim_token"]) == (
+        "received", 1, None)
+    assert refused["retry_at"] is not None and refused["stopped_at"] is None
+    [failed] = [e for e in await journal(db, first) if e["kind"] == "attempt_failed"]
+    assert "invalid byte sequence" in failed["detail"]["error"]  # the database's message
+    assert (await state(db, second))["milestone"] == "normalized"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 
-from actors import Lease, Wakeup, Worker
+from actors import Lease, RunLimit, Wakeup, Worker
 from actors.supervisor import Child, Supervisor
 from transcriber.db import Database
 from transcriber.milestones import MILESTONES, TRANSCRIBED, step_table
@@ -117,20 +117,21 @@ async def test_resume_refuses_unknown_and_not_stopped(db: Database, owner_id: in
 
 
 async def test_many_workers_random_steps_short_leases(db: Database, owner_id: int) -> None:
-    """Several workers, many records, step durations around a short lease: every record
-    ends transcribed, each (record, milestone) reached once, every late write refused."""
+    """Several workers, many records, step durations around a short lease (renewed) and
+    run limit: every record ends transcribed, each (record, milestone) reached once,
+    every late write refused."""
     rng = random.Random(20261130)
     records = [await accept(db, owner_id, f"{i}.wav") for i in range(60)]
     lease_s = 0.05
 
     async def step(job: Any, progress: Any) -> None:
-        # Mostly inside the lease, sometimes past it (then cancelled, retried).
+        # Mostly inside the run limit, sometimes past it (then cancelled, retried).
         await trio.sleep(rng.choice([0.0, 0.005, 0.02, 0.03, 0.045, 0.06]))
         if rng.random() < 0.1:
             raise RuntimeError("a transient failure")
 
-    steps = table(normalize=step, recognize=step, lease=Lease(lease_s), max_attempts=1000,
-                  **FAST_RETRY)
+    steps = table(normalize=step, recognize=step, lease=Lease(lease_s),
+                  run_limit=RunLimit(lease_s), max_attempts=1000, **FAST_RETRY)
     queue = PgQueue(db, steps, rng=rng)
     wakeup = Wakeup(poll_s=0.02, rng=rng)
     workers = [Worker(f"w{i}", queue, steps, wakeup) for i in range(6)]
@@ -159,9 +160,10 @@ async def test_many_workers_random_steps_short_leases(db: Database, owner_id: in
     winners = {e["claim_token"] for e in events if e["kind"] == "milestone_reached"}
     assert all(e["claim_token"] not in winners for e in events if e["kind"] == "lease_lost")
     kinds = Counter(e["kind"] for e in events)
-    # The run really raced: steps failed and outlived leases, so attempts were retried.
+    # The run really raced: steps failed and outlived their limit, so attempts were retried.
     assert kinds["attempt_failed"] > 0
-    assert any("lease" in e["detail"]["error"] for e in events if e["kind"] == "attempt_failed")
+    assert any("run limit" in e["detail"]["error"]
+               for e in events if e["kind"] == "attempt_failed")
 
 
 async def test_release_hands_the_record_back_at_once(db: Database, owner_id: int) -> None:
@@ -174,6 +176,10 @@ async def test_release_hands_the_record_back_at_once(db: Database, owner_id: int
     assert (after["claim_token"], after["lease_expires_at"], after["attempts"]) == (None, None, 0)
     again = await queue.claim()  # long before the old lease would have ended
     assert again is not None and again.id == rid
-    assert not await queue.release(job, "late")  # the old token is fenced out
+    # The same release again (a retry after a lost reply) answers as the first did and
+    # changes nothing; a write of the old claim is fenced out.
+    assert await queue.release(job, "worker stopping")
+    assert not await queue.progress(job, 0.5)
+    assert (await state(db, rid))["claim_token"] == again.token
     kinds = [(e["kind"], e["claim_token"]) for e in await journal(db, rid)]
     assert kinds[1:] == [("released", job.claim.token), ("lease_lost", job.claim.token)]

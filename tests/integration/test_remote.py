@@ -175,7 +175,7 @@ async def test_through_the_pipeline(db: Database, owner_id: int, wav: Path) -> N
     assert (await db.fetchrow("transcript", rid))["text"] == VERBOSE["text"]
     stopped = await state(db, refused)
     assert (stopped["milestone"], stopped["stop_reason"], stopped["attempts"]) == (
-        "normalized", "recognizer_refused_audio", 0)
+        "normalized", "recognizer_refused_audio", 1)  # its one claim: no retry
 
 
 async def test_unreachable_server_fails_the_attempt(db: Database, owner_id: int, wav: Path
@@ -190,3 +190,20 @@ async def test_unreachable_server_fails_the_attempt(db: Database, owner_id: int,
     assert (after["milestone"], after["attempts"], after["stopped_at"]) == (
         "normalized", 1, None)
     assert after["retry_at"] is not None
+
+
+@pytest.mark.scenario("pipeline", "NUL in a recognizer's text is dropped at the step's edge")
+async def test_a_nul_bearing_remote_result_is_stored_without_it(db: Database, owner_id: int,
+                                                                 wav: Path) -> None:
+    [rid] = await normalized_records(db, owner_id, wav)
+    nul = {"text": "Hello\u0000 there.", "language": "en",
+           "segments": [{"start": 0.0, "end": 1.0, "text": "Hello\u0000 there."}]}
+    with FakeOpenAI([(200, nul)]) as server:
+        steps = step_table(normalize=noop, recognize=remote_step(
+            Config(recognizer_url=server.url), RemoteRecognizer(server.url)))
+        assert await Worker("w", PgQueue(db, steps), steps, Wakeup()).work_once()
+    after = await state(db, rid)
+    assert (after["milestone"], after["attempts"]) == ("transcribed", 0)
+    stored = await db.fetchrow("transcript", rid)
+    assert stored["text"] == "Hello there."
+    assert [s["text"] for s in stored["segments"]] == ["Hello there."]

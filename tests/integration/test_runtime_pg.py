@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 import trio
@@ -82,7 +83,7 @@ async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None
     async def explain(con: Any) -> str:
         async with con.transaction():
             claim = await claim_statement(db, con)
-            rows = await con.fetch("EXPLAIN " + claim, *args, None, 1, [])
+            rows = await con.fetch("EXPLAIN " + claim, *args, None, [uuid.uuid4()], [])
             return "\n".join(r[0] for r in rows)
 
     plan = await db.run(explain)

@@ -5,15 +5,15 @@ hoped for."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-import asyncpg
 import pytest
 import trio
 import trio.testing
 
-from actors import Job
+from actors import Job, ResultRefused
 from transcriber.db import Database
 from transcriber.milestones import NORMALIZED, RECEIVED
 from transcriber.queue import PgQueue, Saved
@@ -143,7 +143,7 @@ async def test_refused_result_costs_only_its_own_commit(db: Database, owner_id: 
     async def commit(name: str, job: Job, saved: Saved) -> None:
         try:
             outcome[name] = await queue.commit(job, step, saved)
-        except asyncpg.PostgresError as e:
+        except ResultRefused as e:
             outcome[name] = e
 
     gate = gated.hold()
@@ -160,7 +160,8 @@ async def test_refused_result_costs_only_its_own_commit(db: Database, owner_id: 
     assert outcome["good"] is True
     kept = await state(db, good.claim.id)
     assert (kept["milestone"], kept["audio_path"], kept["duration_s"]) == (NORMALIZED, "/a.wav", 2.5)
-    assert isinstance(outcome["bad"], asyncpg.CharacterNotInRepertoireError)
+    assert isinstance(outcome["bad"], ResultRefused)
+    assert "CharacterNotInRepertoireError" in str(outcome["bad"])  # the database's message
     refused = await state(db, bad.claim.id)
     assert (refused["milestone"], refused["claim_token"]) == (RECEIVED, bad.claim.token)
     assert refused["audio_path"] is None
@@ -244,3 +245,99 @@ async def test_trip_cut_by_leader_cancellation_is_sent_again(db: Database, owner
     assert (await state(db, job.claim.id))["milestone"] == NORMALIZED
     reached = [e for e in await journal(db, job.claim.id) if e["kind"] == "milestone_reached"]
     assert len(reached) == 1
+
+
+class HeldAfterDatabase(GatedDatabase):
+    """After `hold_after(name)`, the next run of the named query goes to the real
+    database, and then its answer waits at a gate (forever: the test cancels the trip
+    there, after the statement ran and before anyone saw its answer)."""
+
+    def hold_after(self, name: str) -> None:
+        self._after = self.db.sql(name)
+        self.at_gate = trio.Event()
+
+    async def run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        self.runs += 1
+        return await self.db.run(lambda con: work(_HeldConnection(con, self)))
+
+
+class _HeldConnection:
+    def __init__(self, con: Any, owner: HeldAfterDatabase):
+        self._con, self._owner = con, owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+    async def fetch(self, sql: str, *args: Any) -> Any:
+        rows = await self._con.fetch(sql, *args)
+        if sql == getattr(self._owner, "_after", None):
+            self._owner._after = None
+            self._owner.at_gate.set()
+            await asyncio.Event().wait()  # the asyncio side of the bridge: wait here
+        return rows
+
+
+@scenario("A leader cancelled after its trip's statement ran leaves nothing claimed")
+async def test_leader_cancelled_after_its_statement_leaves_nothing_claimed(
+        db: Database, owner_id: int) -> None:
+    rids = [await accept(db, owner_id, f"{i}.wav") for i in range(2)]
+    held = HeldAfterDatabase(db)
+    queue = PgQueue(held, table(), trips_at_once=1)  # type: ignore[arg-type]
+    leader = trio.CancelScope()
+    got: dict[str, Any] = {}
+
+    async def lead() -> None:
+        with leader:
+            got["leader"] = await queue.next_job()
+
+    held.hold_after("claim")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lead)
+            await held.at_gate.wait()
+            # The claim statement ran: the oldest record carries the trip's token.
+            token = (await state(db, rids[0]))["claim_token"]
+            assert token is not None
+            leader.cancel()
+
+    assert leader.cancelled_caught and "leader" not in got
+    after = await state(db, rids[0])
+    assert (after["claim_token"], after["lease_expires_at"], after["attempts"]) == (
+        None, None, 0)
+    released = [e for e in await journal(db, rids[0]) if e["kind"] == "released"]
+    assert [(e["claim_token"], e["detail"]["why"]) for e in released] == [(token, "trip cut")]
+    # Claimable at once, not after its lease.
+    assert (await PgQueue(db, table()).claim()).id == rids[0]
+
+
+async def test_a_commit_withdrawn_before_its_trip_left_releases_its_record(
+        db: Database, owner_id: int) -> None:
+    """A worker cancelled while its commit waits for a trip: the commit never leaves,
+    so its record is handed back at once instead of staying claimed until the lease."""
+    for i in range(2):
+        await accept(db, owner_id, f"{i}.wav")
+    (job,) = await claimed(db, 1)
+    gated, queue = gated_queue(db)
+    gone = trio.CancelScope()
+
+    async def commit() -> None:
+        with gone:
+            await queue.commit(job, table()[RECEIVED], None)
+
+    first = gated.hold()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(queue.next_job)
+        await gated.at_gate.wait()
+        nursery.start_soon(commit)
+        await trio.testing.wait_all_tasks_blocked()
+        gone.cancel()  # still waiting for the trip that is out
+        await trio.testing.wait_all_tasks_blocked()
+        first.set()
+
+    assert gone.cancelled_caught
+    kinds = [(e["kind"], e["claim_token"]) for e in await journal(db, job.claim.id)]
+    assert ("released", job.claim.token) in kinds
+    assert not any(k == "milestone_reached" for k, _ in kinds)
+    # Claimable at once: the trip that was out, let go after the release, took it.
+    after = await state(db, job.claim.id)
+    assert after["milestone"] == RECEIVED and after["claim_token"] != job.claim.token

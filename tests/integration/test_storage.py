@@ -27,8 +27,8 @@ CODE_DIRS = (ROOT / "transcriber", ROOT / "actors")
 QUEUE_COLUMNS = frozenset({
     "milestone", "milestone_entered_at", "claim_token", "lease_expires_at", "attempts",
     "retry_at", "stopped_at", "stop_reason", "stop_error", "progress"})
-QUEUE_QUERIES = frozenset({"claim", "commit", "fail", "stop", "progress", "release",
-                           "resume"})
+QUEUE_QUERIES = frozenset({"claim", "commit", "fail", "stop", "progress", "renew", "release",
+                           "release_claims", "resume"})
 OWNER_EDITABLE = frozenset({"title", "summary", "topics"})
 OWNER_EDIT_QUERY = "edit_owner_fields"
 

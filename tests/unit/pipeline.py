@@ -9,13 +9,15 @@ from collections.abc import Callable
 import trio
 import trio.testing
 
-from actors import Backoff, Lease, Step, StepTable, Wakeup, Worker
+from actors import Backoff, Lease, RunLimit, Step, StepTable, Wakeup, Worker
 from actors.steps import StepFn
 from actors.testing import MemoryQueue
 
 RECEIVED, NORMALIZED, TRANSCRIBED = "received", "normalized", "transcribed"
 
 LEASE_S = 10.0
+"""Time without a sign of life; a live worker renews it every third of it."""
+RUN_LIMIT_S = 60.0
 TIME_LIMIT_S = 3600.0
 MAX_ATTEMPTS = 3
 BACKOFF = Backoff(base_s=4.0, cap_s=100.0)
@@ -31,7 +33,8 @@ def pipeline(normalize: StepFn = instant, recognize: StepFn = instant) -> StepTa
     def step(name: str, start: str, end: str, run: StepFn) -> Step:
         return Step(name=name, milestone=start, next_milestone=end, run=run,
                     lease=Lease(base_s=LEASE_S), time_limit_s=TIME_LIMIT_S,
-                    max_attempts=MAX_ATTEMPTS, backoff=BACKOFF)
+                    max_attempts=MAX_ATTEMPTS, backoff=BACKOFF,
+                    run_limit=RunLimit(base_s=RUN_LIMIT_S))
 
     return StepTable.of([step("normalize", RECEIVED, NORMALIZED, normalize),
                          step("recognize", NORMALIZED, TRANSCRIBED, recognize)])

@@ -82,7 +82,7 @@ async def test_fail_pauses_the_record_then_stops_it_on_the_last_attempt(autojump
     step = STEPS[RECEIVED]
     for attempt in range(1, MAX_ATTEMPTS):
         job = await claim_and_read(queue)
-        assert job.attempts == attempt - 1
+        assert job.attempt == attempt
         outcome, pause = await queue.fail(job, step, "boom")
         ceiling = min(BACKOFF.cap_s, BACKOFF.base_s * 2 ** (attempt - 1))
         assert outcome == "retry" and ceiling / 2 <= pause <= ceiling

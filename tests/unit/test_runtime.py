@@ -15,7 +15,8 @@ import trio.testing
 from actors import StopRecord, Wakeup, Worker
 from actors.testing import MemoryQueue
 from tests.unit.pipeline import (BACKOFF, LEASE_S, MAX_ATTEMPTS, NORMALIZED, RECEIVED,
-                                 TIME_LIMIT_S, TRANSCRIBED, pipeline, rig, single, until)
+                                 RUN_LIMIT_S, TIME_LIMIT_S, TRANSCRIBED, pipeline, rig, single,
+                                 until)
 
 
 def warnings_and_worse(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -161,39 +162,150 @@ async def test_a_finder_wakes_a_peer_because_there_may_be_more(autojump_clock):
     assert len(queue.events("milestone_reached")) == 2
 
 
-async def test_a_step_outliving_its_lease_is_cancelled_and_retried_when_due(autojump_clock,
-                                                                            caplog):
+@pytest.mark.scenario("pipeline", "A hung step is cut at its run limit")
+async def test_a_step_outliving_its_run_limit_is_cancelled_and_retried_when_due(
+        autojump_clock, caplog):
     starts: list[float] = []
     late: list[float] = []
 
-    async def slow_then_quick(job, progress):
+    async def hung_then_quick(job, progress):
         starts.append(trio.current_time())
         if len(starts) == 1:
-            await trio.sleep(LEASE_S + 5)
-            late.append(trio.current_time())  # must never run: the lease cut it off
+            await trio.sleep(RUN_LIMIT_S + 5)  # alive (the lease is renewed) but hung
+            late.append(trio.current_time())  # must never run: the run limit cut it off
             return "late"
         return "on time"
 
-    queue, wakeup, [worker] = rig(single(slow_then_quick))
+    queue, wakeup, [worker] = rig(single(hung_then_quick))
     rid = queue.add()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(worker.run)
-        await until(lambda: queue.records[rid].milestone == NORMALIZED, limit_s=60)
+        await until(lambda: queue.records[rid].milestone == NORMALIZED, limit_s=120)
         wakeup.close()
 
     rec = queue.records[rid]
     assert late == []
     assert rec.results == {"normalize": "on time"}
     [failed] = queue.events("attempt_failed")
-    assert failed.at == starts[0] + LEASE_S  # cancelled at the lease deadline, no later
-    assert failed.detail["attempt"] == 1 and "lease" in failed.detail["error"]
+    assert failed.at == starts[0] + RUN_LIMIT_S  # cut at the run limit, no later
+    assert failed.detail["attempt"] == 1 and "run limit" in failed.detail["error"]
     pause = failed.detail["retry_at"] - failed.at
     assert BACKOFF.base_s / 2 <= pause <= BACKOFF.base_s
     # Woken by the retry's due time (the poll is ≥ 500 s), not a moment later.
     assert starts[1] == pytest.approx(failed.detail["retry_at"])
     [reached] = queue.events("milestone_reached")
     assert reached.token != failed.token  # the retry held a claim of its own
+    assert reached.detail["attempt"] == 2
+    assert queue.events("lease_lost") == []  # renewed all along, never lost
     assert "attempt_failed" in caplog.text
+
+
+@pytest.mark.scenario("pipeline", "A slow step that is alive completes once")
+async def test_a_slow_step_that_is_alive_keeps_its_claim_and_completes_once(autojump_clock):
+    """Slower than its lease many times over, but its worker lives: the heartbeat
+    renews the lease, so no other worker takes the record and nothing is redone."""
+    runs: list[float] = []
+
+    async def slow(job, progress):
+        runs.append(trio.current_time())
+        await trio.sleep(5 * LEASE_S)
+        return "slow but done"
+
+    queue, wakeup, workers = rig(single(slow), poll_s=1.0, workers=2)
+    rid = queue.add()
+    async with trio.open_nursery() as nursery:
+        for w in workers:
+            nursery.start_soon(w.run)
+        await until(lambda: queue.records[rid].milestone == NORMALIZED, limit_s=120)
+        wakeup.close()
+
+    assert len(runs) == 1  # the idle peer polled all along and never got the record
+    [reached] = queue.events("milestone_reached")
+    assert reached.detail["attempt"] == 1
+    # One renewal per third of the lease while the step ran, journaled with the commit.
+    assert queue.renewals == reached.detail["renewals"] >= 5 * 3 - 1
+    assert queue.events("lease_lost") == [] and queue.events("attempt_failed") == []
+
+
+class FreezableQueue(MemoryQueue):
+    """A memory queue whose renewals from one frozen holder never arrive, as from a
+    SIGSTOPped process: no sign of life."""
+
+    frozen: set = set()
+
+    async def renew(self, job, step):
+        if job.claim.token in self.frozen:
+            await trio.sleep_forever()
+        return await super().renew(job, step)
+
+
+@pytest.mark.scenario("pipeline", "A frozen holder loses its lease")
+async def test_a_frozen_holder_still_loses_its_lease(autojump_clock):
+    thaw = trio.Event()
+    runs: list[int] = []
+
+    async def step(job, progress):
+        runs.append(job.attempt)
+        if job.attempt == 1:
+            queue.frozen.add(job.claim.token)
+            with trio.CancelScope(shield=True):  # frozen: deaf to its own lease too
+                await thaw.wait()
+            return "stale"
+        return "fresh"
+
+    steps = single(step)
+    queue = FreezableQueue(steps)
+    queue.frozen = set()
+    wakeup = Wakeup(1.0)
+    workers = [Worker(f"w{i}", queue, steps, wakeup) for i in range(2)]
+    rid = queue.add()
+    async with trio.open_nursery() as nursery:
+        for w in workers:
+            nursery.start_soon(w.run)
+        # The other worker takes the record once the lease runs out unrenewed.
+        await until(lambda: queue.records[rid].milestone == NORMALIZED, limit_s=120)
+        thaw.set()
+        await trio.testing.wait_all_tasks_blocked()
+        wakeup.close()
+
+    assert runs == [1, 2]
+    rec = queue.records[rid]
+    assert rec.results == {"normalize": "fresh"}
+    [reached] = queue.events("milestone_reached")
+    assert reached.detail["attempt"] == 2 and reached.at >= LEASE_S
+    [lost] = queue.events("lease_lost")  # the thawed holder's late write, refused
+    assert lost.token in queue.frozen
+
+
+@pytest.mark.scenario("pipeline", "A record whose holders keep dying stops with worker_lost")
+async def test_a_record_whose_holders_keep_dying_stops_worker_lost(autojump_clock, caplog):
+    """Each claim counts an attempt: holders that die without a word (here, claims
+    dropped on the floor) use them up, and the next claimer stops the record."""
+    ran: list[int] = []
+
+    async def step(job, progress):
+        ran.append(job.attempt)
+
+    queue, wakeup, [worker] = rig(single(step))
+    rid = queue.add()
+    for _ in range(MAX_ATTEMPTS):
+        assert (await queue.next_job()).claim.id == rid  # the holder dies here
+        await trio.sleep(LEASE_S)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(worker.run)
+        await until(lambda: queue.records[rid].stopped, limit_s=60)
+        wakeup.close()
+
+    assert ran == []  # never run again
+    rec = queue.records[rid]
+    assert (rec.milestone, rec.stop_reason) == (RECEIVED, "worker_lost")
+    assert f"last of {MAX_ATTEMPTS} attempts" in rec.stop_error
+    [stopped] = queue.events("stopped")
+    assert stopped.detail["reason"] == "worker_lost"
+    assert "reason=worker_lost" in caplog.text
+    # Resume gives it its attempts back.
+    assert await queue.resume(rid)
+    assert queue.records[rid].attempts == 0
 
 
 async def test_a_progress_write_that_finds_the_token_gone_cancels_the_step_at_once(
@@ -222,7 +334,7 @@ async def test_a_progress_write_that_finds_the_token_gone_cancels_the_step_at_on
 
     assert after == []
     rec = queue.records[rid]
-    assert (rec.milestone, rec.results, rec.attempts) == (RECEIVED, {}, 0)
+    assert (rec.milestone, rec.results, rec.attempts) == (RECEIVED, {}, 1)
     assert [e.detail["write"] for e in queue.events("lease_lost")] == ["progress"]
     assert queue.events("milestone_reached") == [] and queue.events("attempt_failed") == []
     assert "event=lease_lost" in caplog.text
@@ -232,7 +344,7 @@ async def test_stop_record_stops_with_its_reason(autojump_clock, caplog):
     runs: list[int] = []
 
     async def undecodable(job, progress):
-        runs.append(job.attempts)
+        runs.append(job.attempt)
         raise StopRecord("undecodable_audio", "no audio stream")
 
     queue, wakeup, [worker] = rig(single(undecodable), poll_s=5)
@@ -243,10 +355,10 @@ async def test_stop_record_stops_with_its_reason(autojump_clock, caplog):
         wakeup.close()
 
     rec = queue.records[rid]
-    assert runs == [0]
+    assert runs == [1]
     assert (rec.milestone, rec.stop_reason, rec.stop_error) == (
         RECEIVED, "undecodable_audio", "no audio stream")
-    assert rec.attempts == 0 and queue.events("attempt_failed") == []
+    assert rec.attempts == 1 and queue.events("attempt_failed") == []
     assert [e.detail["reason"] for e in queue.events("stopped")] == ["undecodable_audio"]
     assert any(r.levelno == logging.ERROR and "undecodable_audio" in r.getMessage()
                for r in caplog.records)

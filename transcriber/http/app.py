@@ -11,19 +11,20 @@ from fastapi import APIRouter, FastAPI
 
 from transcriber.config import Config
 from transcriber.db import Database
-from transcriber.http import events, recordings, service, transcripts
+from transcriber.http import events, page, recordings, service, transcripts
 from transcriber.http.errors import install_error_handlers
 from transcriber.http.middleware import DrainRequestBody, Guard
 from transcriber.http.quotas import UploadSlots
 
 ROUTERS: list[APIRouter] = [recordings.router, transcripts.router, events.router,
-                            service.router]
+                            service.router, page.router]
 
 PUBLIC_PATHS: set[str] = {"/healthz", "/metrics", "/openapi.json"}
 """Paths answered without an owner's token; every other path needs one before
-anything of the request is read (`middleware.Guard`)."""
+anything of the request is read (`middleware.Guard`) — but the page's, which
+authenticate by the page's session cookie before they read a body (`page`)."""
 
-STREAMED: set[tuple[str, str]] = {("POST", "/v1/recordings")}
+STREAMED: set[tuple[str, str]] = {("POST", "/v1/recordings"), *page.STREAMED}
 """(method, path) of the routes that stream their body themselves under their own cap;
 every other body is capped at `middleware.JSON_BODY_MAX`."""
 
@@ -44,7 +45,7 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
     app.state.upload_slots = UploadSlots(config.owner_max_uploads)
     # The last added runs first: DrainRequestBody around Guard around the routes.
     app.add_middleware(Guard, db=db, max_requests=config.http_max_requests,
-                       public=PUBLIC_PATHS.__contains__,
+                       public=lambda path: path in PUBLIC_PATHS or page.is_page_path(path),
                        streamed=lambda method, path: (method, path) in STREAMED)
     app.add_middleware(DrainRequestBody, idle_s=config.http_body_idle_s)
     install_error_handlers(app)

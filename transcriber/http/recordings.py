@@ -22,6 +22,7 @@ from starlette.requests import ClientDisconnect
 from actors.log import event
 from transcriber.blobs import Incoming, blobs_of
 from transcriber.cards import card_from_row
+from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.http.auth import Owner
 from transcriber.http.cards import card_response, owned, owned_card, with_links
@@ -142,9 +143,24 @@ async def upload(
     """A multipart form (`file`, `title`, `language`) or the audio itself as the body.
     The recording is stored (on disk, or whole in the object store) and its record
     committed before the answer; 503 with Retry-After when the store is unavailable."""
+    rid, status = await store_upload(request, db, config, owner, idempotency_key,
+                                     title, language, filename)
+    return await card_response(db, owner, rid, status)
+
+
+async def store_upload(request: Request, db: Database, config: Config, owner: int,
+                       key: str | None, title: str | None = None,
+                       language: str | None = None, filename: str | None = None,
+                       via: str = "api") -> tuple[uuid.UUID, int]:
+    """Receive the request's body as `owner`'s upload, within their bounds (uploads at
+    once 429, stored bytes and the disk's room 507), and commit its record: (id, 201),
+    or (the first id, 200) when `key` was used before by the same request (422 by
+    another). The API's upload and the page's both come here; the caller authenticated
+    the owner before anything of the body was read.
+
+    Cancellation: see `accept`; a file received but not committed goes."""
     with request.app.state.upload_slots.take(owner):
-        first = None if idempotency_key is None else await db.fetchrow(
-            "recording_by_key", owner, idempotency_key)
+        first = None if key is None else await db.fetchrow("recording_by_key", owner, key)
         max_upload = request.app.state.max_upload_bytes
         room = await upload_room(db, config, owner, max_upload) if first is None else None
         try:
@@ -156,16 +172,18 @@ async def upload(
                     hashed = Hashed(None)
                     up = await receive_into(request, body, hashed, max_upload,
                                             title, language, filename)
-                    return await replay(db, owner, idempotency_key, first,
-                                        hashed.fingerprint(up))
-                async with blobs_of(config).incoming() as into:
-                    hashed = Hashed(into)
-                    up = await receive_into(request, body, hashed, room.limit,
-                                            title, language, filename)
-                    rid, status = await accept(db, owner, up, idempotency_key,
-                                               hashed.fingerprint(up), into)
+                    if not same_request(first, hashed.fingerprint(up)):
+                        raise key_reused(str(key))
+                    rid, status = first["id"], 200
+                else:
+                    async with blobs_of(config).incoming() as into:
+                        hashed = Hashed(into)
+                        up = await receive_into(request, body, hashed, room.limit,
+                                                title, language, filename)
+                        rid, status = await accept(db, owner, up, key,
+                                                   hashed.fingerprint(up), into)
         except ClientDisconnect:
-            event(logging.INFO, "upload_interrupted", owner=owner)
+            event(logging.INFO, "upload_interrupted", owner=owner, via=via)
             raise ApiError(400, "the upload was interrupted") from None
         except UploadRefused as e:
             if e.status == 413 and room is not None and room.short is not None:
@@ -177,8 +195,8 @@ async def upload(
             event(logging.ERROR, "upload_disk_full", owner=owner, error=str(e))
             raise ApiError(507, DISK_FULL, {"Retry-After": str(DISK_RETRY_AFTER_S)}) from None
     event(logging.INFO, "upload_accepted" if status == 201 else "upload_replayed",
-          id=rid, owner=owner, size=up.size)
-    return await card_response(db, owner, rid, status)
+          id=rid, owner=owner, size=up.size, via=via)
+    return rid, status
 
 
 async def receive_into(request: Request, body: Any, into: Hashed, limit: int,
@@ -191,16 +209,6 @@ async def receive_into(request: Request, body: Any, into: Hashed, limit: int,
         disposition=request.headers.get("content-disposition"),
         into=into,  # type: ignore[arg-type]
         limit=limit, title=title, language=language, filename=filename)
-
-
-async def replay(db: Database, owner: int, key: str, first: Any, fingerprint: bytes
-                 ) -> JSONResponse:
-    """The first recording of `key` (200) if this request is the first one again; 422
-    if it asks for something else."""
-    if not same_request(first, fingerprint):
-        raise key_reused(key)
-    event(logging.INFO, "upload_replayed", id=first["id"], owner=owner)
-    return await card_response(db, owner, first["id"], 200)
 
 
 async def accept(db: Database, owner: int, up: Upload, key: str | None, fingerprint: bytes,

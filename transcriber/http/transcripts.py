@@ -1,10 +1,14 @@
-"""A finished record's transcript, as plain text, SRT, VTT or JSON."""
+"""A finished record's transcript, as plain text, SRT, VTT or JSON: the owner's
+corrections applied (the recognizer's text with `?machine=true`)."""
 
-from typing import Any
+import uuid
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
+from transcriber.corrections import corrected
+from transcriber.db import Database
 from transcriber.formats import render
 from transcriber.http.auth import Owner
 from transcriber.http.cards import TRANSCRIPT_PATHS, owned_card
@@ -38,6 +42,34 @@ RESPONSE_CLASSES: dict[str, type[Response]] = {
 
 router = APIRouter()
 
+MACHINE = Query(description="true: the recognizer's text, without the owner's corrections")
+
+
+async def corrections_of(db: Database, owner: int, rid: Any) -> dict[int, str]:
+    """The owner's text of their record `rid` by segment index. Cancellation: a plain
+    read."""
+    return {r["segment"]: r["text"]
+            for r in await db.fetch("owner_corrections", owner, rid)}
+
+
+async def transcript_response(db: Database, owner: int, recording_id: str | uuid.UUID,
+                              kind: str, *, machine: bool = False) -> Response:
+    """The owner's record's transcript as `kind` (a key of TRANSCRIPT_PATHS), corrected
+    unless `machine`; 409 with the card until it is transcribed; 404 if the record is
+    not the owner's. Cancellation: plain reads."""
+    c = await owned_card(db, owner, recording_id)
+    if not c["done"]:
+        return JSONResponse(c, status_code=409)
+    t = await db.fetchrow("owner_transcript", owner, c["id"])
+    text, segments = ("", []) if t is None else (t["text"], t["segments"])
+    if not machine:
+        text, segments = corrected(text, segments,
+                                   await corrections_of(db, owner, c["id"]))
+    extra = {} if kind != "json" else {
+        "id": c["id"], "language": t["language"] if t else c["language"],
+        "model": t["model"] if t else None, "duration_s": c["duration_s"]}
+    return RESPONSE_CLASSES[kind](render(FORMAT_OF[kind], text, segments, **extra))
+
 
 def transcript_route(kind: str) -> None:
     path = f"/v1/recordings/{{recording_id}}/{TRANSCRIPT_PATHS[kind]}"
@@ -46,16 +78,9 @@ def transcript_route(kind: str) -> None:
     if kind == "json":
         ok["model"] = Transcript
 
-    async def get_transcript(owner: Owner, db: Db, recording_id: str) -> Response:
-        c = await owned_card(db, owner, recording_id)
-        if not c["done"]:
-            return JSONResponse(c, status_code=409)
-        t = await db.fetchrow("owner_transcript", owner, c["id"])
-        text, segments = ("", []) if t is None else (t["text"], t["segments"])
-        extra = {} if kind != "json" else {
-            "id": c["id"], "language": t["language"] if t else c["language"],
-            "model": t["model"] if t else None, "duration_s": c["duration_s"]}
-        return response_class(render(FORMAT_OF[kind], text, segments, **extra))
+    async def get_transcript(owner: Owner, db: Db, recording_id: str,
+                             machine: Annotated[bool, MACHINE] = False) -> Response:
+        return await transcript_response(db, owner, recording_id, kind, machine=machine)
 
     router.get(path, summary=f"The transcript ({FORMAT_OF[kind]})", response_model=None,
                name=f"transcript_{kind}",

@@ -1,0 +1,471 @@
+"""The owner's page (capability `page`) over real HTTP on loopback, on a real
+PostgreSQL, without a browser: sessions, forgery, another owner's records, search,
+audio ranges, corrections and their exports. tests/integration/test_page_browser.py
+drives the same page in a real Chromium."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.test_api import (SEGMENTS, ann, as_ann, base_url, ben,  # noqa: F401
+                                        client, config, count_recordings, uploaded, worker)
+from tests.integration.test_api_hardening import exchange, request_head
+from tests.pipeline_helpers import journal
+from tests.integration.test_storage import _code_only
+from transcriber.config import Config
+from transcriber.http import app as app_module
+from transcriber.http import create_app, page, page_session, serving
+from transcriber.db import Database
+from transcriber.owners import NewOwner, token_hash
+from transcriber.queue import Saved
+from transcriber.sqlfiles import load_queries
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("page", title)
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+@contextlib.asynccontextmanager
+async def signed_in(base_url: str, owner: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
+    """A client holding `owner`'s page session (cookie), its anti-forgery token in
+    `.csrf`."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        r = await c.post("/signin", data={"token": owner.token, "next": "/"})
+        assert r.status_code == 303, r.text
+        c.csrf = csrf_of((await c.get("/")).text)  # type: ignore[attr-defined]
+        yield c
+
+
+def csrf_of(html: str) -> str:
+    m = re.search(r'<meta name="csrf-token" content="([^"]+)">', html)
+    assert m, html[:500]
+    return m.group(1)
+
+
+def with_audio(config: Config, audio: bytes = b"RIFF" + bytes(range(256)) * 40):
+    async def normalize(job: Any, progress: Any) -> Saved:
+        config.audio.mkdir(parents=True, exist_ok=True)
+        path = config.audio / f"{job.claim.id}.wav"
+        path.write_bytes(audio)
+        return Saved("save_normalized", (str(path), 3.25))
+    return normalize
+
+
+async def transcribed_with_audio(db: Database, config: Config,
+                                 segments: list[dict[str, Any]] = SEGMENTS,
+                                 text: str = "Hello world. Goodbye.") -> None:
+    async def recognize(job: Any, progress: Any) -> Saved:
+        return Saved("save_transcript", (text, segments, "en", "test-model"))
+
+    w = worker(db, normalize=with_audio(config), recognize=recognize)
+    while await w.work_once():
+        pass
+
+
+@pytest.fixture
+async def page_ann(base_url: str, ann: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
+    async with signed_in(base_url, ann) as c:
+        yield c
+
+
+@pytest.fixture
+async def page_ben(base_url: str, ben: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
+    async with signed_in(base_url, ben) as c:
+        yield c
+
+
+async def correct(c: httpx.AsyncClient, rid: str, index: int, text: str,
+                  **headers: str) -> httpx.Response:
+    return await c.post(f"/recordings/{rid}/segments/{index}", data={"text": text},
+                        headers={"X-CSRF-Token": c.csrf, **headers})  # type: ignore[attr-defined]
+
+
+async def state_of_record(db: Database, rid: str) -> tuple[Any, ...]:
+    rec = await db.fetchrow("recording", uuid.UUID(rid))
+    fixes = await db.fetch("owner_corrections", rec["owner_id"], uuid.UUID(rid))
+    return (dict(rec), [dict(f) for f in fixes], len(await journal(db, uuid.UUID(rid))))
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+@scenario("Signing in sets a strict session cookie and signing out ends it")
+async def test_sign_in_cookie_and_sign_out(base_url: str, ann: NewOwner,
+                                           as_ann: httpx.AsyncClient) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        r = await c.get("/", headers={"Accept": "text/html"})
+        assert (r.status_code, r.headers["location"]) == (303, "/signin?next=%2F")
+        r = await c.post("/signin", data={"token": "tr_wrong", "next": "/"})
+        assert r.status_code == 401 and "not an owner&#39;s API token" in r.text
+        assert "transcriber_session" not in c.cookies
+
+        r = await c.post("/signin", data={"token": ann.token, "next": "/recordings/x"})
+        assert (r.status_code, r.headers["location"]) == (303, "/recordings/x")
+        cookie = r.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "secure" not in cookie
+        page = await c.get("/")
+        assert page.status_code == 200 and "My recordings" in page.text
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        secret = c.cookies["transcriber_session"]
+
+        r = await c.post("/signout", data={"csrf": csrf_of(page.text)})
+        assert (r.status_code, r.headers["location"]) == (303, "/signin")
+        # The old cookie, sent again by hand, is refused.
+        c.cookies.set("transcriber_session", secret)
+        assert (await c.get("/", headers={"Accept": "text/html"})).status_code == 303
+        assert (await c.get("/?fragment=rows", headers={"X-CSRF-Token": "x"})).status_code == 401
+
+    # Behind a proxy that says HTTPS, the cookie is Secure; the API's bearer token is
+    # untouched by all of it.
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        r = await c.post("/signin", data={"token": ann.token},
+                         headers={"X-Forwarded-Proto": "https"})
+        assert "secure" in r.headers["set-cookie"].lower()
+    assert (await as_ann.get("/v1/recordings")).status_code == 200
+    # A foreign `next` never leads off the site.
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        r = await c.post("/signin", data={"token": ann.token, "next": "//evil.example/"})
+        assert r.headers["location"] == "/"
+
+
+@scenario("A revoked token or an expired session sends the owner back to sign in "
+          "without losing the upload form")
+async def test_revoked_token_and_expired_session_end_the_session(
+        db: Database, page_ann: httpx.AsyncClient, ann: NewOwner, config: Config) -> None:
+    csrf = page_ann.csrf  # type: ignore[attr-defined]
+    upload = {"files": {"file": ("a.wav", b"RIFF data", "audio/wav")},
+              "headers": {"X-CSRF-Token": csrf}}
+    assert (await page_ann.post("/upload", **upload)).status_code == 201
+
+    # Expired: refused, and the upload stored nothing.
+    await db.run(lambda con: con.execute(
+        "UPDATE page_sessions SET expires_at = now() - interval '1 second'"))
+    before = await count_recordings(db)
+    r = await page_ann.post("/upload", **upload)
+    assert (r.status_code, r.json()) == (401, {"error": "your session has ended; sign in again"})
+    assert await count_recordings(db) == before
+    assert (await page_ann.get("/", headers={"Accept": "text/html"})).status_code == 303
+
+    # Revoked (or rotated): whatever changes the owner's token hash ends the session.
+    page_ann.cookies.clear()
+    async with signed_in(str(page_ann.base_url), ann) as fresh:
+        assert (await fresh.get("/")).status_code == 200
+        await db.run(lambda con: con.execute(
+            "UPDATE owners SET token_hash = $1 WHERE id = $2", token_hash("tr_new"), ann.id))
+        r = await fresh.post("/upload", files=upload["files"],
+                             headers={"X-CSRF-Token": fresh.csrf})  # type: ignore[attr-defined]
+        assert r.status_code == 401
+        assert await count_recordings(db) == before
+        # Signing in with the new token works again (the page's script does this in place).
+        r = await fresh.post("/signin", data={"token": "tr_new"},
+                             headers={"Accept": "application/json"})
+        assert r.status_code == 200 and r.json()["csrf"]
+        r = await fresh.post("/upload", files=upload["files"],
+                             headers={"X-CSRF-Token": r.json()["csrf"]})
+        assert r.status_code == 201
+
+
+@scenario("A forged cross-site request is refused")
+async def test_forged_cross_site_requests_are_refused(
+        db: Database, config: Config, page_ann: httpx.AsyncClient,
+        as_ann: httpx.AsyncClient) -> None:
+    rid = (await uploaded(as_ann))["id"]
+    await transcribed_with_audio(db, config)
+    before = (await state_of_record(db, rid), await count_recordings(db))
+    csrf = page_ann.csrf  # type: ignore[attr-defined]
+    cross = {"Origin": "https://evil.example"}
+    attempts = [
+        ("edit", {"csrf": csrf, "title": "pwned"}, cross),
+        ("edit", {"title": "pwned"}, {}),
+        ("edit", {"csrf": "wrong", "title": "pwned"}, {}),
+        ("edit", {"csrf": csrf, "title": "pwned"}, {"Sec-Fetch-Site": "cross-site"}),
+        ("segments/0", {"text": "pwned"}, {"X-CSRF-Token": csrf, **cross}),
+        ("segments/0", {"text": "pwned"}, {}),
+        ("segments/0", {"text": "pwned"}, {"X-CSRF-Token": "wrong"}),
+    ]
+    for path, data, headers in attempts:
+        r = await page_ann.post(f"/recordings/{rid}/{path}", data=data, headers=headers)
+        assert r.status_code == 403, (path, headers, r.text)
+    for headers in ({"X-CSRF-Token": csrf, **cross}, {}):
+        r = await page_ann.post("/upload", files={"file": ("a.wav", b"RIFF", "audio/wav")},
+                                headers=headers)
+        assert r.status_code == 403
+    r = await page_ann.post("/signout", data={"csrf": csrf}, headers=cross)
+    assert r.status_code == 403
+    r = await page_ann.post("/signin", data={"token": "x"}, headers=cross)
+    assert r.status_code == 403
+    assert (await state_of_record(db, rid), await count_recordings(db)) == before
+    assert (await page_ann.get("/")).status_code == 200  # still signed in
+
+
+@scenario("A file refused at upload says why in words")
+async def test_refused_uploads_say_why(db: Database, config: Config, base_url: str,
+                                       ann: NewOwner) -> None:
+    app = create_app(db, config, max_upload_bytes=1000)
+    async with serving(app) as url, signed_in(url, ann) as c:
+        headers = {"X-CSRF-Token": c.csrf}  # type: ignore[attr-defined]
+        cases = [({"file": ("empty.wav", b"", "audio/wav")}, {}, 400, "the upload is empty"),
+                 ({"file": ("a.wav", b"RIFF", "audio/wav")}, {"language": "english"}, 422,
+                  "language must be a two- or three-letter code such as en or ru"),
+                 ({"file": ("big.wav", b"x" * 5000, "audio/wav")}, {}, 413,
+                  "the upload is larger than 1000 bytes")]
+        for files, data, status, words in cases:
+            r = await c.post("/upload", files=files, data=data, headers=headers)
+            assert (r.status_code, r.json()) == (status, {"error": words})
+    assert await count_recordings(db) == 0
+    assert not config.uploads.exists() or not list(config.uploads.iterdir())
+
+
+@scenario("The page's upload is checked before its body is read and bounded as the API's")
+async def test_page_upload_checked_first_and_bounded(db: Database, config: Config,
+                                                     base_url: str, page_ann: httpx.AsyncClient,
+                                                     ann: NewOwner) -> None:
+    secret = page_ann.cookies[page_session.COOKIE]
+    declared = {"Content-Type": "multipart/form-data; boundary=x",
+                "Content-Length": str(300 * 10**6)}
+    for headers, status, words in (
+            (declared, 401, page_session.SESSION_EXPIRED),
+            ({**declared, "Cookie": f"{page_session.COOKIE}={secret}"}, 403,
+             page_session.FORGED)):
+        # 300 MB declared, not a byte sent: the answer comes anyway.
+        got, _, body = await exchange(base_url, request_head(base_url, "POST /upload HTTP/1.1",
+                                                             **headers))
+        assert (got, json.loads(body)) == (status, {"error": words})
+    # The owner's quota holds for the page as for the API.
+    tight = Config(home=config.home, owner_max_bytes=1000)
+    async with serving(create_app(db, tight)) as url, signed_in(url, ann) as c:
+        r = await c.post("/upload", files={"file": ("big.wav", b"x" * 5000, "audio/wav")},
+                         headers={"X-CSRF-Token": c.csrf})  # type: ignore[attr-defined]
+        assert r.status_code == 507 and "quota of 1000" in r.json()["error"], r.text
+    assert await count_recordings(db) == 0
+    assert not config.uploads.exists() or not list(config.uploads.iterdir())
+
+
+# --- another owner ---------------------------------------------------------------------------
+
+@scenario("A second owner cannot see, play, correct or download the first owner's record")
+async def test_second_owner_gets_404_everywhere(
+        db: Database, config: Config, as_ann: httpx.AsyncClient, page_ann: httpx.AsyncClient,
+        page_ben: httpx.AsyncClient) -> None:
+    rid = (await uploaded(as_ann, title="Secret plans"))["id"]
+    await transcribed_with_audio(db, config)
+    assert (await page_ann.get(f"/recordings/{rid}/audio")).status_code == 200
+    before = await state_of_record(db, rid)
+    csrf = page_ben.csrf  # type: ignore[attr-defined]
+    for target in (rid, str(uuid.uuid4()), "not-an-id"):
+        answers = [
+            await page_ben.get(f"/recordings/{target}"),
+            await page_ben.get(f"/recordings/{target}?fragment=live"),
+            await page_ben.get(f"/recordings/{target}/audio"),
+            await page_ben.head(f"/recordings/{target}/audio"),
+            await page_ben.get(f"/recordings/{target}/audio", headers={"Range": "bytes=0-9"}),
+            *[await page_ben.get(f"/recordings/{target}/transcript.{ext}")
+              for ext in ("txt", "srt", "vtt", "json")],
+            await page_ben.get(f"/recordings/{target}/transcript.srt?machine=true"),
+            await page_ben.post(f"/recordings/{target}/edit", data={"csrf": csrf,
+                                                                    "title": "mine now"}),
+            await correct(page_ben, target, 0, "mine now"),
+        ]
+        assert [a.status_code for a in answers] == [404] * len(answers), target
+    listing = await page_ben.get("/", params={"q": "secret"})
+    assert rid not in listing.text and rid not in (await page_ben.get("/")).text
+    assert await state_of_record(db, rid) == before
+
+
+# --- the list ------------------------------------------------------------------------------------
+
+def listed(html: str) -> list[str]:
+    return re.findall(r'<tr id="rec-([0-9a-f-]+)"', html)
+
+
+@scenario("The list filters by state and searches titles and transcript text")
+async def test_list_filters_searches_and_pages(
+        db: Database, config: Config, base_url: str, as_ann: httpx.AsyncClient,
+        page_ann: httpx.AsyncClient, ben: NewOwner) -> None:
+    done_a = (await uploaded(as_ann, title="Quarterly budget review"))["id"]
+    done_b = (await uploaded(as_ann, title="Standup"))["id"]
+    await transcribed_with_audio(db, config, text="the engineers agreed to hire more",
+                                 segments=[{"start": 0, "end": 1, "text": "hire more"}])
+    stopped = (await uploaded(as_ann, title="Broken"))["id"]
+    await db.run(lambda con: con.execute(
+        "UPDATE recordings SET stopped_at = now(), stop_reason = 'undecodable_audio',"
+        " stop_error = 'Invalid data' WHERE id = $1", uuid.UUID(stopped)))
+    working = (await uploaded(as_ann, title="Fresh"))["id"]
+    async with client(base_url, ben) as as_ben:
+        await uploaded(as_ben, title="Quarterly budget of ben")
+    r = await correct(page_ann, done_b, 0, "hire more zebras")
+    assert r.status_code == 200, r.text
+
+    async def ids(**params: str) -> list[str]:
+        r = await page_ann.get("/", params=params)
+        assert r.status_code == 200
+        return listed(r.text)
+
+    newest_first = [working, stopped, done_b, done_a]
+    assert await ids() == newest_first
+    assert await ids(state="working") == [working]
+    assert await ids(state="transcribed") == [done_b, done_a]
+    assert await ids(state="stopped") == [stopped]
+    assert await ids(q="budget") == [done_a]
+    assert await ids(q="BUDG") == [done_a]  # a prefix, any case
+    assert await ids(q="engineers") == [done_b, done_a]
+    assert await ids(q="zebras") == [done_b]
+    assert await ids(q="engineers", state="stopped") == []
+    assert await ids(q="no-such-word") == []
+    assert await ids(q="&|!:*()'") == newest_first  # no words: no search, never an error
+    stop_row = (await page_ann.get("/", params={"state": "stopped"})).text
+    assert "The file could not be read as audio." in stop_row
+
+    # Pages of 25: follow "Older" through 30 recordings.
+    for i in range(26):
+        await uploaded(as_ann, title=f"bulk {i}")
+    seen: list[str] = []
+    url = "/"
+    while url:
+        r = await page_ann.get(url)
+        seen += listed(r.text)
+        m = re.search(r'<a href="([^"]+)" rel="next">', r.text)
+        url = m.group(1).replace("&amp;", "&") if m else ""
+    assert len(seen) == len(set(seen)) == 30 and seen[-4:] == newest_first
+
+
+# --- the record page: audio, corrections ---------------------------------------------------------
+
+@scenario("The audio is served in ranges")
+async def test_audio_ranges(db: Database, config: Config, as_ann: httpx.AsyncClient,
+                            page_ann: httpx.AsyncClient) -> None:
+    rid = (await uploaded(as_ann))["id"]
+    r = await page_ann.get(f"/recordings/{rid}/audio")
+    assert r.status_code == 404  # not normalized yet
+    audio = b"RIFF" + bytes(range(256)) * 40
+    await transcribed_with_audio(db, config)
+    whole = await page_ann.get(f"/recordings/{rid}/audio")
+    assert (whole.status_code, whole.content, whole.headers["accept-ranges"]) == (
+        200, audio, "bytes")
+    assert whole.headers["content-type"] == "audio/wav"
+    part = await page_ann.get(f"/recordings/{rid}/audio", headers={"Range": "bytes=10-19"})
+    assert (part.status_code, part.content) == (206, audio[10:20])
+    assert part.headers["content-range"] == f"bytes 10-19/{len(audio)}"
+    tail = await page_ann.get(f"/recordings/{rid}/audio", headers={"Range": "bytes=-5"})
+    assert (tail.status_code, tail.content) == (206, audio[-5:])
+    rest = await page_ann.get(f"/recordings/{rid}/audio", headers={"Range": "bytes=100-"})
+    assert (rest.status_code, rest.content) == (206, audio[100:])
+    past = await page_ann.get(f"/recordings/{rid}/audio",
+                              headers={"Range": f"bytes={len(audio)}-"})
+    assert (past.status_code, past.headers["content-range"]) == (416, f"bytes */{len(audio)}")
+
+
+@scenario("A corrected word is in the downloaded SRT and the machine text stays available")
+async def test_correction_is_exported_everywhere(
+        db: Database, config: Config, as_ann: httpx.AsyncClient,
+        page_ann: httpx.AsyncClient) -> None:
+    rid = (await uploaded(as_ann))["id"]
+    await transcribed_with_audio(db, config)
+    machine_srt = (await as_ann.get(f"/v1/recordings/{rid}/transcript.srt")).text
+    r = await correct(page_ann, rid, 0, "  Hello, wide world.  ")
+    assert r.json() == {"text": "Hello, wide world.", "machine_text": "Hello world.",
+                        "corrected": True}
+    page = (await page_ann.get(f"/recordings/{rid}")).text
+    assert "Hello, wide world." in page and "Machine text: <span>Hello world.</span>" in page
+    for c, base in ((page_ann, f"/recordings/{rid}"), (as_ann, f"/v1/recordings/{rid}")):
+        srt = (await c.get(f"{base}/transcript.srt")).text
+        assert "Hello, wide world." in srt and "Hello world." not in srt
+        assert (await c.get(f"{base}/transcript.srt?machine=true")).text == machine_srt
+        assert "Hello, wide world." in (await c.get(f"{base}/transcript.vtt")).text
+        j = (await c.get(f"{base}/transcript.json")).json()
+        assert j["text"] == "Hello, wide world. Goodbye."
+        assert j["segments"][0] | {} == {**SEGMENTS[0], "text": "Hello, wide world.",
+                                         "machine_text": "Hello world.", "corrected": True}
+    assert (await as_ann.get(f"/v1/recordings/{rid}/text")).text == \
+        "Hello, wide world. Goodbye.\n"
+    download = await page_ann.get(f"/recordings/{rid}/transcript.srt")
+    assert download.headers["content-disposition"] == f'attachment; filename="{rid}.srt"'
+    # The machine's transcript is stored as it was recognized; the change is journaled.
+    assert (await db.fetchrow("transcript", uuid.UUID(rid)))["text"] == "Hello world. Goodbye."
+    assert (await journal(db, uuid.UUID(rid)))[-1]["kind"] == "corrected"
+    # The page's journal numbers events within the record, as `/events` does.
+    events = (await as_ann.get(f"/v1/recordings/{rid}/events")).json()["events"]
+    shown = re.findall(r'<li value="(\d+)"><time[^>]*>[^<]*</time> — <strong>([^<]+)</strong>',
+                       (await page_ann.get(f"/recordings/{rid}")).text)
+    assert shown == [(str(e["id"]), e["kind"].replace("_", " ")) for e in events]
+    assert shown[-1][1] == "corrected" and events[0]["id"] == 1
+    # Restoring goes back to the machine text.
+    r = await page_ann.post(f"/recordings/{rid}/segments/0", data={"restore": "1"},
+                            headers={"X-CSRF-Token": page_ann.csrf})  # type: ignore[attr-defined]
+    assert r.json()["corrected"] is False
+    assert (await as_ann.get(f"/v1/recordings/{rid}/transcript.srt")).text == machine_srt
+
+
+@scenario("A correction too long or with control characters is refused next to the field")
+async def test_bad_corrections_are_refused(db: Database, config: Config,
+                                           as_ann: httpx.AsyncClient,
+                                           page_ann: httpx.AsyncClient) -> None:
+    rid = (await uploaded(as_ann))["id"]
+    await transcribed_with_audio(db, config)
+    before = await state_of_record(db, rid)
+    cases = {"x" * 2001: "at most 2000", "two\nlines": "U+000A", "bell\x07": "U+0007",
+             "nul\x00": "U+0000"}
+    for text, words in cases.items():
+        r = await correct(page_ann, rid, 1, text)
+        assert r.status_code == 422 and words in r.json()["error"], (text, r.text)
+    assert (await correct(page_ann, rid, 2, "no such segment")).status_code == 404
+    assert (await correct(page_ann, rid, -1, "no such segment")).status_code == 404
+    assert await state_of_record(db, rid) == before
+    # The limit itself is fine.
+    assert (await correct(page_ann, rid, 1, "y" * 2000)).status_code == 200
+
+
+@scenario("The pipeline never writes corrections")
+def test_only_the_page_writes_corrections() -> None:
+    writes = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+corrections\b", re.I)
+    writers = {name for name, sql in load_queries().items() if writes.search(_code_only(sql))}
+    assert writers == {"correction_set", "correction_clear"}
+    callers = {str(p.relative_to(ROOT)) for p in (ROOT / "transcriber").rglob("*.py")
+               for name in writers if f'"{name}"' in p.read_text()}
+    assert callers == {"transcriber/http/page.py"}
+
+
+def test_page_paths_are_told_from_the_api() -> None:
+    # A guard that asks for the API's bearer token lets exactly the page's paths through.
+    rid = uuid.uuid4()
+    for route in page.router.routes:
+        path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css")
+        assert page.is_page_path(path), path
+    for path in ("/v1/recordings", f"/v1/recordings/{rid}/transcript.srt", "/healthz",
+                 "/metrics", "/openapi.json", "/static", "/recordingsx"):
+        assert not page.is_page_path(path), path
+    assert page.STREAMED == {("POST", "/upload")}
+
+
+async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
+    # The guard lets the page's paths through to the page's own session check: nothing
+    # of an owner's answers without one or the other.
+    rid = uuid.uuid4()
+    open_to_all = {("GET", "/signin"), ("GET", "/static/page.css")}
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as anonymous:
+        for route in (r for router in app_module.ROUTERS for r in router.routes):
+            path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css")
+            if path in app_module.PUBLIC_PATHS:
+                continue
+            for method in route.methods - {"HEAD"}:
+                r = await anonymous.request(method, path)
+                wanted = 200 if (method, path) in open_to_all else 401
+                assert r.status_code == wanted, (method, path, r.status_code, r.text)
+                # The sign-in form posted without a token is the form again, with why.
+                if (method, path) == ("POST", "/signin"):
+                    assert "not an owner&#39;s API token" in r.text, r.text
+                elif wanted != 200:
+                    assert set(r.json()) == {"error"}, (method, path, r.text)
+

@@ -1,0 +1,388 @@
+"""The owner's page in a real headless Chromium (Debian's `chromium` and
+`chromium-driver`, driven by Selenium pointed at /usr/bin/chromedriver, so nothing is
+ever downloaded), against a real `transcriber serve` on a loopback port with real
+recognition. One service and one browser for the whole module; the tests run in file
+order and build on each other (sign in, upload, listen, correct, edit, sign out), as a
+person would use the page.
+
+Screenshots of the list and the record page, light and dark, and the measured figures
+(page weight, upload-to-transcript time) go to the module's output folder, printed at
+the start; they are never committed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.conftest import _admin, run_with_loop, with_database
+from transcriber.owners import token_hash
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+RECOGNITION_WAIT_S = 240.0
+WAIT_S = 30.0
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("page", title)
+
+
+@attrs.define
+class Served:
+    url: str
+    db_url: str
+    token: str
+    out: Path
+    figures: dict[str, Any] = attrs.field(factory=dict)
+    record: str | None = None
+    """The id of samples/en.ogg's record, once uploaded."""
+    upload_started: float = 0.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sql(db_url: str, statement: str) -> None:
+    run_with_loop(_admin, db_url, statement)
+
+
+@pytest.fixture(scope="module")
+def served(pg_admin_url: str, template_db: str, model_dir: Path,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`transcriber serve` with one worker on its own database, and an owner's token."""
+    out = tmp_path_factory.mktemp("page-browser")
+    print(f"\npage screenshots and figures: {out}")
+    name = f"t_page_{uuid.uuid4().hex[:12]}"
+    sql(pg_admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    db_url = with_database(pg_admin_url, name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
+    # Sequential decoding: a segment per sentence of samples/en.ogg (the batched
+    # pipeline makes its 14 s of speech one segment), so playback can move between them.
+    env.update(TRANSCRIBER_DATABASE_URL=db_url, TRANSCRIBER_HOME=str(out / "home"),
+               TRANSCRIBER_MODEL=str(model_dir), TRANSCRIBER_DECODING="sequential")
+    added = subprocess.run([sys.executable, "-m", "transcriber", "owner", "add", "ann"],
+                           env=env, capture_output=True, text=True, check=True)
+    token = added.stdout.strip().split()[-1]
+    port = free_port()
+    log = open(out / "serve.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, "-m", "transcriber", "serve", "--http",
+                             f"127.0.0.1:{port}", "--workers", "1"], env=env,
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, (out / "serve.log").read_text()
+            assert time.monotonic() < deadline, "serve did not come up"
+            time.sleep(0.1)
+        served = Served(url, db_url, token, out)
+        yield served
+        (out / "figures.json").write_text(json.dumps(served.figures, indent=2))
+        print(f"\npage figures: {json.dumps(served.figures)}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        sql(pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def browser(served: Served) -> Iterator[WebDriver]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--mute-audio",
+                 "--autoplay-policy=no-user-gesture-required", "--window-size=1200,900",
+                 f"--user-data-dir={served.out / 'chromium-profile'}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+def wait(driver: WebDriver, what: Callable[[WebDriver], Any], timeout: float = WAIT_S,
+         message: str = "") -> Any:
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(what, message)
+
+
+def css(driver: WebDriver | WebElement, selector: str) -> WebElement:
+    return driver.find_element(By.CSS_SELECTOR, selector)
+
+
+def row_of(driver: WebDriver, title: str) -> dict[str, str] | None:
+    """The list's row of the record titled `title`: its state, text and link (read in
+    one step: the live list may replace its rows at any moment)."""
+    return driver.execute_script(
+        "for (const tr of document.querySelectorAll('#list tbody tr')) {"
+        "  const a = tr.querySelector('td a');"
+        "  if (a && a.textContent === arguments[0])"
+        "    return {state: tr.dataset.state, text: tr.innerText, href: a.getAttribute('href')};"
+        "} return null;", title)
+
+
+def full_page(driver: WebDriver, path: Path) -> None:
+    size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"],
+                 "scale": 1}})
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+def screenshots(driver: WebDriver, out: Path, name: str) -> None:
+    """The whole page, light and dark, and light on a phone-sized screen."""
+    for scheme in ("light", "dark"):
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+            "features": [{"name": "prefers-color-scheme", "value": scheme}]})
+        full_page(driver, out / f"{name}-{scheme}.png")
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+    full_page(driver, out / f"{name}-phone.png")
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def fetch_text(driver: WebDriver, path: str) -> tuple[int, str]:
+    """`path` fetched by the page itself (its cookie, its origin)."""
+    status, text = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(arguments[0], {credentials: 'same-origin'})"
+        ".then(r => r.text().then(t => done([r.status, t])));", path)
+    return status, text
+
+
+def current_segment(driver: WebDriver) -> int | None:
+    found = driver.find_elements(By.CSS_SELECTOR, ".segment.current")
+    return int(found[0].get_attribute("data-index")) if found else None
+
+
+# --- the tests, in order -------------------------------------------------------------------
+
+@scenario("Uploaded files show their progress and reach transcribed without a reload")
+@scenario("Signing in sets a strict session cookie and signing out ends it")
+def test_sign_in_upload_and_watch_it_transcribe(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.get(served.url + "/")
+    wait(d, lambda d: "/signin" in d.current_url)
+    css(d, "#token").send_keys("tr_wrong")
+    css(d, "#signin-submit").click()
+    wait(d, lambda d: "not an owner" in css(d, "#token-error").text)
+    css(d, "#token").send_keys(served.token)
+    css(d, "#signin-submit").click()
+    wait(d, lambda d: d.find_elements(By.ID, "upload-form"))
+    cookie = d.get_cookie("transcriber_session")
+    assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+
+    bad = served.out / "notes.wav"
+    bad.write_text("these are meeting notes, not audio\n")
+    d.execute_script("window.notReloaded = true")
+    css(d, "#files").send_keys(f"{ROOT / 'samples' / 'en.ogg'}\n{bad}")
+    wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#queue li")) == 2)
+    css(d, "#title-0").send_keys("Quarterly meeting")
+    css(d, "#title-1").send_keys("Meeting notes")
+    served.upload_started = started = time.monotonic()
+    css(d, "#upload-start").click()
+    wait(d, lambda d: all("Accepted" in m.text
+                          for m in d.find_elements(By.CSS_SELECTOR, "#queue .msg")))
+    bars = d.find_elements(By.CSS_SELECTOR, "#queue progress")
+    assert [b.get_attribute("value") for b in bars] == ["1", "1"]
+
+    # Without a reload the list shows the record move to transcribed, and the text
+    # file stopped with its reason in words.
+    wait(d, lambda d: (r := row_of(d, "Quarterly meeting")) is not None
+         and r["state"] == "transcribed", RECOGNITION_WAIT_S,
+         "samples/en.ogg did not reach transcribed on the list")
+    served.figures["upload_to_transcribed_on_list_s"] = round(time.monotonic() - started, 2)
+    notes = wait(d, lambda d: (r := row_of(d, "Meeting notes")) is not None
+                 and r["state"] == "stopped" and r)
+    assert "The file could not be read as audio." in notes["text"]
+    assert d.execute_script("return window.notReloaded") is True
+    served.record = row_of(d, "Quarterly meeting")["href"].rsplit("/", 1)[-1]
+    screenshots(d, served.out, "list")
+
+    # The stopped record's page says what happened, when, and what to do.
+    d.get(served.url + notes["href"])
+    stopped = wait(d, lambda d: d.find_elements(By.ID, "stopped"))[0]
+    assert "The file could not be read as audio." in stopped.text
+    assert "What you can do:" in stopped.text and "Stopped" in stopped.text
+
+
+@scenario("The highlighted segment follows playback and a segment seeks the player")
+def test_playback_highlights_and_a_click_seeks(served: Served, browser: WebDriver) -> None:
+    assert served.record, "the upload test did not run"
+    d = browser
+    d.get(f"{served.url}/recordings/{served.record}")
+    segments = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".segment"))
+    served.figures["segments"] = len(segments)
+    assert len(segments) >= 2
+    served.figures["upload_to_transcript_on_record_page_s"] = round(
+        time.monotonic() - served.upload_started, 2)
+    wait(d, lambda d: d.execute_script("return document.getElementById('player').readyState") >= 1)
+
+    # Play from the start, fast: the highlight moves on to later segments by itself.
+    d.execute_script("const p = document.getElementById('player');"
+                     "p.playbackRate = 4; p.currentTime = 0; p.play();")
+    wait(d, lambda d: current_segment(d) == 0, message="no segment highlighted on play")
+    # Within the segment, the word being said (timings loaded on the first play).
+    first_word = wait(d, lambda d: d.execute_script(
+        "const w = document.querySelector('.segment .word.current'); return w && w.textContent"))
+    wait(d, lambda d: d.execute_script(
+        "const w = document.querySelector('.segment .word.current');"
+        "return w && w.textContent !== arguments[0]", first_word),
+        message="the highlighted word did not move")
+    wait(d, lambda d: (current_segment(d) or 0) >= 1, message="the highlight did not move")
+    d.execute_script("document.getElementById('player').pause()")
+    assert css(d, ".segment.current").get_attribute("aria-current") == "true"
+
+    # Clicking a segment seeks the player to its start and highlights it.
+    last = segments[-1]
+    start = float(last.get_attribute("data-start"))
+    css(last, ".text").click()
+    wait(d, lambda d: abs(d.execute_script(
+        "return document.getElementById('player').currentTime") - start) < 0.5
+        and current_segment(d) == len(segments) - 1, message="the click did not seek")
+    d.execute_script("document.getElementById('player').pause()")
+    # The keyboard does the same through the segment's time button.
+    first = segments[0].find_element(By.CSS_SELECTOR, ".seek")
+    d.execute_script("arguments[0].focus()", first)
+    d.switch_to.active_element.send_keys("\n")
+    wait(d, lambda d: current_segment(d) == 0)
+    d.execute_script("document.getElementById('player').pause()")
+
+    # The page's weight: the record page's HTML, its stylesheet and scripts.
+    cookies = {"transcriber_session": d.get_cookie("transcriber_session")["value"]}
+    weight = len(httpx.get(d.current_url, cookies=cookies).content)
+    for src in d.execute_script(
+            "return [...document.querySelectorAll('script[src], link[rel=stylesheet]')]"
+            ".map(e => e.src || e.href)"):
+        weight += len(httpx.get(src).content)
+    served.figures["record_page_bytes_html_js_css"] = weight
+    screenshots(d, served.out, "record")
+
+
+@scenario("A corrected word is in the downloaded SRT and the machine text stays available")
+@scenario("A correction too long or with control characters is refused next to the field")
+def test_correct_a_word_and_edit_the_title(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.get(f"{served.url}/recordings/{served.record}")
+    segment = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#segment-0"))[0]
+    machine = css(segment, ".text").text
+    fixed = "Zanzibar " + machine.split(" ", 1)[-1]
+    css(segment, ".fix").click()
+    area = wait(d, lambda d: d.find_elements(By.ID, "fix-0"))[0]
+    assert d.switch_to.active_element == area
+
+    # Refused: a control character, then too long; the message is next to the field.
+    for bad, words in (("bell\u0007", "control characters"), ("x" * 2001, "at most 2000")):
+        d.execute_script("arguments[0].value = arguments[1]", area, bad)
+        css(segment, "form.correction .save").click()
+        error = wait(d, lambda d: (e := css(segment, "#fix-error-0")).text and e)
+        assert words in error.text
+        assert area.get_attribute("aria-invalid") == "true"
+        assert area.get_attribute("aria-describedby") == "fix-error-0"
+    assert css(segment, ".text").text == machine
+
+    area.clear()
+    area.send_keys(fixed)
+    css(segment, "form.correction .save").click()
+    wait(d, lambda d: css(segment, ".text").text == fixed)
+    assert machine in css(segment, ".machine").text
+    status, srt = fetch_text(d, f"/recordings/{served.record}/transcript.srt")
+    assert status == 200 and "Zanzibar" in srt
+    status, original = fetch_text(d, f"/recordings/{served.record}/transcript.srt?machine=true")
+    assert "Zanzibar" not in original
+    api = httpx.get(f"{served.url}/v1/recordings/{served.record}/transcript.srt",
+                    headers={"Authorization": f"Bearer {served.token}"})
+    assert "Zanzibar" in api.text
+    d.refresh()
+    assert "Zanzibar" in wait(d, lambda d: css(d, "#segment-0 .text")).text
+
+    # The title, edited on the same page.
+    css(d, "#edit-details summary").click()
+    title = css(d, "#edit-title")
+    title.clear()
+    title.send_keys("Q3 planning")
+    css(d, "#edit-save").click()
+    wait(d, lambda d: css(d, "#record-title").text == "Q3 planning")
+
+
+@scenario("A revoked token or an expired session sends the owner back to sign in "
+          "without losing the upload form")
+def test_revoked_session_keeps_the_upload_form(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.get(served.url + "/")
+    memo = served.out / "memo.wav"
+    memo.write_bytes(b"not audio either")
+    css(d, "#files").send_keys(str(memo))
+    css(d, "#title-0").send_keys("Kept title")
+    css(d, "#language").send_keys("ru")
+    # The token is rotated behind the page's back: the session ends with it.
+    new_token = "tr_rotated_" + uuid.uuid4().hex
+    sql(served.db_url, f"UPDATE owners SET token_hash = '\\x{token_hash(new_token).hex()}'"
+                       " WHERE name = 'ann'")
+    css(d, "#upload-start").click()
+    dialog = wait(d, lambda d: (e := css(d, "#signin-dialog")).get_attribute("open") is not None
+                  and e)
+    assert css(d, "#title-0").get_attribute("value") == "Kept title"
+    assert css(d, "#language").get_attribute("value") == "ru"
+    assert "memo.wav" in css(d, "#queue").text
+    css(dialog, "#signin-again-token").send_keys(served.token)
+    css(dialog, "#signin-again-submit").click()
+    wait(d, lambda d: "not an owner" in css(d, "#signin-again-error").text)
+    css(dialog, "#signin-again-token").clear()
+    css(dialog, "#signin-again-token").send_keys(new_token)
+    css(dialog, "#signin-again-submit").click()
+    wait(d, lambda d: "Accepted" in css(d, "#queue .msg").text)
+    served.token = new_token
+    wait(d, lambda d: row_of(d, "Kept title") is not None)
+
+
+@scenario("Signing in sets a strict session cookie and signing out ends it")
+def test_sign_out_and_be_refused(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.get(f"{served.url}/recordings/{served.record}")
+    css(d, "#signout").click()
+    wait(d, lambda d: d.current_url.endswith("/signin"))
+    d.get(f"{served.url}/recordings/{served.record}")
+    wait(d, lambda d: "/signin?next=" in d.current_url)
+    status, _ = fetch_text(d, f"/recordings/{served.record}/transcript.srt")
+    assert status == 401

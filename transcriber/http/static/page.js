@@ -1,0 +1,224 @@
+// The owner's page: what every page shares (the anti-forgery token, signing in again
+// in place when the session ends, requests of the page's own), and the recordings
+// page: uploads with a progress bar each, and the list kept live.
+"use strict";
+(function () {
+  const T = (window.transcriber = {});
+
+  T.csrf = function () {
+    const m = document.querySelector('meta[name="csrf-token"]');
+    return m ? m.content : "";
+  };
+
+  function setCsrf(value) {
+    const m = document.querySelector('meta[name="csrf-token"]');
+    if (m) m.content = value;
+    document.querySelectorAll('input[name="csrf"]').forEach((i) => { i.value = value; });
+  }
+
+  // One sign-in at a time: every request refused for an ended session waits for it,
+  // and nothing on the page is touched meanwhile.
+  let signingIn = null;
+  T.signInAgain = function () {
+    if (signingIn) return signingIn;
+    const dialog = document.getElementById("signin-dialog");
+    if (!dialog) { location.href = "/signin"; return new Promise(() => {}); }
+    const form = document.getElementById("signin-again");
+    const error = document.getElementById("signin-again-error");
+    signingIn = new Promise((resolve) => {
+      async function submit(ev) {
+        ev.preventDefault();
+        error.textContent = "";
+        const body = new URLSearchParams({ token: form.token.value });
+        let r;
+        try {
+          r = await fetch("/signin", { method: "POST", body, credentials: "same-origin",
+                                       headers: { Accept: "application/json" } });
+        } catch (e) { error.textContent = "The server did not answer; try again."; return; }
+        const answer = await r.json().catch(() => ({}));
+        if (!r.ok) { error.textContent = answer.error || "Sign-in refused."; return; }
+        setCsrf(answer.csrf);
+        form.token.value = "";
+        form.removeEventListener("submit", submit);
+        dialog.close();
+        signingIn = null;
+        resolve();
+      }
+      form.addEventListener("submit", submit);
+      dialog.showModal();
+      form.token.focus();
+    });
+    return signingIn;
+  };
+
+  // A request of the page's script: XHR for upload progress. Resolves {status, body};
+  // an ended session is signed in again and the request sent again.
+  T.send = function (method, url, makeBody, onProgress) {
+    return new Promise((resolve) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open(method, url);
+      xhr.setRequestHeader("X-CSRF-Token", T.csrf());
+      xhr.setRequestHeader("Accept", "application/json");
+      if (onProgress) xhr.upload.onprogress = (e) => { if (e.lengthComputable) onProgress(e.loaded / e.total); };
+      xhr.onload = () => {
+        if (xhr.status === 401) {
+          T.signInAgain().then(() => T.send(method, url, makeBody, onProgress).then(resolve));
+          return;
+        }
+        let body = {};
+        try { body = JSON.parse(xhr.responseText); } catch (e) { body = {}; }
+        resolve({ status: xhr.status, body });
+      };
+      xhr.onerror = () => resolve({ status: 0, body: {} });
+      xhr.send(makeBody());
+    });
+  };
+
+  // Fetches a fragment of this page to swap in; null when there is nothing to show.
+  T.fragment = async function (url) {
+    let r;
+    try {
+      r = await fetch(url, { credentials: "same-origin", headers: { "X-CSRF-Token": T.csrf() } });
+    } catch (e) { return null; }
+    if (r.status === 401) { await T.signInAgain(); return null; }
+    return r.ok ? r.text() : null;
+  };
+
+  // Replaces `el` by `html`, keeping keyboard focus where it was when it can. Nothing
+  // is touched when the server's answer did not change, so a screen reader hears only
+  // real news.
+  T.swap = function (el, html) {
+    if (el.swappedFrom === html) return el;
+    const active = document.activeElement;
+    const key = active && el.contains(active) ? (active.id || active.getAttribute("href")) : null;
+    const holder = document.createElement("div");
+    holder.innerHTML = html;
+    const fresh = holder.firstElementChild;
+    fresh.swappedFrom = html;
+    el.replaceWith(fresh);
+    if (key) {
+      const again = document.getElementById(key) || fresh.querySelector(`[href="${CSS.escape(key)}"]`);
+      if (again) again.focus();
+    }
+    return fresh;
+  };
+
+  function sizeWords(n) {
+    if (n < 1024) return n + " bytes";
+    const units = ["KB", "MB", "GB", "TB"];
+    let i = -1;
+    do { n /= 1024; i++; } while (n >= 1024 && i < units.length - 1);
+    return n.toFixed(1) + " " + units[i];
+  }
+
+  // --- the recordings page ---------------------------------------------------------
+  function recordingsPage() {
+    const form = document.getElementById("upload-form");
+    if (!form) return;
+    const input = document.getElementById("files");
+    const drop = document.getElementById("drop");
+    const queue = document.getElementById("queue");
+    const start = document.getElementById("upload-start");
+    const maxBytes = Number(form.dataset.maxBytes);
+    const items = [];
+    let lastUpload = 0;
+
+    function add(files) {
+      for (const file of files) {
+        const li = document.createElement("li");
+        const n = items.length;
+        li.innerHTML = `<span class="name"></span><button type="button" class="remove">Remove</button>
+          <div class="field"><label for="title-${n}"></label><input id="title-${n}" class="title" maxlength="500"></div>
+          <progress max="1" value="0" aria-label=""></progress><p class="msg" role="status"></p>`;
+        li.querySelector(".name").textContent = `${file.name} (${sizeWords(file.size)})`;
+        li.querySelector("label").textContent = `Title for ${file.name}`;
+        li.querySelector("progress").setAttribute("aria-label", `Upload of ${file.name}`);
+        const item = { file, li, state: "ready" };
+        li.querySelector(".remove").addEventListener("click", () => {
+          item.state = "removed"; li.remove(); refresh();
+        });
+        if (file.size === 0) refuse(item, "the file is empty");
+        else if (file.size > maxBytes) refuse(item, `the file is larger than the limit of ${sizeWords(maxBytes)}`);
+        items.push(item);
+        queue.appendChild(li);
+      }
+      refresh();
+    }
+
+    function refuse(item, why) {
+      item.state = "refused";
+      const msg = item.li.querySelector(".msg");
+      msg.className = "msg refused";
+      msg.textContent = `Refused: ${why}.`;
+      item.li.querySelector("progress").hidden = true;
+    }
+
+    function refresh() {
+      start.disabled = !items.some((i) => i.state === "ready");
+    }
+
+    input.addEventListener("change", () => { add(input.files); input.value = ""; });
+    ["dragenter", "dragover"].forEach((t) => drop.addEventListener(t, (e) => {
+      e.preventDefault(); drop.classList.add("over");
+    }));
+    ["dragleave", "drop"].forEach((t) => drop.addEventListener(t, () => drop.classList.remove("over")));
+    drop.addEventListener("drop", (e) => { e.preventDefault(); add(e.dataTransfer.files); });
+
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      start.disabled = true;
+      for (const item of items) {
+        if (item.state !== "ready") continue;
+        item.state = "sending";
+        item.li.querySelector(".remove").hidden = true;
+        const bar = item.li.querySelector("progress");
+        const msg = item.li.querySelector(".msg");
+        msg.textContent = "Uploading…";
+        const r = await T.send("POST", "/upload", () => {
+          const body = new FormData();
+          const title = item.li.querySelector(".title").value.trim();
+          if (title) body.append("title", title);
+          const language = form.language.value.trim();
+          if (language) body.append("language", language);
+          body.append("file", item.file, item.file.name);
+          return body;
+        }, (f) => { bar.value = f; });
+        if (r.status === 201) {
+          item.state = "done";
+          bar.value = 1;
+          msg.innerHTML = 'Accepted. <a></a>';
+          const a = msg.querySelector("a");
+          a.href = r.body.page;
+          a.textContent = "Open its page";
+          lastUpload = Date.now();
+          poll();
+        } else if (r.status === 0) {
+          refuse(item, "the connection broke off (a file over the size limit is cut off this way); try again");
+        } else {
+          refuse(item, r.body.error || `the server answered ${r.status}`);
+        }
+      }
+      refresh();
+    });
+
+    // The list keeps itself current: often while something moves, seldom otherwise.
+    let timer = null;
+    async function poll() {
+      clearTimeout(timer);
+      const list = document.getElementById("list");
+      if (document.visibilityState === "visible" && list) {
+        const q = new URLSearchParams(location.search);
+        q.set("fragment", "rows");
+        const html = await T.fragment("/?" + q.toString());
+        if (html) T.swap(document.getElementById("list"), html.trim());
+      }
+      const now = document.getElementById("list");
+      const busy = (now && now.dataset.live === "1") || Date.now() - lastUpload < 30000;
+      timer = setTimeout(poll, busy ? 1500 : 10000);
+    }
+    document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") poll(); });
+    timer = setTimeout(poll, 1500);
+  }
+
+  document.addEventListener("DOMContentLoaded", recordingsPage);
+})();
