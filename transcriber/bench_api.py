@@ -85,7 +85,7 @@ async def card_latency(env: dict[str, str], token: str, work: Path, clients: int
                                      timeout=60) as c:
             for i in range(2):
                 audio = work / f"talk{i}.flac"
-                make_audio(audio, 4)
+                make_audio(audio, 15)  # long enough to outlast the readers, batched
                 with open(audio, "rb") as f:
                     answer = await c.post("/v1/recordings", files={"file": (audio.name, f)})
                 answer.raise_for_status()

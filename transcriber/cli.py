@@ -67,10 +67,11 @@ class Terminated(Exception):
 
 def environment_failures() -> tuple[type[BaseException], ...]:
     """Failures of the machine, not of the input: exit 2 with their one line."""
+    from transcriber.devices import DeviceUnavailable
     from transcriber.recognize import ModelUnavailable
     from transcriber.serve import ListenFailed
     return (DatabaseUnreachable, HomeUnusable, EmbeddedFailed, ModelUnavailable,
-            ListenFailed, StorageError)
+            DeviceUnavailable, ListenFailed, StorageError)
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -378,6 +379,7 @@ def serve(
         fail(str(e), 1)
     options = ServeOptions(http=address, workers=workers, grace_s=grace)
     config = Config.from_env()
+
     async def main() -> None:
         async with trio_asyncio.open_loop():
             await run_serve(config, options, steps_for=audio_steps)
@@ -449,7 +451,6 @@ def transcribe(
     from transcriber.formats import FORMATS, render
     from transcriber.oneshot import ProgressBar, transcribe_file
     from transcriber.pipeline import audio_steps
-    from transcriber.recognize import ModelUnavailable
     from transcriber.serve import require_model
 
     if fmt not in FORMATS:
@@ -458,7 +459,7 @@ def transcribe(
     config = Config.from_env()
     try:
         require_model(config)
-    except ModelUnavailable as e:
+    except environment_failures() as e:
         fail(str(e), 2)
     done = with_database(lambda db: transcribe_file(db, config, audio_steps(config), file,
                                                     language=language, options=options,
@@ -519,10 +520,14 @@ def storage_migrate() -> None:
 @app.command("bench-audio")
 def bench_audio(minutes: Annotated[float, typer.Option(help="minutes for the ratio")] = 5.0,
                 long_minutes: Annotated[float, typer.Option(help="minutes for peak RSS")
-                                        ] = 60.0) -> None:
-    """The service against raw faster-whisper on the same file; peak RSS of a long one."""
+                                        ] = 60.0,
+                queue_files: Annotated[int, typer.Option(help="files submitted at once")] = 6,
+                queue_minutes: Annotated[float, typer.Option(help="minutes of each")] = 5.0,
+                ) -> None:
+    """Raw faster-whisper (sequential, batched) against the service on the same file;
+    the queue's throughput; peak RSS of a long recording."""
     from transcriber.bench_audio import main as run_bench_audio
-    raise typer.Exit(run_bench_audio(minutes, long_minutes))
+    raise typer.Exit(run_bench_audio(minutes, long_minutes, queue_files, queue_minutes))
 
 
 @app.command("bench-api")
@@ -540,3 +545,29 @@ def main() -> None:
     # warnings and worse, `serve` shows everything.
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     app()
+
+
+@app.command()
+def models() -> None:
+    """The models in TRANSCRIBER_HOME/models, and the one TRANSCRIBER_MODEL names."""
+    from transcriber.models import NAMES, model_name, present_models
+
+    config = Config.from_env()
+    in_use = model_name(config)
+    present = present_models(config.models)
+    for name, size in present:
+        mark = "  (in use)" if name == in_use and not _is_folder(config.model) else ""
+        typer.echo(f"{name:<20} {size / 1e6:7.0f} MB{mark}")
+    if _is_folder(config.model):
+        typer.echo(f"in use: the folder {config.model}")
+    elif in_use not in {name for name, _ in present}:
+        how = ("joined from its packages" if in_use == "whisper-base"
+               else "fetched (network needed)")
+        typer.echo(f"in use: {in_use}, {how} into {config.models} on first use")
+    typer.echo(f"names TRANSCRIBER_MODEL takes: {', '.join(NAMES)}, or a folder")
+
+
+def _is_folder(model: str | None) -> bool:
+    from transcriber.models import BUNDLED_ALIASES, NAMES
+
+    return model not in BUNDLED_ALIASES and model not in NAMES

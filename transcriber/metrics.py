@@ -11,8 +11,14 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-async def render_metrics(db: Database) -> str:
-    lines = [
+async def render_metrics(db: Database, recognizer: dict[str, str] | None = None) -> str:
+    """`recognizer`: what recognizes here (transcriber.devices.recognizer_info)."""
+    lines = []
+    if recognizer is not None:
+        labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(recognizer.items()))
+        lines += ["# HELP transcriber_recognizer The recognizer of this process: model, device.",
+                  "# TYPE transcriber_recognizer gauge", f"transcriber_recognizer{{{labels}}} 1"]
+    lines += [
         "# HELP transcriber_recordings Recordings by milestone; stopped ones apart.",
         "# TYPE transcriber_recordings gauge",
     ]

@@ -133,13 +133,29 @@ def read_windows(path: Path, window_s: int = WINDOW_S):  # -> Iterator[(offset_s
             offset += len(samples)
 
 
-def segment_of(piece: Any, offset: float) -> dict[str, Any]:
-    """A faster-whisper segment as stored: times within the recording, its words."""
-    return {"start": round(offset + piece.start, 3), "end": round(offset + piece.end, 3),
-            "text": piece.text.strip(),
-            "words": [{"start": round(offset + w.start, 3), "end": round(offset + w.end, 3),
-                       "word": w.word, "probability": round(w.probability, 4)}
-                      for w in piece.words or ()]}
+PAUSE_S = 1.0
+"""A pause this long between two words starts a new segment."""
+
+
+def segments_of(piece: Any, offset: float) -> list[dict[str, Any]]:
+    """A faster-whisper segment as stored: times within the recording, with its words.
+    The batched pipeline makes one segment of each speech piece, which the VAD glues
+    from up to 30 s of speech however far apart: cut again at the pauses between words,
+    so a subtitle cue does not span a silence."""
+    words = [{"start": round(offset + w.start, 3), "end": round(offset + w.end, 3),
+              "word": w.word, "probability": round(w.probability, 4)}
+             for w in piece.words or ()]
+    runs: list[list[dict[str, Any]]] = []
+    for w in words:
+        if not runs or w["start"] - runs[-1][-1]["end"] >= PAUSE_S:
+            runs.append([])
+        runs[-1].append(w)
+    if len(runs) <= 1:
+        return [{"start": round(offset + piece.start, 3), "end": round(offset + piece.end, 3),
+                 "text": piece.text.strip(), "words": words}]
+    return [{"start": run[0]["start"], "end": run[-1]["end"],
+             "text": "".join(w["word"] for w in run).strip(), "words": run}
+            for run in runs if "".join(w["word"] for w in run).strip()]
 
 
 class WhisperRecognizer:
@@ -191,7 +207,7 @@ class WhisperRecognizer:
                     control.check()
                     control.report(min(1.0, (offset + piece.end) / max(duration_s, 1e-9)))
                 if piece.text.strip():
-                    segments.append(segment_of(piece, offset))
+                    segments.extend(segments_of(piece, offset))
         return Transcript(" ".join(s["text"] for s in segments), segments, language, self.name)
 
     def _window(self, model: Any, samples: np.ndarray, language: str | None,

@@ -37,16 +37,22 @@ class ListenFailed(Exception):
 
 
 def require_model(config: Config) -> None:
-    """A configured model folder must be there before anything starts: a missing one
-    would otherwise stop every record at `normalized`. Raises ModelUnavailable."""
-    if not config.model or config.recognizer_url:
+    """The recognizer's model present (the bundled one joined, a named one fetched once)
+    and its device possible, before anything starts: a missing one would otherwise stop
+    every record at `normalized`. Blocking. Raises ModelUnavailable or DeviceUnavailable
+    with one line that says what to do."""
+    if config.recognizer_url:
         return
-    folder = Path(config.model).expanduser()
+    from transcriber.devices import device_for
+    from transcriber.models import resolve_model
+
+    folder = resolve_model(config).path
     if not folder.is_dir():
         raise ModelUnavailable(f"TRANSCRIBER_MODEL {folder}: no such folder")
     if not (folder / "model.bin").is_file():
         raise ModelUnavailable(f"TRANSCRIBER_MODEL {folder} is not a CTranslate2 model "
                                "folder (it has no model.bin)")
+    device_for(config)
 
 
 async def listen(nursery: trio.Nursery, app: Any, host: str, port: int) -> str:
@@ -95,11 +101,12 @@ async def serve(config: Config, options: ServeOptions, *,
     `task_status.started` gets the HTTP base URL (or None) once ready. A signal during
     start-up is held until the start is complete and then drains at once, so the
     embedded database started on the way is always stopped again. Raises
-    ModelUnavailable, ListenFailed, DatabaseUnreachable, HomeUnusable, EmbeddedFailed,
-    StorageError when the environment does not allow a start.
+    ModelUnavailable, DeviceUnavailable, ListenFailed, DatabaseUnreachable, HomeUnusable,
+    EmbeddedFailed, StorageError when the environment does not allow a start.
     """
     notifier = notifier or Notifier()
-    require_model(config)
+    if options.workers:
+        require_model(config)
     store = blobs_of(config)  # a bad TRANSCRIBER_STORAGE_URL ends the start here, in one line
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with open_session(config, max_size=options.workers + 8, needs_home=True) as db:

@@ -28,11 +28,32 @@ class Control:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._fraction: float | None = None
+        self._on_stop: list[Callable[[], None]] = []
 
     def check(self) -> None:
         """Call between pieces of work: raises Stopped when the caller gave up."""
         if self._stop.is_set():
             raise Stopped
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def on_stop(self, action: Callable[[], None]) -> None:
+        """Run `action` when the caller gives up (at once if it has): for work that
+        waits on something else than this flag, such as another process."""
+        with self._lock:
+            if not self._stop.is_set():
+                self._on_stop.append(action)
+                return
+        action()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop.set()
+            actions, self._on_stop = self._on_stop, []
+        for action in actions:
+            action()
 
     def report(self, fraction: float) -> None:
         with self._lock:
@@ -84,7 +105,7 @@ async def run_in_thread(work: Callable[[Control], T],
             await done.wait()
             nursery.cancel_scope.cancel()
     except BaseException:
-        control._stop.set()
+        control.stop()
         with trio.CancelScope(shield=True):
             await done.wait()
         raise

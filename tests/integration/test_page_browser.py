@@ -30,6 +30,7 @@ import httpx
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
@@ -141,7 +142,12 @@ def browser(served: Served) -> Iterator[WebDriver]:
 
 def wait(driver: WebDriver, what: Callable[[WebDriver], Any], timeout: float = WAIT_S,
          message: str = "") -> Any:
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(what, message)
+    # The page's script re-renders parts it updates (a saved correction, the live card):
+    # an element found before may go stale while waiting; the next poll finds it again.
+    return WebDriverWait(driver, timeout, poll_frequency=0.1,
+                         ignored_exceptions=(NoSuchElementException,
+                                             StaleElementReferenceException)
+                         ).until(what, message)
 
 
 def css(driver: WebDriver | WebElement, selector: str) -> WebElement:
@@ -315,7 +321,7 @@ def test_correct_a_word_and_edit_the_title(served: Served, browser: WebDriver) -
     for bad, words in (("bell\u0007", "control characters"), ("x" * 2001, "at most 2000")):
         d.execute_script("arguments[0].value = arguments[1]", area, bad)
         css(segment, "form.correction .save").click()
-        error = wait(d, lambda d: (e := css(segment, "#fix-error-0")).text and e)
+        error = wait(d, lambda d: (e := css(d, "#segment-0 #fix-error-0")).text and e)
         assert words in error.text
         assert area.get_attribute("aria-invalid") == "true"
         assert area.get_attribute("aria-describedby") == "fix-error-0"
@@ -324,8 +330,8 @@ def test_correct_a_word_and_edit_the_title(served: Served, browser: WebDriver) -
     area.clear()
     area.send_keys(fixed)
     css(segment, "form.correction .save").click()
-    wait(d, lambda d: css(segment, ".text").text == fixed)
-    assert machine in css(segment, ".machine").text
+    wait(d, lambda d: css(d, "#segment-0 .text").text == fixed)
+    assert machine in css(d, "#segment-0 .machine").text
     status, srt = fetch_text(d, f"/recordings/{served.record}/transcript.srt")
     assert status == 200 and "Zanzibar" in srt
     status, original = fetch_text(d, f"/recordings/{served.record}/transcript.srt?machine=true")

@@ -89,6 +89,8 @@ class Transcript(BaseModel):
 class Health(BaseModel):
     status: Literal["ok", "unavailable"]
     error: str | None = None
+    recognizer: dict[str, str] | None = None
+    """What recognizes here: model, decoding, device, compute type."""
 
 
 def _valid(what: str, max_chars: int) -> AfterValidator:

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse, Response
 
 from actors.log import event
 from transcriber.db import describe
+from transcriber.devices import recognizer_info
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, Error
 from transcriber.http.middleware import is_loopback
@@ -21,18 +22,19 @@ HEALTH_DOWN = "the database does not answer; the service log has the cause"
 router = APIRouter()
 
 
-@router.get("/healthz", summary="Is the database reachable", response_model=None,
+@router.get("/healthz", summary="Is the database reachable; what recognizes here",
+            response_model=None,
             responses={200: {"model": Health}, 503: {"model": Health}})
-async def healthz(db: Db) -> JSONResponse:
+async def healthz(db: Db, config: Settings) -> JSONResponse:
     try:
         with trio.fail_after(HEALTH_TIMEOUT_S):
             await db.fetchval("health")
     except Exception as e:  # noqa: BLE001 - whatever fails, the answer is "unavailable"
         # The cause (a host, a database name) is the operator's: in the log only.
         event(logging.WARNING, "health_unavailable", error=describe(e))
-        return JSONResponse({"status": "unavailable", "error": HEALTH_DOWN},
-                            status_code=503)
-    return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "unavailable", "error": HEALTH_DOWN,
+                             "recognizer": recognizer_info(config)}, status_code=503)
+    return JSONResponse({"status": "ok", "recognizer": recognizer_info(config)})
 
 
 def operator_token_given(request: Request, token: str | None) -> bool:
@@ -50,5 +52,5 @@ async def metrics(request: Request, db: Db, config: Settings) -> Response:
             or operator_token_given(request, config.metrics_token)):
         raise ApiError(403, "metrics are served to this host, or with the operator's "
                             "metrics token")
-    return Response(await render_metrics(db),
+    return Response(await render_metrics(db, recognizer_info(config)),
                     media_type="text/plain; version=0.0.4; charset=utf-8")
