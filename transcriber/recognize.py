@@ -104,6 +104,13 @@ class Transcript:
         return Saved("save_transcript", (without_nul(self.text), without_nul(self.segments),
                                          self.language, self.model))
 
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Transcript:
+        return cls(d["text"], d["segments"], d["language"], d["model"])
+
 
 def without_nul(value: Any) -> Any:
     """`value` with NUL characters dropped from every string in it (lists, dicts)."""
@@ -114,13 +121,6 @@ def without_nul(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: without_nul(v) for k, v in value.items()}
     return value
-
-    def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Transcript:
-        return cls(d["text"], d["segments"], d["language"], d["model"])
 
 
 def read_windows(path: Path, window_s: int = WINDOW_S):  # -> Iterator[(offset_s, samples)]
