@@ -15,6 +15,7 @@ import tempfile
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 from pathlib import Path
 
 import asyncpg
@@ -121,3 +122,11 @@ async def db(db_url: str) -> AsyncIterator[Database]:
 @pytest.fixture
 async def owner_id(db: Database) -> int:
     return (await add_owner(db, "alice")).id
+
+
+@pytest.fixture(scope="session")
+def moto() -> Iterator[Any]:
+    """The S3 server of the object-store tests (tests/object_store.py), once a session."""
+    from tests.object_store import moto_store
+
+    yield from moto_store()

@@ -1,5 +1,7 @@
 """The API benchmark: card latency under 50 concurrent clients while two recognitions
-run, and the server's peak memory while a 1 GiB body is uploaded.
+run, and the server's peak memory while a 1 GiB body is uploaded — into the local
+folder, and into an object store (the one of TRANSCRIBER_STORAGE_URL and AWS_* when set,
+else moto's S3 server started here on loopback, if the dev extra is installed).
 
     transcriber bench-api [--clients 50] [--seconds 20] [--upload-gib 1]
 
@@ -154,6 +156,44 @@ async def upload_memory(env: dict[str, str], token: str, gib: float) -> dict[str
         server.stop()
 
 
+class ObjectStore:
+    """The object store the upload goes to: the configured one, or moto's server in a
+    child process (its memory is not the server's)."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.env: dict[str, str] = {}
+
+    def start(self) -> dict[str, str]:
+        if os.environ.get("TRANSCRIBER_STORAGE_URL"):
+            return {k: v for k, v in os.environ.items()
+                    if k == "TRANSCRIBER_STORAGE_URL" or k.startswith("AWS_")}
+        port = free_port()
+        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+                                      "-p", str(port)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "bench",
+               "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1"}
+        from transcriber.s3 import make_client
+
+        client = make_client(env)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client.create_bucket(Bucket="transcriber-bench")
+                break
+            except Exception:  # noqa: BLE001 - not listening yet
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        return {**env, "TRANSCRIBER_STORAGE_URL": "s3://transcriber-bench/bench"}
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+
+
 def main(clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0) -> int:
     work = Path(tempfile.mkdtemp(prefix="transcriber-bench-api-"))
     work.chmod(0o755)  # the embedded database's own user must reach the home inside
@@ -163,16 +203,26 @@ def main(clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0) -> i
     token = subprocess.run([sys.executable, "-m", "transcriber", "owner", "add", "bench"],
                            env=env, capture_output=True, text=True, check=True).stdout.strip()
 
+    store = ObjectStore()
+
     async def run() -> dict[str, Any]:
-        return {"card_latency": await card_latency(env, token, work, clients, seconds),
-                "upload": await upload_memory(env, token, upload_gib)}
+        report = {"card_latency": await card_latency(env, token, work, clients, seconds),
+                  "upload": await upload_memory(env, token, upload_gib)}
+        try:
+            report["upload_to_object_store"] = await upload_memory(
+                {**env, **store.start()}, token, upload_gib)
+        finally:
+            store.stop()
+        return report
 
     report = trio.run(run)
-    c, u = report["card_latency"], report["upload"]
+    c, u, s = report["card_latency"], report["upload"], report["upload_to_object_store"]
     print(f"card GET with {c['clients']} clients while 2 recognitions run: p50 "
           f"{c['p50_ms']:.1f} ms, p99 {c['p99_ms']:.1f} ms, {c['requests_per_s']:.0f} req/s "
           f"(still recognizing after: {c['still_recognizing_after']})")
     print(f"upload of {u['bytes'] / 2**30:.2f} GiB: {u['seconds']:.1f} s "
           f"({u['mib_per_s']:.0f} MiB/s), server peak RSS {u['server_peak_rss_mib']:.0f} MiB")
+    print(f"the same into the object store: {s['seconds']:.1f} s ({s['mib_per_s']:.0f} MiB/s), "
+          f"server peak RSS {s['server_peak_rss_mib']:.0f} MiB")
     print(json.dumps(report))
     return 0

@@ -21,6 +21,7 @@ import trio_asyncio
 import typer
 
 from actors.log import value as logfmt_value
+from transcriber.blobs import StorageError
 from transcriber.config import Config
 from transcriber.db import Database, DatabaseUnreachable
 from transcriber.embedded import EmbeddedFailed
@@ -35,6 +36,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Audio recordings in, text out, on a durable PostgreSQL pipeline.")
 owner_app = typer.Typer(no_args_is_help=True, help="Owners of recordings and their API tokens.")
 app.add_typer(owner_app, name="owner")
+storage_app = typer.Typer(no_args_is_help=True, help="Where the recordings' bytes live.")
+app.add_typer(storage_app, name="storage")
 
 T = TypeVar("T")
 
@@ -68,7 +71,7 @@ def environment_failures() -> tuple[type[BaseException], ...]:
     from transcriber.recognize import ModelUnavailable
     from transcriber.serve import ListenFailed
     return (DatabaseUnreachable, HomeUnusable, EmbeddedFailed, ModelUnavailable,
-            DeviceUnavailable, ListenFailed)
+            DeviceUnavailable, ListenFailed, StorageError)
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -413,7 +416,7 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
             owner_id = row["id"]
         ids = []
         for path in files:
-            rid = await accept_file(db, config.uploads, path, owner_id,
+            rid = await accept_file(db, config, path, owner_id,
                                     language=language or config.language, title=title,
                                     options=options)
             typer.echo(f"{rid}  {path.name}")
@@ -485,6 +488,33 @@ def bench(records: Annotated[int, typer.Option(help="records to drain")] = 5000,
     """No-op steps through both milestones on a fresh embedded database."""
     from transcriber.bench import main as run_bench
     raise typer.Exit(run_bench(records, workers, samples, analyze, plans, processes))
+
+
+@storage_app.command("migrate")
+def storage_migrate() -> None:
+    """Copy this home's uploads and audio into the object store of
+    TRANSCRIBER_STORAGE_URL, verify each by sha256, then switch its record over.
+    Resumable: run it again after an interruption."""
+    from transcriber.blobs import blobs_of
+    from transcriber.s3 import S3Blobs
+    from transcriber.storage_migrate import migrate_to_store
+
+    config = Config.from_env()
+    if not config.storage_url:
+        fail("set TRANSCRIBER_STORAGE_URL=s3://BUCKET/PREFIX (and AWS_*) to migrate into", 1)
+
+    async def work(db: Database) -> int:
+        store = blobs_of(config)
+        assert isinstance(store, S3Blobs)
+        done = await migrate_to_store(db, store)
+        typer.echo(f"switched {done.switched} refs to {config.storage_url} "
+                   f"({done.copied} files copied, the rest already there and verified)")
+        for error in done.errors:
+            typer.echo(f"not migrated: {error}", err=True)
+        return len(done.errors)
+
+    if with_database(work):
+        raise typer.Exit(1)
 
 
 @app.command("bench-audio")

@@ -51,8 +51,9 @@ class Config:
     owner_max_bytes: int = 50 * 1024**3
     """Bytes of uploads one owner may keep; an upload past it is answered 507."""
     min_free_bytes: int = 1024**3
-    """Free space the upload store's disk keeps (the embedded database may share it);
-    an upload that would leave less is answered 507."""
+    """Free space the local disk keeps (the embedded database may share it): an upload
+    into the local folder that would leave less is answered 507; with an object store
+    the uploads never touch it, and a step's scratch copy is not started below it."""
     metrics_token: str | None = None
     """A bearer token that opens /metrics to other hosts than loopback."""
     http_head_timeout_s: float = 5.0
@@ -73,6 +74,9 @@ class Config:
     openai_wait_s: float = 300.0
     """How long a request to the OpenAI-compatible endpoint waits for its record before
     it answers with the record's id instead (the record goes on)."""
+    storage_url: str | None = None
+    """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.blobs);
+    None: in the folder under `home`."""
 
     @property
     def uploads(self) -> Path:
@@ -119,4 +123,5 @@ class Config:
                    run_limit_s=float(get("RUN_LIMIT_S") or 900),
                    run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 10),
                    page_session_days=float(get("PAGE_SESSION_DAYS") or 14),
-                   openai_wait_s=float(get("OPENAI_WAIT_S") or 300))
+                   openai_wait_s=float(get("OPENAI_WAIT_S") or 300),
+                   storage_url=get("STORAGE_URL"))

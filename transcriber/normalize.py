@@ -5,7 +5,6 @@ the record at once with a reason: retrying would not help."""
 from __future__ import annotations
 
 import logging
-import os
 import wave
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from actors import StopRecord
 from actors.log import event
 from actors.queue import Job
 from actors.steps import Progress
+from transcriber.blobs import Blobs, audio_name, blobs_of
 from transcriber.config import Config
 from transcriber.queue import Saved
 from transcriber.threads import Control, run_in_thread
@@ -62,73 +62,75 @@ def decode_to_wav(src: Path, dest: Path, *, max_duration_s: float,
                                        f"the limit is {max_duration_s:.0f}s")
         resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
         limit = int(max_duration_s * RATE)
-        part = dest.with_name(dest.name + ".part")
         written = 0
-        try:
-            with wave.open(str(part), "wb") as out:
-                out.setnchannels(1)
-                out.setsampwidth(2)
-                out.setframerate(RATE)
+        with wave.open(str(dest), "wb") as out:
+            out.setnchannels(1)
+            out.setsampwidth(2)
+            out.setframerate(RATE)
 
-                def emit(frames: list[av.AudioFrame]) -> None:
-                    nonlocal written
+            def emit(frames: list[av.AudioFrame]) -> None:
+                nonlocal written
+                for frame in frames:
+                    samples = frame.to_ndarray().reshape(-1)
+                    written += len(samples)
+                    if written > limit:
+                        raise Rejected("too_long", f"more than {max_duration_s:.0f}s of "
+                                                   "audio, the limit")
+                    out.writeframes(samples.tobytes())
+
+            bad_packets = 0
+            last_error: BaseException | None = None
+            try:
+                for packet in container.demux(stream):
+                    if control is not None:
+                        control.check()
+                    try:
+                        frames = packet.decode()
+                    except av.FFmpegError as e:
+                        # One damaged packet: skip it, keep the rest of the file.
+                        bad_packets += 1
+                        last_error = e
+                        continue
                     for frame in frames:
-                        samples = frame.to_ndarray().reshape(-1)
-                        written += len(samples)
-                        if written > limit:
-                            raise Rejected("too_long", f"more than {max_duration_s:.0f}s of "
-                                                       "audio, the limit")
-                        out.writeframes(samples.tobytes())
-
-                bad_packets = 0
-                last_error: BaseException | None = None
-                try:
-                    for packet in container.demux(stream):
-                        if control is not None:
-                            control.check()
-                        try:
-                            frames = packet.decode()
-                        except av.FFmpegError as e:
-                            # One damaged packet: skip it, keep the rest of the file.
-                            bad_packets += 1
-                            last_error = e
-                            continue
-                        for frame in frames:
-                            emit(resampler.resample(frame))
-                        if control is not None and size:
-                            control.report(min(1.0, (packet.pos or 0) / size))
-                except av.FFmpegError as e:  # the container itself breaks off
-                    last_error = e
-                if last_error is not None:
-                    if written == 0:
-                        raise Rejected("undecodable_audio", decoder_message(last_error))
-                    event(logging.WARNING, "decode_damaged", file=src.name,
-                          kept_s=round(written / RATE, 3), bad_packets=bad_packets,
-                          error=decoder_message(last_error))
-                emit(resampler.resample(None))
-            if written == 0:
-                raise Rejected("empty_audio", "the audio stream decodes to no samples")
-            with open(part, "rb") as f:
-                os.fsync(f.fileno())
-            os.replace(part, dest)
-        finally:
-            part.unlink(missing_ok=True)
+                        emit(resampler.resample(frame))
+                    if control is not None and size:
+                        control.report(min(1.0, (packet.pos or 0) / size))
+            except av.FFmpegError as e:  # the container itself breaks off
+                last_error = e
+            if last_error is not None:
+                if written == 0:
+                    raise Rejected("undecodable_audio", decoder_message(last_error))
+                event(logging.WARNING, "decode_damaged", file=src.name,
+                      kept_s=round(written / RATE, 3), bad_packets=bad_packets,
+                      error=decoder_message(last_error))
+            emit(resampler.resample(None))
+        if written == 0:
+            raise Rejected("empty_audio", "the audio stream decodes to no samples")
     return written / RATE
 
 
-def normalize_step(config: Config):  # -> StepFn
-    """The normalize step, storing its audio under `config.audio`."""
+def normalize_step(config: Config, store: Blobs | None = None):  # -> StepFn
+    """The normalize step: reads the upload from the store, writes the audio back to it
+    under a name of this claim's own (`<id>.<token>.wav`), so only the holder whose
+    fenced commit wins ever has its audio named by the record.
+
+    Cancellation and failure: the scratch copy of the upload and the unpublished audio
+    are removed on the way out.
+    """
+
+    store = store or blobs_of(config)
 
     async def normalize(job: Job, progress: Progress) -> Saved:
-        src = Path(job.inputs["source_path"])
-        config.audio.mkdir(parents=True, exist_ok=True)
-        dest = config.audio / f"{job.claim.id}.wav"
-        try:
-            duration = await run_in_thread(
-                lambda control: decode_to_wav(src, dest, max_duration_s=config.max_duration_s,
-                                              control=control), progress)
-        except Rejected as e:
-            raise StopRecord(e.reason, e.error) from None
-        return Saved("save_normalized", (str(dest), duration))
+        async with store.local_file(job.inputs["source_path"]) as src, \
+                store.new_audio(audio_name(job.claim.id, job.claim.token)) as audio:
+            try:
+                duration = await run_in_thread(
+                    lambda control: decode_to_wav(src, audio.path,
+                                                  max_duration_s=config.max_duration_s,
+                                                  control=control), progress)
+            except Rejected as e:
+                raise StopRecord(e.reason, e.error) from None
+            await audio.publish()
+        return Saved("save_normalized", (audio.ref, duration))
 
     return normalize

@@ -38,7 +38,7 @@ async def transcribe_file(db: Database, config: Config, steps: StepTable, path: 
     and another run (or `serve`) takes it up.
     """
     owner = await local_owner(db)
-    rid = await accept_file(db, config.uploads, path, owner, language=language or config.language,
+    rid = await accept_file(db, config, path, owner, language=language or config.language,
                             options=options)
     pipeline = Pipeline(db, steps, workers=1)
     async with trio.open_nursery() as nursery:

@@ -29,6 +29,7 @@ import numpy as np
 
 from actors.queue import Job
 from actors.steps import Progress
+from transcriber.blobs import blobs_of, create_private, private_dir
 from transcriber.config import Config
 from transcriber.options import RecognitionOptions
 from transcriber.queue import Saved
@@ -49,7 +50,8 @@ class ModelUnavailable(Exception):
 
 
 def bundled_model(models: Path) -> Path:
-    """The bundled model's folder, joined from its two packages on first use."""
+    """The bundled model's folder, joined from its two packages on first use: its files
+    0600 in folders 0700 whatever the umask."""
     target = models / BUNDLED_NAME
     if (target / "model.bin").exists():
         return target
@@ -62,9 +64,10 @@ def bundled_model(models: Path) -> Path:
     second = Path(part2.__file__).parent / "data"
     partial = models / f".{BUNDLED_NAME}.{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    private_dir(models)
+    private_dir(partial)
     digest = hashlib.sha256()
-    with open(partial / "model.bin", "wb") as out:
+    with create_private(partial / "model.bin") as out:
         for piece in (first / "model.bin.part1", second / "model.bin.part2"):
             with open(piece, "rb") as src:
                 while chunk := src.read(1 << 20):
@@ -77,7 +80,8 @@ def bundled_model(models: Path) -> Path:
         raise ModelUnavailable(f"joined model.bin has sha256 {digest.hexdigest()}, "
                                f"expected {BUNDLED_SHA256}")
     for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
-        shutil.copyfile(first / name, partial / name)
+        with open(first / name, "rb") as src, create_private(partial / name) as out:
+            shutil.copyfileobj(src, out)
     try:
         partial.rename(target)  # atomic; a concurrent joiner may have won
     except OSError:
@@ -232,12 +236,12 @@ def recognize_step(config: Config, recognizer: Any):  # -> StepFn
     """The step, with a recognizer whose blocking `transcribe(audio, duration, language,
     control, options)` runs in a thread: the engine itself, or a process of its own."""
     async def recognize(job: Job, progress: Progress) -> Saved:
-        audio = Path(job.inputs["audio_path"])
         language = job.inputs.get("language") or config.language
         options = RecognitionOptions.from_json(job.inputs.get("options"))
-        transcript = await run_in_thread(
-            lambda control: recognizer.transcribe(audio, job.inputs["duration_s"] or 0.0,
-                                                  language, control, options), progress)
+        async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
+            transcript = await run_in_thread(
+                lambda control: recognizer.transcribe(audio, job.inputs["duration_s"] or 0.0,
+                                                      language, control, options), progress)
         return transcript.saved()
 
     return recognize

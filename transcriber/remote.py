@@ -18,6 +18,7 @@ import tenacity
 from actors import StopRecord
 from actors.queue import Job
 from actors.steps import Progress
+from transcriber.blobs import blobs_of
 from transcriber.config import Config
 from transcriber.options import RecognitionOptions
 from transcriber.queue import Saved
@@ -123,9 +124,9 @@ async def _trio_sleep(seconds: float) -> None:
 def remote_step(config: Config, recognizer: RemoteRecognizer):  # -> StepFn
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
-        transcript = await recognizer.transcribe(
-            Path(job.inputs["audio_path"]), language,
-            RecognitionOptions.from_json(job.inputs.get("options")))
+        async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
+            transcript = await recognizer.transcribe(
+                audio, language, RecognitionOptions.from_json(job.inputs.get("options")))
         return transcript.saved()
 
     return recognize

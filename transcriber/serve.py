@@ -15,9 +15,10 @@ import trio
 
 from actors.log import event
 from actors.sdnotify import Notifier, watchdog
+from transcriber.blobs import StorageError, blobs_of
 from transcriber.config import Config
-from transcriber.devices import recognizer_info
 from transcriber.db import Database
+from transcriber.devices import recognizer_info
 from transcriber.recognize import ModelUnavailable
 from transcriber.runtime import Pipeline
 from transcriber.session import open_session
@@ -106,11 +107,12 @@ async def serve(config: Config, options: ServeOptions, *,
     start-up is held until the start is complete and then drains at once, so the
     embedded database started on the way is always stopped again. Raises
     ModelUnavailable, DeviceUnavailable, ListenFailed, DatabaseUnreachable, HomeUnusable,
-    EmbeddedFailed when the environment does not allow a start.
+    EmbeddedFailed, StorageError when the environment does not allow a start.
     """
     notifier = notifier or Notifier()
     if options.workers:
         require_model(config)
+    store = blobs_of(config)  # a bad TRANSCRIBER_STORAGE_URL ends the start here, in one line
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with open_session(config, max_size=options.workers + 8, needs_home=True) as db:
             pipeline = Pipeline(db, steps_for(config), workers=options.workers)
@@ -118,10 +120,14 @@ async def serve(config: Config, options: ServeOptions, *,
                 url = app = None
                 if options.http is not None:
                     from transcriber.http import create_app
-                    from transcriber.http.uploads import sweep_strays
 
-                    # Uploads a killed process wrote but never recorded.
-                    removed = await sweep_strays(db, config.uploads)
+                    # Uploads a killed process wrote but never recorded, audio of claims
+                    # that lost their commit.
+                    try:
+                        removed = await store.sweep_strays(db)
+                    except StorageError as e:  # the store is away: sweep next start
+                        event(logging.WARNING, "sweep_skipped", error=str(e))
+                        removed = []
                     if removed:
                         event(logging.WARNING, "swept_strays", files=len(removed))
                     host, port = options.http

@@ -98,13 +98,13 @@ async def test_every_kind_of_bad_audio_stops_and_disturbs_nothing(
     config = Config(home=tmp_path / "home", max_duration_s=4.0)  # the good tones: 3 s
     media = tmp_path / "media"
     media.mkdir()
-    good = [await accept_file(db, config.uploads, audio_files.good_file(media, kind), owner_id)
+    good = [await accept_file(db, config, audio_files.good_file(media, kind), owner_id)
             for kind in ("mp3", "wav")]
     bad = {}
     for name, make in CORPUS.items():
         folder = media / name.replace(" ", "_").replace(".", "")
         folder.mkdir()
-        bad[name] = await accept_file(db, config.uploads, make(folder), owner_id)
+        bad[name] = await accept_file(db, config, make(folder), owner_id)
 
     steps = audio_steps(config)
     steps = steps.replace(recognize=recognized)

@@ -26,7 +26,7 @@ from transcriber.http import create_app, serving
 from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.owners import NewOwner
-from transcriber.http.uploads import incoming, sweep_strays
+from transcriber.blobs import LocalBlobs
 
 def intake(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("intake", title)
@@ -302,13 +302,14 @@ async def test_killed_servers_partial_upload_is_swept(
     assert await count_recordings(db) == 1
 
     # Too young to judge with the default age; then swept.
-    assert await sweep_strays(db, config.uploads) == []
+    store = LocalBlobs(config.home)
+    assert await store.sweep_strays(db) == []
     os.utime(stray, (0, 0))
-    async with incoming(config.uploads) as live:  # an upload in progress right now
+    async with store.incoming() as live:  # an upload in progress right now
         await live.write(b"in flight")
         await live.finish()
         os.utime(live.path, (0, 0))
-        assert await sweep_strays(db, config.uploads, older_than_s=0) == [stray]
+        assert await store.sweep_strays(db, older_than_s=0) == [str(stray)]
         assert live.path.exists()
     remaining = store_files(config)
     assert len(remaining) == 1 and remaining[0].read_bytes() == b"a recording with a record"
@@ -321,7 +322,7 @@ async def test_sweep_leaves_foreign_files_alone(db: Database, config: Config) ->
     foreign.write_text("not the store's")
     stray = config.uploads / uuid.uuid4().hex
     stray.write_bytes(b"x")
-    assert await sweep_strays(db, config.uploads, older_than_s=0) == [stray]
+    assert await LocalBlobs(config.home).sweep_strays(db, older_than_s=0) == [str(stray)]
     assert store_files(config) == [foreign]
 
 

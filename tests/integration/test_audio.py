@@ -72,7 +72,7 @@ def worker(db: Database, steps: StepTable, name: str = "w") -> Worker:
 async def normalize_once(db: Database, owner_id: int, config: Config,
                          path: Path) -> tuple[Any, dict[str, Any]]:
     """Accept `path` and let one worker of the real pipeline take one step."""
-    rid = await accept_file(db, config.uploads, path, owner_id)
+    rid = await accept_file(db, config, path, owner_id)
     assert await worker(db, audio_steps(config)).work_once()
     c = await card(db, rid)
     assert c is not None
@@ -336,7 +336,7 @@ async def test_stopped_record_continues_with_real_steps(db: Database, owner_id: 
     real = audio_steps(failing)
     steps = StepTable({m: attrs.evolve(s, backoff=Backoff(base_s=0.001, cap_s=0.001),
                                        max_attempts=2) for m, s in real.steps.items()})
-    rid = await accept_file(db, failing.uploads, SAMPLES / "en.ogg", owner_id)
+    rid = await accept_file(db, failing, SAMPLES / "en.ogg", owner_id)
     w = worker(db, steps)
     with trio.fail_after(60):
         while (await state(db, rid))["stopped_at"] is None:

@@ -55,8 +55,8 @@ async def test_options_reach_the_recognize_step(db: Database, owner_id: int,
     steps = step_table(normalize=noop, recognize=recognize)
     chosen = RecognitionOptions(task="translate", prompt="Kubernetes, Postgres", temperature=0.3)
     sample = SAMPLES / "en.ogg"
-    await accept_file(db, tmp_path, sample, owner_id, options=chosen)
-    await accept_file(db, tmp_path, sample, owner_id)
+    await accept_file(db, Config(home=tmp_path), sample, owner_id, options=chosen)
+    await accept_file(db, Config(home=tmp_path), sample, owner_id)
     worker = Worker("w", PgQueue(db, steps), steps, Wakeup())
     for _ in range(4):  # normalize, then recognize, each record
         assert await worker.work_once()
@@ -116,7 +116,7 @@ async def test_recognizer_crash_fails_only_the_attempt(
     real = audio_steps(config, warm_recognizer)
     steps = StepTable({m: attrs.evolve(s, backoff=Backoff(base_s=0.001, cap_s=0.001))
                        for m, s in real.steps.items()})
-    rid = await accept_file(db, config.uploads, SAMPLES / "en.ogg", owner_id)
+    rid = await accept_file(db, config, SAMPLES / "en.ogg", owner_id)
     worker = Worker("w", PgQueue(db, steps), steps, Wakeup())
     assert await worker.work_once()  # normalized
     if not warm_recognizer.idle_pids():

@@ -38,7 +38,7 @@ read OpenAI's (`middleware.Guard` and the application's handlers both use it).""
 
 def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = None
                ) -> FastAPI:
-    """The API on `db`, storing uploads under `config.uploads`, refusing bodies over
+    """The API on `db`, storing uploads in the store `config` names, refusing bodies over
     `max_upload_bytes` (default: the configured limit)."""
     # No slash redirects: they would name the request's own Host header back to it.
     app = FastAPI(title="transcriber", version="1", docs_url=None, redoc_url=None,

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from actors.log import event
+from transcriber.blobs import StorageError
 from transcriber.db import DatabaseBusy, DatabaseUnreachable, describe
 from transcriber.http.uploads import UploadRefused
 
@@ -23,6 +24,7 @@ UNAUTHORIZED = "missing or invalid API token"
 INTERNAL = "internal error; the operator's log has the details"
 DATABASE_AWAY = "the database is not answering; retry shortly"
 RETRY_AFTER_S = 5
+STORE_RETRY_AFTER_S = 30
 
 # A database that is busy or whose connection broke: the request may well succeed later.
 # (The API's routes make no other connections, so a ConnectionError is the database's.)
@@ -49,7 +51,7 @@ class Error(BaseModel):
 ALWAYS = (401, 422, 500, 503)
 """Errors any owner's route may answer: no valid token, an invalid parameter (FastAPI
 would otherwise document its own validation body), an unexpected error, the database
-away or the service busy."""
+or the recording store away, or the service busy."""
 
 
 RETRY_AFTER = {"Retry-After": {"description": "seconds after which a retry may succeed",
@@ -148,6 +150,13 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) ->
 
     for cls in DATABASE_AWAY_ERRORS:
         app.add_exception_handler(cls, database_away)
+
+    @app.exception_handler(StorageError)
+    async def store_unavailable(request: Request, exc: StorageError) -> JSONResponse:
+        # Nothing was kept (the upload's own block removed or aborted it); try later.
+        event(logging.WARNING, "storage_unavailable", path=request.url.path, error=str(exc))
+        return error_response(503, f"the recording store is unavailable: {exc}",
+                              {"Retry-After": str(STORE_RETRY_AFTER_S)})
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception) -> JSONResponse:

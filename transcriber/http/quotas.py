@@ -1,6 +1,11 @@
 """What one owner may take: uploads at once (429 beyond) and bytes kept in the store
 (507 beyond), and the free space the store's disk keeps for everything else on it —
-with the embedded database, the database itself."""
+with the embedded database, the database itself.
+
+The disk reserve is about this host's disk, so it is checked where an upload lands on
+it: the local folder store. An upload into an object store never touches the local disk
+(its parts are in memory on their way), so only the owner's quota bounds it there; the
+steps' scratch copies on this host keep the same reserve in transcriber.blobs."""
 
 import contextlib
 import errno
@@ -13,6 +18,7 @@ import attrs
 import trio
 
 from actors.log import event
+from transcriber.blobs import blobs_of, private_dir
 from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.http.errors import ApiError
@@ -56,8 +62,7 @@ class Room:
 
 
 def _free_bytes(folder: Path) -> int:
-    folder.mkdir(parents=True, exist_ok=True)
-    return shutil.disk_usage(folder).free
+    return shutil.disk_usage(private_dir(folder)).free
 
 
 async def upload_room(db: Database, config: Config, owner: int, max_upload: int) -> Room:
@@ -71,10 +76,13 @@ async def upload_room(db: Database, config: Config, owner: int, max_upload: int)
     quota = ApiError(507, f"your recordings take {stored} bytes of your quota of "
                           f"{config.owner_max_bytes}; this upload does not fit")
     disk = ApiError(507, DISK_FULL, {"Retry-After": str(DISK_RETRY_AFTER_S)})
-    free = await trio.to_thread.run_sync(_free_bytes, config.uploads) - config.min_free_bytes
-    quota_left = config.owner_max_bytes - stored
+    bounds = [(config.owner_max_bytes - stored, quota)]
+    folder = blobs_of(config).upload_folder
+    if folder is not None:
+        free = await trio.to_thread.run_sync(_free_bytes, folder) - config.min_free_bytes
+        bounds.append((free, disk))
     limit, short = max_upload, None
-    for room, why in ((quota_left, quota), (free, disk)):
+    for room, why in bounds:
         if room <= 0:
             raise why
         if room < limit:

@@ -9,7 +9,6 @@ import hashlib
 import json
 import logging
 import uuid
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import asyncpg
@@ -20,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.requests import ClientDisconnect
 
 from actors.log import event
+from transcriber.blobs import Incoming, blobs_of
 from transcriber.cards import card_from_row
 from transcriber.config import Config
 from transcriber.db import Database
@@ -29,7 +29,7 @@ from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, documented_errors
 from transcriber.http.models import Card, CardPage, Edit
 from transcriber.http.quotas import room_refusals, upload_room
-from transcriber.http.uploads import PROMPT_MAX, TITLE_MAX, Incoming, Upload, incoming, receive
+from transcriber.http.uploads import PROMPT_MAX, TITLE_MAX, Upload, receive
 from transcriber.options import TASKS, RecognitionOptions
 
 ACCEPT_TIMEOUT_S = 30.0
@@ -94,8 +94,8 @@ class Hashed:
     _digest: Any = attrs.field(factory=hashlib.sha256)
 
     @property
-    def path(self) -> Path | None:
-        return None if self.into is None else self.into.path
+    def ref(self) -> str:
+        return "" if self.into is None else self.into.ref
 
     async def write(self, data: bytes) -> None:
         self._digest.update(data)
@@ -138,7 +138,7 @@ def key_reused(key: str) -> ApiError:
                         200: {"model": Card, "headers": LOCATION,
                               "description": "this Idempotency-Key was used before: "
                                              "the first recording"},
-                        **documented_errors(400, 408, 413, 415, 429, 507)})
+                        **documented_errors(400, 408, 413, 415, 429, 503, 507)})
 async def upload(
         request: Request, owner: Owner, db: Db, config: Settings,
         title: Annotated[str | None, Query(max_length=TITLE_MAX,
@@ -157,8 +157,9 @@ async def upload(
                         "same key with another request is 422")] = None,
 ) -> JSONResponse:
     """A multipart form (`file`, `title`, `language`, `task`, `prompt`) or the audio
-    itself as the body.
-    The recording is on disk and its record committed before the answer."""
+    itself as the body. The recording is stored (on disk, or whole in the object
+    store) and its record committed before the answer; 503 with Retry-After when
+    the store is unavailable."""
     rid, status = await store_upload(request, db, config, owner, idempotency_key,
                                      title, language, filename, task, prompt)
     return await card_response(db, owner, rid, status)
@@ -195,7 +196,7 @@ async def store_upload(request: Request, db: Database, config: Config, owner: in
                             raise key_reused(str(key))
                         rid, status = first["id"], 200
                     else:
-                        async with incoming(config.uploads) as into:
+                        async with blobs_of(config).incoming() as into:
                             hashed = Hashed(into)
                             up = await receive_into(request, body, hashed, room.limit,
                                                     title, language, filename, task,
@@ -238,7 +239,7 @@ async def accept(db: Database, owner: int, up: Upload, key: str | None,
         scope.deadline = trio.current_time() + ACCEPT_TIMEOUT_S
         try:
             rid = await db.fetchval("accept_upload", owner, up.filename, up.size,
-                                    str(up.path), up.language, up.title, key,
+                                    up.ref, up.language, up.title, key,
                                     up.options.to_json(),
                                     fingerprint if key is not None else None, via)
         except asyncpg.PostgresError:

@@ -1,37 +1,19 @@
-"""Receiving an HTTP upload into the store: streamed to disk under a generated name,
-counted against the size limit as it arrives, fsynced with its folder before a record
-may point at it, and removed again if no record ever does.
-
-A file being received is locked (flock) from its creation until its record commits or
-it is removed, so `sweep_strays` can tell a live upload from what a killed process
-left behind: the kernel drops the lock when the process dies.
-"""
+"""Receiving an HTTP upload into the store (transcriber.blobs): streamed under a
+generated name, counted against the size limit as it arrives, durable before a record
+may point at it, and removed again if no record ever does."""
 
 from __future__ import annotations
 
-import contextlib
 import email.message
-import fcntl
-import os
 import re
-import time
-import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Callable
-from pathlib import Path
-from typing import BinaryIO
+from collections.abc import AsyncIterable, Callable
 
 import attrs
-import trio
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from transcriber.db import Database
+from transcriber.blobs import Incoming
 from transcriber.options import RecognitionOptions
-from transcriber.store import fsync_dir
-
-WRITE_CHUNK = 1 << 20
-"""Bytes gathered before one write off the event loop: a thread hop per network chunk
-(64 KiB) would cost more than the write."""
 
 FORM_SLACK = 1 << 20
 """What a multipart body may carry besides the file (boundaries, headers, the text
@@ -46,7 +28,6 @@ PROMPT_MAX = 1000
 FILENAME_MAX = 255
 
 _LANGUAGE = re.compile(r"[A-Za-z]{2,3}")
-_STORE_NAME = re.compile(r"[0-9a-f]{32}")
 
 
 class UploadRefused(Exception):
@@ -60,9 +41,9 @@ class UploadRefused(Exception):
 
 @attrs.frozen
 class Upload:
-    """A received upload, on disk and fsynced, with what the client said about it."""
+    """A received upload, durable in the store, with what the client said about it."""
 
-    path: Path
+    ref: str
     size: int
     filename: str | None
     title: str | None
@@ -139,70 +120,6 @@ def disposition_filename(header: str | None) -> str | None:
         return msg.get_filename()
     except (ValueError, LookupError):
         return None
-
-
-# --- the file in the store ------------------------------------------------------------
-
-@attrs.define(eq=False)
-class Incoming:
-    """One upload being written into the store under a generated name."""
-
-    path: Path
-    _out: BinaryIO
-    size: int = 0
-    kept: bool = False
-    _buffer: bytearray = attrs.field(factory=bytearray)
-
-    async def write(self, data: bytes) -> None:
-        """Cancellation: a write in progress finishes in its thread; the caller's exit
-        from `incoming` then removes the file."""
-        self._buffer += data
-        self.size += len(data)
-        if len(self._buffer) >= WRITE_CHUNK:
-            await self._flush()
-
-    async def _flush(self) -> None:
-        data, self._buffer = bytes(self._buffer), bytearray()
-        if data:
-            await trio.to_thread.run_sync(self._out.write, data)
-
-    async def finish(self) -> None:
-        """Everything on disk: the file and the folder's entry for it are fsynced."""
-        await self._flush()
-
-        def sync() -> None:
-            self._out.flush()
-            os.fsync(self._out.fileno())
-            fsync_dir(self.path.parent)
-
-        await trio.to_thread.run_sync(sync)
-
-    def keep(self) -> None:
-        """A record points at the file (or may: a commit whose outcome is unknown), so
-        leaving `incoming` must not remove it."""
-        self.kept = True
-
-
-@contextlib.asynccontextmanager
-async def incoming(uploads: Path) -> AsyncIterator[Incoming]:
-    """A new locked file in `uploads`. Unless `keep()` was called, leaving the block —
-    by an error, a refusal or a cancellation — removes it. The lock is released on the
-    way out in every case.
-    """
-    uploads.mkdir(parents=True, exist_ok=True)
-    path = uploads / uuid.uuid4().hex
-    out = open(path, "xb")  # noqa: SIM115 - closed below, after the record committed
-    try:
-        # Never waits: the sweep does not touch a file this young.
-        fcntl.flock(out.fileno(), fcntl.LOCK_EX)
-        file = Incoming(path, out)
-        try:
-            yield file
-        finally:
-            if not file.kept:
-                path.unlink(missing_ok=True)
-    finally:
-        out.close()
 
 
 # --- reading the request body -----------------------------------------------------------
@@ -389,7 +306,7 @@ async def receive(chunks: AsyncIterable[bytes], *, content_type: str,
                                  "itself as audio/* or application/octet-stream")
     if into.size == 0:
         raise UploadRefused(400, "the upload is empty")
-    upload = Upload(into.path, into.size, clean_filename(filename),
+    upload = Upload(into.ref, into.size, clean_filename(filename),
                     _refuse_invalid(clean_title, title),
                     _refuse_invalid(clean_language, language),
                     recognition_options(task, prompt))
@@ -404,67 +321,3 @@ def _content_length(value: str | None) -> int | None:
         return int(value)
     except ValueError:
         return None
-
-
-# --- strays -------------------------------------------------------------------------------
-
-SWEEP_BATCH = 500
-
-
-async def sweep_strays(db: Database, uploads: Path, *, older_than_s: float = 3600.0
-                       ) -> list[Path]:
-    """Remove the files of the upload store that no record points at, and return them.
-
-    They are what a process killed between writing an upload and committing its record
-    leaves behind. A file is left alone while a live upload holds its lock, while it is
-    younger than `older_than_s` (the command line's `submit` writes without a lock and
-    commits moments later), and when its name is not one the store generates.
-    Run it at startup. Cancellation: files already removed stay removed.
-    """
-    old = await trio.to_thread.run_sync(_old_store_files, uploads, older_than_s)
-    removed: list[Path] = []
-    for start in range(0, len(old), SWEEP_BATCH):
-        # Locked while the sweep decides, so no upload can be writing what it removes;
-        # a batch at a time, so a large store does not exhaust file descriptors.
-        batch = await trio.to_thread.run_sync(_lock_unused, old[start:start + SWEEP_BATCH])
-        try:
-            rows = await db.fetch("sources_referenced", [path.name for path, _ in batch])
-            referenced = {r["name"] for r in rows}
-            for path, _ in batch:
-                if path.name not in referenced:
-                    path.unlink(missing_ok=True)
-                    removed.append(path)
-        finally:
-            for _, handle in batch:
-                handle.close()
-    if removed:
-        await trio.to_thread.run_sync(fsync_dir, uploads)
-    return removed
-
-
-def _old_store_files(uploads: Path, older_than_s: float) -> list[Path]:
-    # A file being written is young, so the sweep never even tries to lock it, and the
-    # upload's own lock never waits on the sweep.
-    if not uploads.is_dir():
-        return []
-    cutoff = time.time() - older_than_s
-    return [path for path in sorted(uploads.iterdir())
-            if _STORE_NAME.fullmatch(path.name) and path.is_file()
-            and path.stat().st_mtime <= cutoff]
-
-
-def _lock_unused(paths: list[Path]) -> list[tuple[Path, BinaryIO]]:
-    """The files of `paths` that no live upload holds, each open with its lock taken."""
-    found = []
-    for path in paths:
-        try:
-            handle = open(path, "rb")  # noqa: SIM115 - closed by the sweep
-        except FileNotFoundError:
-            continue
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            continue
-        found.append((path, handle))
-    return found
