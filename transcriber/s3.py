@@ -161,6 +161,29 @@ class S3Blobs(Blobs):
 
         await self.call(fetch)
 
+    async def _size(self, ref: str) -> int | None:
+        bucket, key = split_ref(ref)
+
+        def head() -> int | None:
+            try:
+                return self.client.head_object(Bucket=bucket, Key=key)["ContentLength"]
+            except self.client.exceptions.ClientError as e:
+                if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+                    return None
+                raise
+
+        return await self.call(head)
+
+    async def _read_range(self, ref: str, start: int, end: int) -> AsyncIterator[bytes]:
+        bucket, key = split_ref(ref)
+        # One ranged GET per chunk: memory stays at a chunk, and a player that stops
+        # listening leaves no open stream behind.
+        for at in range(start, end + 1, CHUNK):
+            last = min(end, at + CHUNK - 1)
+            body = await self.call(self.client.get_object, Bucket=bucket, Key=key,
+                                   Range=f"bytes={at}-{last}")
+            yield await self.call(body["Body"].read)
+
     async def _remove(self, ref: str) -> None:
         bucket, key = split_ref(ref)
         await self.call(self.client.delete_object, Bucket=bucket, Key=key)

@@ -119,6 +119,13 @@ async def test_steps_read_and_write_audio_through_the_store(
     home = config.home
     assert not any((home / "scratch").iterdir())
     assert not (home / "uploads").exists() and not (home / "audio").exists()
+    # The owner's player reads the stored audio by ranges (the page's audio route).
+    store = blobs_of(config)
+    assert await store.size(row["audio_path"]) == size
+    whole = bucket.moto.client().get_object(Bucket=bucket.name, Key=audio_key)["Body"].read()
+    ranged = [c async for c in store.read_range(row["audio_path"], 44, size - 1)]
+    assert b"".join(ranged) == whole[44:]
+    assert await store.size(f"s3://{bucket.name}/tx/audio/none.wav") is None
 
 
 @scenario("The object store going away mid-step is a failed attempt")

@@ -40,6 +40,7 @@ from pydantic import BaseModel
 from starlette.requests import ClientDisconnect
 
 from actors.log import event
+from transcriber.blobs import blobs_of
 from transcriber.config import Config
 from transcriber.db import Database
 from transcriber.formats import to_srt, to_text, to_vtt
@@ -50,7 +51,7 @@ from transcriber.http.errors import MAY_RETRY, RETRY_AFTER, validation_message
 from transcriber.http.quotas import room_refusals, upload_room
 from transcriber.http.recordings import accept
 from transcriber.http.uploads import (FORM_SLACK, PROMPT_MAX, Upload, UploadRefused,
-                                      check_text, clean_filename, clean_language, incoming,
+                                      check_text, clean_filename, clean_language,
                                       is_form, receive_form)
 from transcriber.http.waiting import Waiting
 from transcriber.languages import language_name
@@ -260,7 +261,7 @@ async def receive_request(request: Request, owner: int, db: Database, config: Co
                 if (declared is not None and declared.isdigit()
                         and int(declared) > room.limit + FORM_SLACK):
                     raise UploadRefused(413, f"the file is larger than {room.limit} bytes")
-                async with incoming(config.uploads) as into, \
+                async with blobs_of(config).incoming() as into, \
                         contextlib.aclosing(request.stream()) as body:
                     form = await receive_form(body, content_type, into, room.limit, fields)
                     if into.size == 0:
@@ -268,7 +269,7 @@ async def receive_request(request: Request, owner: int, db: Database, config: Co
                                           param="file")
                     asked = parse_request(task, form.fields, form.lists)
                     await into.finish()
-                    up = Upload(into.path, into.size, clean_filename(form.filename), None,
+                    up = Upload(into.ref, into.size, clean_filename(form.filename), None,
                                 asked.language, asked.options)
                     rid, _ = await accept(db, owner, up, None, None, into, via="openai")
         except ClientDisconnect:

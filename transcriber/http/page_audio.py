@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import attrs
-import trio
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
+from transcriber.blobs import blobs_of
 from transcriber.config import Config
 from transcriber.db import Database
 
-CHUNK = 256 * 1024
 
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
@@ -36,30 +34,20 @@ async def open_audio(db: Database, config: Config, owner: int, recording_id: Any
     """The owner's record's normalized audio (16 kHz mono WAV), or None while there is
     none (or the record is not theirs).
 
-    The page reads audio only through this function, so where audio lives (a local
-    folder today) is decided here alone. Cancellation: a read in progress finishes in
+    The page reads audio only through this function, so where audio lives (the local
+    folder or an object store, transcriber.blobs) is decided here alone. Cancellation: a read in progress finishes in
     its thread; nothing to undo.
     """
     where = await db.fetchval("owner_audio", owner, recording_id)
     if where is None:
         return None
-    path = Path(where)
-    try:
-        size = (await trio.to_thread.run_sync(path.stat)).st_size
-    except FileNotFoundError:
+    store = blobs_of(config)
+    size = await store.size(where)
+    if size is None:
         return None
 
-    async def read(start: int, end: int) -> AsyncIterator[bytes]:
-        f = await trio.open_file(path, "rb")
-        async with f:
-            await f.seek(start)
-            left = end - start + 1
-            while left > 0:
-                chunk = await f.read(min(CHUNK, left))
-                if not chunk:
-                    return
-                left -= len(chunk)
-                yield chunk
+    def read(start: int, end: int) -> AsyncIterator[bytes]:
+        return store.read_range(where, start, end)
 
     return Audio(size, "audio/wav", read)
 
