@@ -14,6 +14,7 @@ from pathlib import Path
 
 import attrs
 
+from transcriber.blobs import private_dir
 from transcriber.config import Config
 from transcriber.recognize import BUNDLED_NAME, ModelUnavailable, bundled_model
 
@@ -48,6 +49,14 @@ def fetch_with_faster_whisper(name: str, dest: Path) -> None:
         download_model(name, output_dir=str(dest))
 
 
+def make_private(folder: Path) -> None:
+    """Everything a fetch wrote under `folder` readable by its owner only (files 0600,
+    folders 0700): the fetch writes with the process's umask."""
+    for path in folder.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o700 if path.is_dir() else 0o600)
+
+
 def resolve_model(config: Config,
                   fetch: Callable[[str, Path], None] = fetch_with_faster_whisper
                   ) -> ResolvedModel:
@@ -69,11 +78,12 @@ def resolve_model(config: Config,
         return ResolvedModel(target, wanted)
     partial = config.models / f".{wanted}.{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    private_dir(partial)
     try:
         fetch(wanted, partial)
         if not (partial / "model.bin").exists():
             raise ModelUnavailable(f"the fetched model {wanted!r} has no model.bin")
+        make_private(partial)
         partial.rename(target)
     except Exception as e:
         shutil.rmtree(partial, ignore_errors=True)

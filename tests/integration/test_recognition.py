@@ -166,6 +166,25 @@ def test_sequential_decoding_is_a_setting(tmp_path: Path, model_dir: Path) -> No
 
 # --- Models and devices ----------------------------------------------------------------------
 
+@scenario("A fetched model is private to the service's user")
+def test_a_fetched_model_is_private(tmp_path: Path) -> None:
+    def fetch(name: str, dest: Path) -> None:  # writes as a download does, with the umask
+        (dest / "sub").mkdir()
+        for f in ("model.bin", "config.json", "sub/tokenizer.json"):
+            (dest / f).write_bytes(b"x")
+
+    old = os.umask(0)
+    try:
+        config = Config(home=tmp_path / "home", model="tiny")
+        found = resolve_model(config, fetch=fetch)
+    finally:
+        os.umask(old)
+    assert found == ResolvedModel(config.models / "tiny", "tiny")
+    for path in [found.path, *found.path.rglob("*")]:
+        assert path.stat().st_mode & 0o777 == (0o700 if path.is_dir() else 0o600), path
+    assert config.models.stat().st_mode & 0o777 == 0o700
+
+
 def offline(name: str, dest: Path) -> None:
     raise ConnectionError("no network")
 
