@@ -153,9 +153,10 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) ->
 
     @app.exception_handler(StorageError)
     async def store_unavailable(request: Request, exc: StorageError) -> JSONResponse:
-        # Nothing was kept (the upload's own block removed or aborted it); try later.
+        # Nothing was kept (the upload's own block removed or aborted it); try later. The
+        # store's own words (endpoints, keys) are the operator's: in the log only.
         event(logging.WARNING, "storage_unavailable", path=request.url.path, error=str(exc))
-        return error_response(503, f"the recording store is unavailable: {exc}",
+        return error_response(request, 503, "the recording store is unavailable; retry later",
                               {"Retry-After": str(STORE_RETRY_AFTER_S)})
 
     @app.exception_handler(Exception)
