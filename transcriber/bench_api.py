@@ -74,15 +74,41 @@ class Server:
         self.proc.wait(timeout=60)
 
 
+async def read_cards(url: str, headers: dict[str, str], ids: list[str], clients: int,
+                     seconds: float) -> dict[str, Any]:
+    """`clients` readers, each reading a card again as soon as it has one, for `seconds`."""
+    latencies: list[float] = []
+    deadline = trio.current_time() + seconds
+
+    async def client(n: int) -> None:
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as c:
+            while trio.current_time() < deadline:
+                t = time.perf_counter()
+                answer = await c.get(f"/v1/recordings/{ids[n % len(ids)]}")
+                latencies.append(time.perf_counter() - t)
+                answer.raise_for_status()
+
+    async with trio.open_nursery() as nursery:
+        for n in range(clients):
+            nursery.start_soon(client, n)
+    ms = [x * 1e3 for x in latencies]
+    return {"clients": clients, "seconds": seconds, "requests": len(ms),
+            "requests_per_s": len(ms) / seconds, "p50_ms": percentile(ms, 50),
+            "p99_ms": percentile(ms, 99), "max_ms": max(ms), "mean_ms": statistics.fmean(ms)}
+
+
 async def card_latency(env: dict[str, str], token: str, work: Path, clients: int,
                        seconds: float) -> dict[str, Any]:
-    server = Server(env, workers=2)
+    """Card reads with nothing else running (a server without workers), then the same
+    reads of the same cards while both their recordings are recognized: the two side by
+    side say what recognition costs the API, apart from what the readers themselves
+    cost on the same cores."""
+    headers = {"Authorization": f"Bearer {token}"}
+    ids = []
+    idle = Server(env, workers=0)
     try:
-        await server.ready()
-        headers = {"Authorization": f"Bearer {token}"}
-        ids = []
-        async with httpx.AsyncClient(base_url=server.url, headers=headers,
-                                     timeout=60) as c:
+        await idle.ready()
+        async with httpx.AsyncClient(base_url=idle.url, headers=headers, timeout=60) as c:
             for i in range(2):
                 audio = work / f"talk{i}.flac"
                 make_audio(audio, 15)  # long enough to outlast the readers, batched
@@ -90,6 +116,14 @@ async def card_latency(env: dict[str, str], token: str, work: Path, clients: int
                     answer = await c.post("/v1/recordings", files={"file": (audio.name, f)})
                 answer.raise_for_status()
                 ids.append(answer.json()["id"])
+        alone = await read_cards(idle.url, headers, ids, clients, seconds)
+    finally:
+        idle.stop()
+    server = Server(env, workers=2)
+    try:
+        await server.ready()
+        async with httpx.AsyncClient(base_url=server.url, headers=headers,
+                                     timeout=60) as c:
             # Measure only while both are being recognized.
             with trio.fail_after(300):
                 while True:
@@ -97,30 +131,12 @@ async def card_latency(env: dict[str, str], token: str, work: Path, clients: int
                     if all(k["milestone"] == "normalized" for k in cards):
                         break
                     await trio.sleep(0.2)
-        latencies: list[float] = []
-        deadline = trio.current_time() + seconds
-
-        async def client(n: int) -> None:
-            async with httpx.AsyncClient(base_url=server.url, headers=headers,
-                                         timeout=60) as c:
-                while trio.current_time() < deadline:
-                    t = time.perf_counter()
-                    answer = await c.get(f"/v1/recordings/{ids[n % 2]}")
-                    latencies.append(time.perf_counter() - t)
-                    answer.raise_for_status()
-
-        async with trio.open_nursery() as nursery:
-            for n in range(clients):
-                nursery.start_soon(client, n)
+        during = await read_cards(server.url, headers, ids, clients, seconds)
         async with httpx.AsyncClient(base_url=server.url, headers=headers) as c:
-            during = [(await c.get(f"/v1/recordings/{i}")).json() for i in ids]
-        ms = [x * 1e3 for x in latencies]
-        return {"clients": clients, "seconds": seconds, "requests": len(ms),
-                "requests_per_s": len(ms) / seconds, "p50_ms": percentile(ms, 50),
-                "p99_ms": percentile(ms, 99), "max_ms": max(ms),
-                "mean_ms": statistics.fmean(ms),
-                "recognition_progress_after": [k["progress"] for k in during],
-                "still_recognizing_after": all(k["milestone"] == "normalized" for k in during)}
+            after = [(await c.get(f"/v1/recordings/{i}")).json() for i in ids]
+        return {**during, "without_recognition": alone,
+                "recognition_progress_after": [k["progress"] for k in after],
+                "still_recognizing_after": all(k["milestone"] == "normalized" for k in after)}
     finally:
         server.stop()
 
@@ -217,9 +233,13 @@ def main(clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0) -> i
 
     report = trio.run(run)
     c, u, s = report["card_latency"], report["upload"], report["upload_to_object_store"]
-    print(f"card GET with {c['clients']} clients while 2 recognitions run: p50 "
+    a = c["without_recognition"]
+    print(f"card GET with {a['clients']} clients, nothing else running: p50 "
+          f"{a['p50_ms']:.1f} ms, p99 {a['p99_ms']:.1f} ms, {a['requests_per_s']:.0f} req/s")
+    print(f"the same while 2 recognitions run: p50 "
           f"{c['p50_ms']:.1f} ms, p99 {c['p99_ms']:.1f} ms, {c['requests_per_s']:.0f} req/s "
-          f"(still recognizing after: {c['still_recognizing_after']})")
+          f"(still recognizing after: {c['still_recognizing_after']}; p99 ratio "
+          f"{c['p99_ms'] / a['p99_ms']:.2f})")
     print(f"upload of {u['bytes'] / 2**30:.2f} GiB: {u['seconds']:.1f} s "
           f"({u['mib_per_s']:.0f} MiB/s), server peak RSS {u['server_peak_rss_mib']:.0f} MiB")
     print(f"the same into the object store: {s['seconds']:.1f} s ({s['mib_per_s']:.0f} MiB/s), "
