@@ -5,17 +5,15 @@ same port is a store that went away and came back with its data."""
 
 from __future__ import annotations
 
-import email
-import email.policy
-import json
 import logging
 import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import attrs
+
+from tests.fake_openai import FakeRecognizer
 
 ACCESS = {"AWS_ACCESS_KEY_ID": "transcriber-test", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
           "AWS_REGION": "us-east-1"}
@@ -74,53 +72,28 @@ def multipart_uploads(store: MotoStore, bucket: str) -> list[str]:
             .get("Uploads", [])]
 
 
-class EchoRecognizer:
-    """An OpenAI-compatible recognizer on loopback that answers every request with the
-    number of audio bytes it was sent (so a test sees the audio came whole)."""
+class EchoRecognizer(FakeRecognizer):
+    """An OpenAI-compatible recognizer that answers every request with the number of
+    audio bytes it was sent (so a test sees the audio came whole). It listens on every
+    address, so daemons in network namespaces reach it too."""
 
     def __init__(self) -> None:
+        super().__init__("0.0.0.0")
         self.requests = 0
         self.gate = threading.Event()
         """Answers wait while it is clear: a step held in mid-request."""
         self.gate.set()
         self.held = 0
-        lock = threading.Lock()
-        fake = self
+        self._lock = threading.Lock()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                head = f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode()
-                message = email.message_from_bytes(head + body, policy=email.policy.HTTP)
-                [audio] = [part.get_payload(decode=True) for part in message.iter_parts()
-                           if part.get_param("name", header="content-disposition") == "file"]
-                with lock:
-                    fake.requests += 1
-                    fake.held += 1
-                fake.gate.wait(120)
-                with lock:
-                    fake.held -= 1
-                text = f"{len(audio)} bytes"
-                data = json.dumps({"text": text, "language": "english", "duration": 1.0,
-                                   "segments": [{"start": 0.0, "end": 1.0, "text": text}]
-                                   }).encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        # On every address, so daemons in network namespaces reach it too.
-        self.server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> EchoRecognizer:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, path: str, fields: dict[str, bytes], authorization: str | None
+               ) -> tuple[int, Any]:
+        with self._lock:
+            self.requests += 1
+            self.held += 1
+        self.gate.wait(120)
+        with self._lock:
+            self.held -= 1
+        text = f"{len(fields['file'])} bytes"
+        return 200, {"text": text, "language": "english", "duration": 1.0,
+                     "segments": [{"start": 0.0, "end": 1.0, "text": text}]}

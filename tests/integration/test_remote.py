@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import email
-import email.policy
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +14,7 @@ from transcriber.milestones import step_table
 from transcriber.options import RecognitionOptions
 from transcriber.queue import PgQueue, Saved
 from transcriber.remote import RemoteRecognizer, Transient, remote_step
+from tests.fake_openai import FakeRecognizer
 from tests.pipeline_helpers import accept, noop, state
 
 VERBOSE = {"text": "Hello there. General Kenobi.", "language": "english", "duration": 3.0,
@@ -26,45 +22,19 @@ VERBOSE = {"text": "Hello there. General Kenobi.", "language": "english", "durat
                         {"id": 1, "start": 1.2, "end": 3.0, "text": " General Kenobi."}]}
 
 
-class FakeOpenAI:
-    """A loopback server that answers from a script: each request takes the next
-    (status, body) and is recorded with its form fields and headers."""
+class FakeOpenAI(FakeRecognizer):
+    """Answers from a script: each request takes the next (status, body) and is
+    recorded with its form fields and headers."""
 
     def __init__(self, script: list[tuple[int, Any]]):
+        super().__init__()
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
-        fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                head = f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode()
-                message = email.message_from_bytes(head + body, policy=email.policy.HTTP)
-                fields = {part.get_param("name", header="content-disposition"):
-                          part.get_payload(decode=True) for part in message.iter_parts()}
-                fake.requests.append({"path": self.path, "fields": fields,
-                                      "authorization": self.headers.get("Authorization")})
-                status, answer = fake.script.pop(0) if fake.script else (500, "no script")
-                data = json.dumps(answer).encode() if not isinstance(answer, str) \
-                    else answer.encode()
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> FakeOpenAI:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, path: str, fields: dict[str, bytes], authorization: str | None
+               ) -> tuple[int, Any]:
+        self.requests.append({"path": path, "fields": fields, "authorization": authorization})
+        return self.script.pop(0) if self.script else (500, "no script")
 
 
 @pytest.fixture
