@@ -79,14 +79,6 @@ class Config:
     None: in the folder under `home`."""
 
     @property
-    def uploads(self) -> Path:
-        return self.home / "uploads"
-
-    @property
-    def audio(self) -> Path:
-        return self.home / "audio"
-
-    @property
     def models(self) -> Path:
         return self.home / "models"
 

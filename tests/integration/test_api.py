@@ -18,6 +18,7 @@ import trio
 from actors import Wakeup, Worker
 from tests.conftest import _admin
 from tests.pipeline_helpers import Gate, journal, outbound_connects, table
+from transcriber.blobs import LocalBlobs
 from transcriber.http import create_app, serving
 from transcriber.config import Config
 from transcriber.db import WORK_CHANNEL, Database
@@ -98,7 +99,7 @@ async def uploaded(c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", **fie
 
 
 def store_files(config: Config) -> list[Path]:
-    return sorted(config.uploads.iterdir()) if config.uploads.exists() else []
+    return sorted(LocalBlobs(config.home).uploads.iterdir()) if LocalBlobs(config.home).uploads.exists() else []
 
 
 async def count_recordings(db: Database) -> int:
@@ -221,10 +222,10 @@ async def test_client_filename_never_becomes_a_path(
     body = await uploaded(as_ann, b"data", name="../../escape.wav")
     assert body["filename"] == "escape.wav"
     [stored] = store_files(config)
-    assert stored.parent == config.uploads and stored.name != "escape.wav"
+    assert stored.parent == LocalBlobs(config.home).uploads and stored.name != "escape.wav"
     assert len(stored.name) == 32 and int(stored.name, 16) >= 0  # a generated uuid hex
     created = sorted(set(tmp_path.rglob("*")) - set(before))
-    assert set(created) <= {config.home, config.uploads, stored}
+    assert set(created) <= {config.home, LocalBlobs(config.home).uploads, stored}
 
 
 @intake("A malformed upload is refused and leaves nothing")

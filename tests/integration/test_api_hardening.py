@@ -29,6 +29,7 @@ from tests.integration.test_api import (ann, as_ann, as_ben, base_url, ben,  # n
 from tests.integration.test_api_uploads import (MiB, ROOT, RawUpload, read_line,
                                                 send_all_then_answer, until)
 from tests.integration.test_cli import cli
+from transcriber.blobs import LocalBlobs
 from transcriber.config import Config
 from transcriber.db import Database, DatabaseBusy, open_database
 from transcriber.http import app as http_app
@@ -364,7 +365,7 @@ async def test_unexpected_errors_are_json_without_internals(
 
     @failing.get("/v1/test/crash")
     async def crash() -> None:
-        raise RuntimeError(f"cannot open {config.uploads}/secret")
+        raise RuntimeError(f"cannot open {LocalBlobs(config.home).uploads}/secret")
 
     @failing.get("/v1/test/busy")
     async def busy() -> None:

@@ -317,10 +317,10 @@ async def test_killed_servers_partial_upload_is_swept(
 
 
 async def test_sweep_leaves_foreign_files_alone(db: Database, config: Config) -> None:
-    config.uploads.mkdir(parents=True)
-    foreign = config.uploads / "notes.txt"
+    LocalBlobs(config.home).uploads.mkdir(parents=True)
+    foreign = LocalBlobs(config.home).uploads / "notes.txt"
     foreign.write_text("not the store's")
-    stray = config.uploads / uuid.uuid4().hex
+    stray = LocalBlobs(config.home).uploads / uuid.uuid4().hex
     stray.write_bytes(b"x")
     assert await LocalBlobs(config.home).sweep_strays(db, older_than_s=0) == [str(stray)]
     assert store_files(config) == [foreign]

@@ -34,6 +34,7 @@ from actors import Backoff, StepTable, Wakeup, Worker
 from tests import audio_files
 from tests.audio_files import ROOT, SAMPLES, TONE_S
 from tests.pipeline_helpers import state
+from transcriber.blobs import LocalBlobs
 from transcriber.cards import card
 from transcriber.config import Config
 from transcriber.db import Database
@@ -109,8 +110,8 @@ async def test_normalize_reads_every_common_format(db: Database, owner_id: int,
     # Encoders pad (aac primes 1024 samples, a video muxer rounds to frames): close.
     assert c["duration_s"] == pytest.approx(TONE_S, abs=0.05)
     stored = Path((await state(db, rid))["audio_path"])
-    assert stored.parent == config.audio
-    assert sorted(p.name for p in config.audio.iterdir()) == [stored.name]  # no .part left
+    assert stored.parent == LocalBlobs(config.home).audio
+    assert sorted(p.name for p in LocalBlobs(config.home).audio.iterdir()) == [stored.name]  # no .part left
     with wave.open(str(stored), "rb") as w:
         assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (16000, 1, 2)
         assert w.getnframes() / 16000 == pytest.approx(c["duration_s"])
@@ -141,7 +142,7 @@ async def assert_stops_at_once(db: Database, owner_id: int, tmp_path: Path,
     assert row["attempts"] == 1 and row["retry_at"] is None  # its one claim: no retry
     assert [(e["kind"], e["milestone"]) for e in await events(db, rid)] == [
         ("accepted", "received"), ("stopped", "received")]
-    assert not cfg.audio.exists() or not any(cfg.audio.iterdir())
+    assert not LocalBlobs(cfg.home).audio.exists() or not any(LocalBlobs(cfg.home).audio.iterdir())
 
 
 @scenario("An upload of zero bytes stops with empty_file")

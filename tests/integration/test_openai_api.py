@@ -22,6 +22,7 @@ from tests.integration.test_api import ann, ben, client, store_files  # noqa: F4
 from tests.integration.test_api_hardening import exchange, request_head
 from tests.integration.test_api_uploads import RawUpload, until
 from tests.pipeline_helpers import journal, table
+from transcriber.blobs import LocalBlobs
 from transcriber.config import Config
 from transcriber.db import Database, DatabaseBusy, open_database
 from transcriber.http import app as http_app
@@ -227,7 +228,7 @@ async def test_bad_requests_get_openais_errors(db: Database, config: Config,
     assert (await api.get("/v1/recordings", headers={"Authorization": "Bearer x"})).json() == {
         "error": "missing or invalid API token"}
     assert await count(db) == 0
-    assert not config.uploads.exists() or list(config.uploads.iterdir()) == []
+    assert not LocalBlobs(config.home).uploads.exists() or list(LocalBlobs(config.home).uploads.iterdir()) == []
 
 
 async def test_a_waiting_request_is_woken_by_the_journal(db: Database, config: Config,

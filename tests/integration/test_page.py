@@ -21,6 +21,7 @@ from tests.integration.test_api import (SEGMENTS, ann, as_ann, base_url, ben,  #
 from tests.integration.test_api_hardening import exchange, request_head
 from tests.pipeline_helpers import journal
 from tests.integration.test_storage import _code_only
+from transcriber.blobs import LocalBlobs
 from transcriber.config import Config
 from transcriber.http import app as app_module
 from transcriber.http import create_app, page, page_session, serving
@@ -57,8 +58,8 @@ def csrf_of(html: str) -> str:
 
 def with_audio(config: Config, audio: bytes = b"RIFF" + bytes(range(256)) * 40):
     async def normalize(job: Any, progress: Any) -> Saved:
-        config.audio.mkdir(parents=True, exist_ok=True)
-        path = config.audio / f"{job.claim.id}.wav"
+        LocalBlobs(config.home).audio.mkdir(parents=True, exist_ok=True)
+        path = LocalBlobs(config.home).audio / f"{job.claim.id}.wav"
         path.write_bytes(audio)
         return Saved("save_normalized", (str(path), 3.25))
     return normalize
@@ -225,7 +226,7 @@ async def test_refused_uploads_say_why(db: Database, config: Config, base_url: s
             r = await c.post("/upload", files=files, data=data, headers=headers)
             assert (r.status_code, r.json()) == (status, {"error": words})
     assert await count_recordings(db) == 0
-    assert not config.uploads.exists() or not list(config.uploads.iterdir())
+    assert not LocalBlobs(config.home).uploads.exists() or not list(LocalBlobs(config.home).uploads.iterdir())
 
 
 @scenario("The page's upload is checked before its body is read and bounded as the API's")
@@ -250,7 +251,7 @@ async def test_page_upload_checked_first_and_bounded(db: Database, config: Confi
                          headers={"X-CSRF-Token": c.csrf})  # type: ignore[attr-defined]
         assert r.status_code == 507 and "quota of 1000" in r.json()["error"], r.text
     assert await count_recordings(db) == 0
-    assert not config.uploads.exists() or not list(config.uploads.iterdir())
+    assert not LocalBlobs(config.home).uploads.exists() or not list(LocalBlobs(config.home).uploads.iterdir())
 
 
 # --- another owner ---------------------------------------------------------------------------
