@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import inspect
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import asyncpg
 import httpx
 import pytest
 import trio
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Request
 
 from tests.integration.test_api import (ann, as_ann, as_ben, base_url, ben,  # noqa: F401
                                         client, config, count_recordings, store_files,
@@ -569,3 +570,38 @@ def test_every_owner_facing_query_names_the_owner(tmp_path: Path) -> None:
     (tmp_path / "route.py").write_text('async def f(db):\n    await db.fetchrow("recording", 1)\n')
     assert without_owner_condition(queries_called(tmp_path)) == [
         "recording (called at route.py:2)"]
+
+
+def runs_on_the_event_loop(call: Any) -> bool:
+    """FastAPI awaits a coroutine function (or an async generator) where it is; anything
+    else it runs in a worker thread, two thread trips per request."""
+    call = getattr(call, "__call__", call) if not inspect.isfunction(call) else call
+    return inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
+
+
+def thread_bound(dependant: Any, seen: str) -> list[str]:
+    """The endpoint and dependencies under `dependant` that FastAPI would run in a thread."""
+    found = [] if runs_on_the_event_loop(dependant.call) else [
+        f"{seen}: {getattr(dependant.call, '__qualname__', dependant.call)}"]
+    for sub in dependant.dependencies:
+        found += thread_bound(sub, seen)
+    return found
+
+
+async def test_no_route_runs_its_endpoint_or_dependencies_in_a_thread(db: Database,
+                                                                       config: Config) -> None:
+    app = create_app(db, config)
+    routes = [c for r in app.routes if hasattr(r, "effective_route_contexts")
+              for c in r.effective_route_contexts()]  # the included routers' routes
+    assert len(routes) > 20
+    assert [x for r in routes for x in thread_bound(r.dependant, r.path)] == []
+
+    # A plain `def` dependency is caught.
+    def plain(request: Request) -> int:
+        return 1
+
+    router = APIRouter()
+    router.add_api_route("/plain", lambda: None, dependencies=[Depends(plain)])
+    [added] = router.routes
+    assert [x.rsplit(".", 1)[-1] for x in thread_bound(added.dependant, "/plain")] == [
+        "<lambda>", "plain"]

@@ -1,5 +1,8 @@
 """What every router shares, as FastAPI dependencies: the database and the
-configuration `create_app` was given (kept on `app.state`)."""
+configuration `create_app` was given (kept on `app.state`).
+
+Both are `async def` though they await nothing: FastAPI runs a plain `def` dependency in
+a worker thread, two thread trips on every request for an attribute lookup."""
 
 from typing import Annotated
 
@@ -9,11 +12,11 @@ from transcriber.config import Config
 from transcriber.db import Database
 
 
-def database(request: Request) -> Database:
+async def database(request: Request) -> Database:
     return request.app.state.db
 
 
-def settings(request: Request) -> Config:
+async def settings(request: Request) -> Config:
     return request.app.state.config
 
 
