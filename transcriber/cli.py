@@ -7,6 +7,7 @@ one-shot command stopped by SIGTERM (its embedded database stopped too)."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import signal
@@ -382,7 +383,9 @@ def serve(
 
     async def main() -> None:
         async with trio_asyncio.open_loop():
-            await run_serve(config, options, steps_for=audio_steps)
+            # One warm recognizer child per worker, loading while the service starts.
+            await run_serve(config, options,
+                            steps_for=functools.partial(audio_steps, warm=workers))
 
     run_trio(main)
 

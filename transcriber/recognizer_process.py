@@ -161,11 +161,14 @@ class ProcessRecognizer:
     def name(self) -> str:
         return self.spec().model_name
 
-    def warm(self, n: int) -> None:
-        """Start `n` children and wait until their models are loaded. Blocking."""
+    def warm(self, n: int, *, wait: bool = True) -> None:
+        """Start `n` children, and wait until their models are loaded unless `wait` is
+        false: then they load meanwhile, and a recognition that takes one before it is
+        ready waits for it there. Blocking."""
         children = [self._start() for _ in range(n)]
-        for child in children:
-            self._await_ready(child, None)
+        if wait:
+            for child in children:
+                self._await_ready(child, None)
         with self._lock:
             self._idle.extend(children)
 

@@ -10,16 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
-import subprocess
-import sys
 import unicodedata
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import attrs
 import httpx
 import openai
 import pytest
@@ -27,6 +23,7 @@ import trio
 
 from tests.audio_files import SAMPLES
 from tests.conftest import scratch_database
+from tests.serving import serving
 from tests.pipeline_helpers import journal
 from transcriber.db import Database, open_database
 from transcriber.owners import NewOwner, add_owner
@@ -38,48 +35,6 @@ def scenario(title: str) -> pytest.MarkDecorator:
 
 EN, RU = SAMPLES / "en.ogg", SAMPLES / "ru.ogg"
 RECORDING = "x-transcriber-recording-id"
-
-
-@attrs.define
-class Service:
-    url: str
-    proc: trio.Process
-    log: Path
-
-    async def stop(self) -> int:
-        """SIGTERM, as systemd stops it; its exit code."""
-        if self.proc.returncode is None:
-            self.proc.send_signal(signal.SIGTERM)
-        with trio.fail_after(60):
-            return await self.proc.wait()
-
-
-@contextlib.asynccontextmanager
-async def serving(db_url: str, home: Path, *args: str, **env: str) -> AsyncIterator[Service]:
-    """`transcriber serve` as a process of its own on a free loopback port. Leaving the
-    block stops it (SIGTERM, then SIGKILL if it does not exit)."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
-    environ.update(TRANSCRIBER_DATABASE_URL=db_url, TRANSCRIBER_HOME=str(home),
-                   **{f"TRANSCRIBER_{k.upper()}": v for k, v in env.items()})
-    home.mkdir(parents=True, exist_ok=True)
-    log = home / f"serve-{uuid.uuid4().hex[:8]}.log"
-    with open(log, "wb") as out:
-        proc = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "transcriber", "serve", "--http", "127.0.0.1:0", *args],
-            env=environ, stderr=out, stdout=subprocess.DEVNULL)
-    try:
-        with trio.fail_after(120):
-            while not (ready := re.search(r"ready .*http=(\S+)", log.read_text())):
-                assert proc.poll() is None, log.read_text()
-                await trio.sleep(0.05)
-        yield Service(ready.group(1).strip('"'), proc, log)
-    finally:
-        with trio.CancelScope(shield=True):
-            try:
-                await Service("", proc, log).stop()
-            except trio.TooSlowError:
-                proc.kill()
-                await proc.wait()
 
 
 def sdk(url: str, key: str, timeout: float = 300.0, max_retries: int = 0) -> openai.OpenAI:

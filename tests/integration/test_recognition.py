@@ -16,12 +16,14 @@ from pathlib import Path
 
 import asyncpg
 import attrs
+import httpx
 import pytest
 import trio
 
 from actors import Backoff, StepTable, Wakeup, Worker
 from tests.audio_files import ROOT, SAMPLES
 from tests.pipeline_helpers import noop
+from tests.serving import serving
 from transcriber.cards import card
 from transcriber.config import Config
 from transcriber.db import Database
@@ -31,6 +33,7 @@ from transcriber.models import ResolvedModel, resolve_model
 from transcriber.milestones import step_table
 from transcriber.oneshot import transcribe_file
 from transcriber.options import BadOptions, RecognitionOptions
+from transcriber.owners import add_owner
 from transcriber.pipeline import audio_steps
 from transcriber.queue import PgQueue
 from transcriber.recognize import ModelUnavailable
@@ -136,6 +139,36 @@ async def test_recognizer_crash_fails_only_the_attempt(
         "RecognizerDied: recognizer process died: signal 9"]
     assert warm_recognizer.started == started + 1  # a fresh child took the next attempt
     assert "march" in (await db.fetchrow("transcript", rid))["text"].lower()
+
+
+def recognizer_children(pid: int) -> set[int]:
+    """The recognizer processes `pid` started, from any of its threads."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"transcriber.recognizer_process" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.add(int(child))
+    return found
+
+
+@scenario("The daemon starts its recognizer children as it starts")
+async def test_serve_starts_its_recognizer_children(
+        db: Database, db_url: str, tmp_path: Path, model_dir: Path) -> None:
+    owner = await add_owner(db, "warm")
+    async with serving(db_url, tmp_path / "home", "--workers", "2",
+                       model=str(model_dir)) as service:
+        warm = recognizer_children(service.proc.pid)
+        assert len(warm) == 2
+        async with httpx.AsyncClient(base_url=service.url, headers={
+                "Authorization": f"Bearer {owner.token}"}) as c:
+            with open(SAMPLES / "en.ogg", "rb") as f:
+                answer = await c.post("/v1/recordings", files={"file": ("en.ogg", f)})
+            assert answer.status_code == 201, answer.text
+            with trio.fail_after(180):  # another process's work: nothing to wait on but it
+                while (await c.get(answer.headers["Location"])).json()["milestone"] \
+                        != "transcribed":
+                    await trio.sleep(0.1)
+        assert recognizer_children(service.proc.pid) == warm
 
 
 @scenario("Recognition runs at a lower CPU priority than the daemon")
