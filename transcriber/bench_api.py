@@ -1,9 +1,11 @@
-"""The API benchmark: card latency under 50 concurrent clients while two recognitions
+"""The API benchmark: card latency for 50 clients — as a closed loop (each reads again
+at once: the most the API answers) and as an open loop (each reads every 0.5 s: pages
+watching their recordings) — with nothing else running and while two recognitions
 run, and the server's peak memory while a 1 GiB body is uploaded — into the local
 folder, and into an object store (the one of TRANSCRIBER_STORAGE_URL and AWS_* when set,
 else moto's S3 server started here on loopback, if the dev extra is installed).
 
-    transcriber bench-api [--clients 50] [--seconds 20] [--upload-gib 1]
+    transcriber bench-api [--clients 50] [--seconds 20] [--every 0.5] [--upload-gib 1]
 
 Servers are real `transcriber serve` processes on loopback, on a fresh embedded
 database; the audio is made here (the English sample, repeated), never committed.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -74,14 +77,28 @@ class Server:
         self.proc.wait(timeout=60)
 
 
+def summary(latencies: list[float], seconds: float) -> dict[str, Any]:
+    ms = [x * 1e3 for x in latencies]
+    return {"seconds": seconds, "requests": len(ms), "requests_per_s": len(ms) / seconds,
+            "p50_ms": percentile(ms, 50), "p99_ms": percentile(ms, 99), "max_ms": max(ms),
+            "mean_ms": statistics.fmean(ms)}
+
+
 async def read_cards(url: str, headers: dict[str, str], ids: list[str], clients: int,
                      seconds: float) -> dict[str, Any]:
-    """`clients` readers, each reading a card again as soon as it has one, for `seconds`."""
+    """Closed loop: `clients` readers, each reading a card again as soon as it has one,
+    for `seconds`. It measures how many reads the API answers at most, and what a reader
+    waits then. Each reader has its connection open and has read once before the clock
+    starts: opening 50 connections at once is not a card read."""
     latencies: list[float] = []
-    deadline = trio.current_time() + seconds
+    start = trio.Event()
+    deadline = 0.0
 
-    async def client(n: int) -> None:
+    async def client(n: int, task_status: trio.TaskStatus[None]) -> None:
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as c:
+            (await c.get(f"/v1/recordings/{ids[n % len(ids)]}")).raise_for_status()
+            task_status.started()
+            await start.wait()
             while trio.current_time() < deadline:
                 t = time.perf_counter()
                 answer = await c.get(f"/v1/recordings/{ids[n % len(ids)]}")
@@ -90,19 +107,61 @@ async def read_cards(url: str, headers: dict[str, str], ids: list[str], clients:
 
     async with trio.open_nursery() as nursery:
         for n in range(clients):
-            nursery.start_soon(client, n)
-    ms = [x * 1e3 for x in latencies]
-    return {"clients": clients, "seconds": seconds, "requests": len(ms),
-            "requests_per_s": len(ms) / seconds, "p50_ms": percentile(ms, 50),
-            "p99_ms": percentile(ms, 99), "max_ms": max(ms), "mean_ms": statistics.fmean(ms)}
+            await nursery.start(client, n)  # one connection opening at a time
+        deadline = trio.current_time() + seconds
+        start.set()
+    return {"clients": clients, **summary(latencies, seconds)}
+
+
+async def poll_cards(url: str, headers: dict[str, str], ids: list[str], clients: int,
+                     every_s: float, seconds: float) -> dict[str, Any]:
+    """Open loop: `clients` pages, each reading its card every `every_s` (at a random
+    phase), whether or not the last read has been answered — the load of people watching
+    their recordings. A read's latency runs from when it was due, so a stalled server
+    counts the wait of every read it delayed."""
+    latencies: list[float] = []
+    rng = random.Random(0)
+
+    async def one(c: httpx.AsyncClient, rid: str, due: float) -> None:
+        answer = await c.get(f"/v1/recordings/{rid}")
+        latencies.append(trio.current_time() - due)
+        answer.raise_for_status()
+
+    async def client(n: int, phase: float, task_status: trio.TaskStatus[None]) -> None:
+        rid = ids[n % len(ids)]
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as c:
+            (await c.get(f"/v1/recordings/{rid}")).raise_for_status()
+            task_status.started()
+            await start.wait()
+            async with trio.open_nursery() as reads:
+                due = begin + phase
+                while due < begin + seconds:
+                    await trio.sleep_until(due)
+                    reads.start_soon(one, c, rid, due)
+                    due += every_s
+
+    start = trio.Event()
+    begin = 0.0
+    async with trio.open_nursery() as nursery:
+        for n in range(clients):
+            await nursery.start(client, n, rng.uniform(0, every_s))
+        begin = trio.current_time()
+        start.set()
+    return {"clients": clients, "every_s": every_s, **summary(latencies, seconds)}
+
+
+async def both_loads(url: str, headers: dict[str, str], ids: list[str], clients: int,
+                     seconds: float, every_s: float) -> dict[str, Any]:
+    return {"closed_loop": await read_cards(url, headers, ids, clients, seconds),
+            "open_loop": await poll_cards(url, headers, ids, clients, every_s, seconds)}
 
 
 async def card_latency(env: dict[str, str], token: str, work: Path, clients: int,
-                       seconds: float) -> dict[str, Any]:
+                       seconds: float, every_s: float) -> dict[str, Any]:
     """Card reads with nothing else running (a server without workers), then the same
-    reads of the same cards while both their recordings are recognized: the two side by
-    side say what recognition costs the API, apart from what the readers themselves
-    cost on the same cores."""
+    reads of the same cards while both their recordings are recognized, each as a closed
+    and as an open loop: side by side they say what recognition costs the API, apart
+    from what the readers themselves cost on the same cores."""
     headers = {"Authorization": f"Bearer {token}"}
     ids = []
     idle = Server(env, workers=0)
@@ -111,12 +170,12 @@ async def card_latency(env: dict[str, str], token: str, work: Path, clients: int
         async with httpx.AsyncClient(base_url=idle.url, headers=headers, timeout=60) as c:
             for i in range(2):
                 audio = work / f"talk{i}.flac"
-                make_audio(audio, 15)  # long enough to outlast the readers, batched
+                make_audio(audio, 20)  # long enough to outlast the readers, batched
                 with open(audio, "rb") as f:
                     answer = await c.post("/v1/recordings", files={"file": (audio.name, f)})
                 answer.raise_for_status()
                 ids.append(answer.json()["id"])
-        alone = await read_cards(idle.url, headers, ids, clients, seconds)
+        alone = await both_loads(idle.url, headers, ids, clients, seconds, every_s)
     finally:
         idle.stop()
     server = Server(env, workers=2)
@@ -131,10 +190,10 @@ async def card_latency(env: dict[str, str], token: str, work: Path, clients: int
                     if all(k["milestone"] == "normalized" for k in cards):
                         break
                     await trio.sleep(0.2)
-        during = await read_cards(server.url, headers, ids, clients, seconds)
+        during = await both_loads(server.url, headers, ids, clients, seconds, every_s)
         async with httpx.AsyncClient(base_url=server.url, headers=headers) as c:
             after = [(await c.get(f"/v1/recordings/{i}")).json() for i in ids]
-        return {**during, "without_recognition": alone,
+        return {"without_recognition": alone, "during_recognition": during,
                 "recognition_progress_after": [k["progress"] for k in after],
                 "still_recognizing_after": all(k["milestone"] == "normalized" for k in after)}
     finally:
@@ -210,7 +269,8 @@ class ObjectStore:
             self.proc.wait(timeout=60)
 
 
-def main(clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0) -> int:
+def main(clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0,
+         every_s: float = 0.5) -> int:
     work = Path(tempfile.mkdtemp(prefix="transcriber-bench-api-"))
     work.chmod(0o755)  # the embedded database's own user must reach the home inside
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
@@ -222,7 +282,8 @@ def main(clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0) -> i
     store = ObjectStore()
 
     async def run() -> dict[str, Any]:
-        report = {"card_latency": await card_latency(env, token, work, clients, seconds),
+        report = {"card_latency": await card_latency(env, token, work, clients, seconds,
+                                                     every_s),
                   "upload": await upload_memory(env, token, upload_gib)}
         try:
             report["upload_to_object_store"] = await upload_memory(
@@ -233,13 +294,19 @@ def main(clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0) -> i
 
     report = trio.run(run)
     c, u, s = report["card_latency"], report["upload"], report["upload_to_object_store"]
-    a = c["without_recognition"]
-    print(f"card GET with {a['clients']} clients, nothing else running: p50 "
-          f"{a['p50_ms']:.1f} ms, p99 {a['p99_ms']:.1f} ms, {a['requests_per_s']:.0f} req/s")
-    print(f"the same while 2 recognitions run: p50 "
-          f"{c['p50_ms']:.1f} ms, p99 {c['p99_ms']:.1f} ms, {c['requests_per_s']:.0f} req/s "
-          f"(still recognizing after: {c['still_recognizing_after']}; p99 ratio "
-          f"{c['p99_ms'] / a['p99_ms']:.2f})")
+
+    def line(r: dict[str, Any]) -> str:
+        return (f"p50 {r['p50_ms']:6.1f} ms  p99 {r['p99_ms']:6.1f} ms  "
+                f"{r['requests_per_s']:4.0f} req/s")
+
+    for name, title in (("closed_loop", f"{clients} readers, each again at once"),
+                        ("open_loop", f"{clients} pages, each every {every_s:g} s")):
+        alone, during = c["without_recognition"][name], c["during_recognition"][name]
+        print(f"card GET, {title}:")
+        print(f"  nothing else running     {line(alone)}")
+        print(f"  2 recognitions running   {line(during)}  (p99 ratio "
+              f"{during['p99_ms'] / alone['p99_ms']:.2f})")
+    print(f"  still recognizing after: {c['still_recognizing_after']}")
     print(f"upload of {u['bytes'] / 2**30:.2f} GiB: {u['seconds']:.1f} s "
           f"({u['mib_per_s']:.0f} MiB/s), server peak RSS {u['server_peak_rss_mib']:.0f} MiB")
     print(f"the same into the object store: {s['seconds']:.1f} s ({s['mib_per_s']:.0f} MiB/s), "

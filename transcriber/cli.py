@@ -464,7 +464,10 @@ def transcribe(
         require_model(config)
     except environment_failures() as e:
         fail(str(e), 2)
-    done = with_database(lambda db: transcribe_file(db, config, audio_steps(config), file,
+    # The recognizer child loads the model while the database starts and the audio is
+    # normalized, instead of after.
+    steps = audio_steps(config, warm=1)
+    done = with_database(lambda db: transcribe_file(db, config, steps, file,
                                                     language=language, options=options,
                                                     on_card=ProgressBar()),
                          needs_home=True)
@@ -536,11 +539,14 @@ def bench_audio(minutes: Annotated[float, typer.Option(help="minutes for the rat
 @app.command("bench-api")
 def bench_api(clients: Annotated[int, typer.Option(help="concurrent card readers")] = 50,
               seconds: Annotated[float, typer.Option(help="how long they read")] = 20.0,
+              every: Annotated[float, typer.Option(
+                  help="seconds between one open-loop reader's reads")] = 0.5,
               upload_gib: Annotated[float, typer.Option(help="size of the big upload")
                                     ] = 1.0) -> None:
-    """Card latency under concurrent clients during recognition; upload peak memory."""
+    """Card latency under concurrent clients, closed and open loop, alone and during
+    recognition; upload peak memory."""
     from transcriber.bench_api import main as run_bench_api
-    raise typer.Exit(run_bench_api(clients, seconds, upload_gib))
+    raise typer.Exit(run_bench_api(clients, seconds, upload_gib, every))
 
 
 def main() -> None:
