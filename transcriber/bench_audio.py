@@ -1,6 +1,7 @@
 """The audio benchmark, in one run on the same generated files: raw faster-whisper
 (sequential, and batched with its VAD) against the service end to end, each with its
-seconds, real-time factor and word error rate; the queue's throughput on several files
+seconds, real-time factor and word error rate (and the raw runs' word error rates with the
+speech laid out with other pauses); the queue's throughput on several files
 submitted at once; and the peak memory of the whole service on a long recording.
 
     transcriber bench-audio --minutes 5 --queue-files 6 --long-minutes 60
@@ -37,20 +38,26 @@ KNOBS = ("CPU_THREADS", "BATCH_SIZE", "DECODING", "WORKERS", "RECOGNIZER_NICE")
 """Settings passed on to the service, from this process's environment."""
 
 
-def make_audio(dest: Path, minutes: float) -> tuple[float, str]:
-    """About `minutes` of speech as FLAC (the sample, then 2 s of quiet, a whole number of
-    times); returns the duration and the text spoken."""
+def make_audio(dest: Path, minutes: float, pauses_s: tuple[float, ...] = (2.0,)
+               ) -> tuple[float, str]:
+    """About `minutes` of speech as FLAC (the sample, then a pause — the next of
+    `pauses_s` in turn — a whole number of times); returns the duration and the text
+    spoken."""
     speech_wav = dest.with_suffix(".sample.wav")
     decode_to_wav(SAMPLES / "en.ogg", speech_wav, max_duration_s=3600)
     import wave
     with wave.open(str(speech_wav), "rb") as w:
         speech = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
     speech_wav.unlink()
-    unit = np.concatenate([speech, np.zeros(2 * RATE, dtype=np.int16)])
-    times = max(1, round(minutes * 60 * RATE / len(unit)))
+    mean_unit = len(speech) + RATE * sum(pauses_s) / len(pauses_s)
+    times = max(1, round(minutes * 60 * RATE / mean_unit))
     out = av.open(str(dest), "w", format="flac")
     stream = out.add_stream("flac", rate=RATE, layout="mono")
-    for _ in range(times):
+    samples = 0
+    for i in range(times):
+        pause = np.zeros(round(pauses_s[i % len(pauses_s)] * RATE), dtype=np.int16)
+        unit = np.concatenate([speech, pause])
+        samples += len(unit)
         frame = av.AudioFrame.from_ndarray(unit.reshape(1, -1), format="s16", layout="mono")
         frame.sample_rate = RATE
         for packet in stream.encode(frame):
@@ -59,7 +66,16 @@ def make_audio(dest: Path, minutes: float) -> tuple[float, str]:
         out.mux(packet)
     out.close()
     reference = " ".join([(SAMPLES / "en.txt").read_text().strip()] * times)
-    return times * len(unit) / RATE, reference
+    return samples / RATE, reference
+
+
+OTHER_PAUSES = {
+    "0.3 s pauses": (0.3,),
+    "pauses of 0.2-3 s": tuple(round(x, 2) for x in
+                               np.random.default_rng(1).uniform(0.2, 3.0, 12)),
+}
+"""Other ways to lay the same speech out, for the word error rates alone: how the VAD
+cuts the speech, and so the batched decoding's errors, depends on the pauses."""
 
 
 RAW = """
@@ -208,6 +224,15 @@ def run(work: Path, minutes: float, long_minutes: float, queue_files: int,
         service, batched = report["service"], report["raw batched"]
         assert isinstance(service, dict) and isinstance(batched, dict)
         print(f"service / raw batched: {service['s'] / batched['s']:.3f}", flush=True)
+        for label, pauses in OTHER_PAUSES.items():
+            other = work / "other.flac"
+            _, reference = make_audio(other, minutes / 2, pauses)
+            wers = {how: word_error_rate(reference, json.loads(measured(
+                raw[:-1] + [str(other), how, *knobs], env)[2]))
+                for how in ("sequential", "batched")}
+            report[f"wer, {label}"] = wers
+            print(f"WER with {label}: raw sequential {wers['sequential']:.1%}, "
+                  f"raw batched {wers['batched']:.1%}", flush=True)
 
     if queue_files > 0:
         one, _ = make_audio(work / "queue-0.flac", queue_minutes)
