@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -85,24 +87,33 @@ async def test_a_pinned_connection_is_kept_and_handed_back_when_a_call_is_cancel
         assert pool_is_whole(db)
 
 
+@contextlib.asynccontextmanager
+async def only_connection_held(db: Database) -> AsyncIterator[trio.Nursery]:
+    """The pool's only connection held by a call until the block ends."""
+    release = trio.Event()
+
+    async def hold(con: Any) -> None:
+        await trio_asyncio.trio_as_aio(release.wait)()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(db.run, hold)
+        await trio.testing.wait_all_tasks_blocked()
+        assert db._pool.get_idle_size() == 0
+        try:
+            yield nursery
+        finally:
+            release.set()
+
+
 async def test_cancel_while_waiting_to_acquire_leaves_no_connection_checked_out(
         db_url: str) -> None:
     async with open_database(db_url, min_size=1, max_size=1) as db:
-        release = trio.Event()
-
-        async def hold(con: Any) -> None:
-            await trio_asyncio.trio_as_aio(release.wait)()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(db.run, hold)
-            await trio.testing.wait_all_tasks_blocked()
-            assert db._pool.get_idle_size() == 0
-            # The only connection is held: this caller waits inside acquire() ...
+        async with only_connection_held(db) as nursery:
+            # The only connection is held: this caller waits for its turn ...
             with trio.CancelScope() as waiting:
                 nursery.start_soon(trio_cancel_soon, waiting)
                 await db.fetchval("migrations_applied")
             assert waiting.cancelled_caught
-            release.set()
         assert pool_is_whole(db)
         # ... and the pool still serves.
         assert await db.run(lambda con: con.fetchval("SELECT 1")) == 1
@@ -144,17 +155,9 @@ async def test_calls_get_connections_in_the_order_they_asked(db_url: str) -> Non
 async def test_a_wait_for_a_connection_past_the_bound_raises_database_busy(
         db_url: str) -> None:
     async with open_database(db_url, min_size=1, max_size=1, timeout_s=0.2) as db:
-        release = trio.Event()
-
-        async def hold(con: Any) -> None:
-            await trio_asyncio.trio_as_aio(release.wait)()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(db.run, hold)
-            await trio.testing.wait_all_tasks_blocked()
+        async with only_connection_held(db):
             with trio.fail_after(10), pytest.raises(DatabaseBusy, match="no database connection"):
                 await db.fetchval("migrations_applied")
-            release.set()
         assert await db.run(lambda con: con.fetchval("SELECT 1")) == 1
 
 
