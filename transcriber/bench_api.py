@@ -122,6 +122,8 @@ async def poll_cards(url: str, headers: dict[str, str], ids: list[str], clients:
     counts the wait of every read it delayed."""
     latencies: list[float] = []
     rng = random.Random(0)
+    start = trio.Event()
+    begin = 0.0  # when the clock starts, once every page has its connection
 
     async def one(c: httpx.AsyncClient, rid: str, due: float) -> None:
         answer = await c.get(f"/v1/recordings/{rid}")
@@ -141,8 +143,6 @@ async def poll_cards(url: str, headers: dict[str, str], ids: list[str], clients:
                     reads.start_soon(one, c, rid, due)
                     due += every_s
 
-    start = trio.Event()
-    begin = 0.0
     async with trio.open_nursery() as nursery:
         for n in range(clients):
             await nursery.start(client, n, rng.uniform(0, every_s))
