@@ -575,7 +575,8 @@ def test_every_owner_facing_query_names_the_owner(tmp_path: Path) -> None:
 def runs_on_the_event_loop(call: Any) -> bool:
     """FastAPI awaits a coroutine function (or an async generator) where it is; anything
     else it runs in a worker thread, two thread trips per request."""
-    call = getattr(call, "__call__", call) if not inspect.isfunction(call) else call
+    if not inspect.isfunction(call):  # an instance, such as HTTPBearer: its __call__
+        call = call.__call__
     return inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
 
 
