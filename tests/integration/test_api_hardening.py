@@ -28,7 +28,8 @@ from tests.integration.test_api import (ann, as_ann, as_ben, base_url, ben,  # n
                                         client, config, count_recordings, store_files,
                                         uploaded)
 from tests.integration.test_api_uploads import (MiB, ROOT, RawUpload, read_line,
-                                                send_all_then_answer, until)
+                                                send_all_then_answer, until,
+                                                uploads_past_the_key_check)
 from tests.integration.test_cli import cli
 from transcriber.blobs import LocalBlobs
 from transcriber.config import Config
@@ -433,12 +434,7 @@ async def test_idempotency_key_reused_with_another_request_is_422(
 @intake("Reusing an Idempotency-Key for another request is refused")
 async def test_concurrent_uploads_with_one_key_and_different_bodies(
         db: Database, config: Config, base_url: str, ann: NewOwner) -> None:
-    uploads = [await RawUpload.start(base_url, ann, headers={"Idempotency-Key": "race"})
-               for _ in range(2)]
-    for u in uploads:
-        await u.send(b"x" * 1000)
-    # Both are past the key check before either commits.
-    await until(lambda: len(store_files(config)) == 2, "both uploads on disk")
+    uploads = await uploads_past_the_key_check(base_url, ann, config, "race")
     answers = []
     for u, end in zip(uploads, (b"first", b"second")):
         await u.send(end)

@@ -328,6 +328,18 @@ async def test_sweep_leaves_foreign_files_alone(db: Database, config: Config) ->
 
 # --- idempotency -----------------------------------------------------------------------------
 
+async def uploads_past_the_key_check(base_url: str, owner: NewOwner, config: Config,
+                                     key: str) -> list[RawUpload]:
+    """Two uploads with the Idempotency-Key `key`, both past the key check and streaming
+    (their first bytes on disk) before either may finish."""
+    uploads = [await RawUpload.start(base_url, owner, headers={"Idempotency-Key": key})
+               for _ in range(2)]
+    for u in uploads:
+        await u.send(b"x" * 1000)
+    await until(lambda: len(store_files(config)) == 2, "both uploads on disk")
+    return uploads
+
+
 @intake("Retrying with the same Idempotency-Key returns the first recording")
 async def test_same_idempotency_key_returns_the_first_recording(
         db: Database, config: Config, as_ann: httpx.AsyncClient,
@@ -351,12 +363,7 @@ async def test_same_idempotency_key_returns_the_first_recording(
 @intake("Retrying with the same Idempotency-Key returns the first recording")
 async def test_concurrent_uploads_with_one_key_make_one_recording(
         db: Database, config: Config, base_url: str, ann: NewOwner) -> None:
-    uploads = [await RawUpload.start(base_url, ann, headers={"Idempotency-Key": "same"})
-               for _ in range(2)]
-    for u in uploads:
-        await u.send(b"x" * 1000)
-    # Both are past the key check and streaming before either may finish.
-    await until(lambda: len(store_files(config)) == 2, "both uploads on disk")
+    uploads = await uploads_past_the_key_check(base_url, ann, config, "same")
     answers = []
     for u in uploads:
         await u.send(b"the same end")

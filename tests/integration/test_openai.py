@@ -23,7 +23,7 @@ import trio
 
 from tests.audio_files import SAMPLES
 from tests.conftest import scratch_database
-from tests.serving import serving
+from tests.serve_process import serve_process
 from tests.pipeline_helpers import journal
 from transcriber.db import Database, open_database
 from transcriber.owners import NewOwner, add_owner
@@ -83,7 +83,7 @@ async def test_the_sdk_against_a_real_service(
         model_dir: Path) -> None:
     ann, first = await add_owner(db, "ann"), await add_owner(db, "first")
     # Ann's seven requests below upload at once: more than an owner's default (4).
-    async with serving(db_url, tmp_path / "home", "--workers", "2", model=str(model_dir),
+    async with serve_process(db_url, tmp_path / "home", "--workers", "2", model=str(model_dir),
                        owner_max_uploads="8") as service, \
             contextlib.AsyncExitStack() as stack:
         url = service.url
@@ -94,7 +94,7 @@ async def test_the_sdk_against_a_real_service(
         first_db = await stack.enter_async_context(
             open_database(first_url, min_size=1, max_size=2))
         bob = await add_owner(first_db, "bob")
-        other = await stack.enter_async_context(serving(
+        other = await stack.enter_async_context(serve_process(
             first_url, tmp_path / "first", "--workers", "1", recognizer_url=url,
             recognizer_key=first.token))
         as_bob = await stack.enter_async_context(httpx.AsyncClient(
@@ -205,7 +205,7 @@ async def test_disconnect_and_restart(db: Database, db_url: str, tmp_path: Path,
     ann = await add_owner(db, "ann")
     home = tmp_path / "home"
     # No workers at first: the records wait at `received` for as long as the test needs.
-    async with serving(db_url, home, "--workers", "0", model=str(model_dir)) as service:
+    async with serve_process(db_url, home, "--workers", "0", model=str(model_dir)) as service:
         url = service.url
         with sdk(url, ann.token, timeout=2.0) as impatient, \
                 pytest.raises(openai.APITimeoutError):
@@ -230,7 +230,7 @@ async def test_disconnect_and_restart(db: Database, db_url: str, tmp_path: Path,
     assert kept["id"] in error.message and error.response.headers[RECORDING] == kept["id"]
     assert error.response.headers["x-should-retry"] == "false"
 
-    async with serving(db_url, home, "--workers", "1", model=str(model_dir)) as service:
+    async with serve_process(db_url, home, "--workers", "1", model=str(model_dir)) as service:
         done = await until(lambda: _all_done(service.url, ann))
         assert {c["id"] for c in done} == {gone["id"], kept["id"]}  # none more: no retries
         async with httpx.AsyncClient(base_url=service.url, timeout=30, headers={

@@ -23,7 +23,7 @@ import trio
 from actors import Backoff, StepTable, Wakeup, Worker
 from tests.audio_files import ROOT, SAMPLES
 from tests.pipeline_helpers import noop
-from tests.serving import serving
+from tests.serve_process import serve_process
 from transcriber.cards import card
 from transcriber.config import Config
 from transcriber.db import Database
@@ -155,7 +155,7 @@ def recognizer_children(pid: int) -> set[int]:
 async def test_serve_starts_its_recognizer_children(
         db: Database, db_url: str, tmp_path: Path, model_dir: Path) -> None:
     owner = await add_owner(db, "warm")
-    async with serving(db_url, tmp_path / "home", "--workers", "2",
+    async with serve_process(db_url, tmp_path / "home", "--workers", "2",
                        model=str(model_dir)) as service:
         warm = recognizer_children(service.proc.pid)
         assert len(warm) == 2

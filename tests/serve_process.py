@@ -17,7 +17,7 @@ import trio
 
 
 @attrs.define
-class Service:
+class ServeProcess:
     url: str
     proc: trio.Process
     log: Path
@@ -31,7 +31,8 @@ class Service:
 
 
 @contextlib.asynccontextmanager
-async def serving(db_url: str, home: Path, *args: str, **env: str) -> AsyncIterator[Service]:
+async def serve_process(db_url: str, home: Path, *args: str, **env: str
+                        ) -> AsyncIterator[ServeProcess]:
     """`transcriber serve` as a process of its own on a free loopback port. Leaving the
     block stops it (SIGTERM, then SIGKILL if it does not exit)."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
@@ -48,11 +49,11 @@ async def serving(db_url: str, home: Path, *args: str, **env: str) -> AsyncItera
             while not (ready := re.search(r"ready .*http=(\S+)", log.read_text())):
                 assert proc.poll() is None, log.read_text()
                 await trio.sleep(0.05)
-        yield Service(ready.group(1).strip('"'), proc, log)
+        yield ServeProcess(ready.group(1).strip('"'), proc, log)
     finally:
         with trio.CancelScope(shield=True):
             try:
-                await Service("", proc, log).stop()
+                await ServeProcess("", proc, log).stop()
             except trio.TooSlowError:
                 proc.kill()
                 await proc.wait()
