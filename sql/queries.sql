@@ -1,5 +1,5 @@
 -- Named queries. Each block starts with `-- name: <name>` and is called by that name
--- through transcriber.db. Queue columns are written only by the queue block below.
+-- through transcriber.db.database. Queue columns are written only by the queue block below.
 -- Notifications: every journal event on `transcriber_journal` (payload "<id> <kind>",
 -- for `journal --follow`); events that make a record claimable for a worker that does
 -- not know of it (accepted, resumed, released) also on `transcriber_work`, which the
@@ -479,7 +479,7 @@ SELECT state, count(*) AS n
 SELECT t.text, t.segments, t.language, t.model FROM transcripts t WHERE t.recording_id = $1
 
 ---------------------------------------------------------------------------------------
--- Benchmarks (transcriber/bench.py only: they bypass the pipeline and its journal)
+-- Benchmarks (transcriber/bench/throughput.py only: they bypass the pipeline and its journal)
 ---------------------------------------------------------------------------------------
 
 -- name: bench_insert_finished
@@ -531,7 +531,7 @@ WITH made AS (
 SELECT id FROM made UNION ALL SELECT id FROM owners WHERE name = $1 LIMIT 1
 
 ---------------------------------------------------------------------------------------
--- HTTP API (transcriber/http/, transcriber/auth.py)
+-- HTTP API (transcriber/http/, transcriber/owners.py)
 ---------------------------------------------------------------------------------------
 
 -- name: owner_by_token

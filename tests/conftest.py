@@ -15,17 +15,17 @@ import tempfile
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
 import trio
 import trio_asyncio
 
-from transcriber import embedded
-from transcriber.db import Database, open_database
-from transcriber.migrate import migrate
+from transcriber.db import embedded
+from transcriber.db.database import Database, open_database
+from transcriber.db.migrations import migrate
 from transcriber.owners import add_owner
 
 

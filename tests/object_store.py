@@ -43,7 +43,7 @@ class MotoStore:
         self.server.stop()
 
     def client(self) -> Any:
-        from transcriber.s3 import make_client
+        from transcriber.storage.s3 import make_client
 
         return make_client(self.env())
 

@@ -12,9 +12,9 @@ import attrs
 import trio
 
 from actors import Backoff, Job, StepTable
-from transcriber.db import Database
-from transcriber.milestones import step_table
-from transcriber.queue import PgQueue
+from transcriber.db.database import Database
+from transcriber.pipeline.pg_queue import PgQueue
+from transcriber.pipeline.step_table import step_table
 
 
 async def noop(job: Job, progress: Any) -> None:

@@ -75,7 +75,7 @@ class Config:
     """How long a request to the OpenAI-compatible endpoint waits for its record before
     it answers with the record's id instead (the record goes on)."""
     storage_url: str | None = None
-    """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.blobs);
+    """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.storage.blobs);
     None: in the folder under `home`."""
 
     @property

@@ -36,14 +36,14 @@ import attrs
 import trio
 import trio_asyncio
 
-from transcriber import embedded
-from transcriber.db import Database, open_database
-from transcriber.migrate import migrate
-from transcriber.milestones import MILESTONES, TRANSCRIBED
-from transcriber.owners import add_owner
-from transcriber.queue import NotStopped, PgQueue
 from tests.chaos.worker import MAX_ATTEMPTS, chaos_steps
 from tests.pipeline_helpers import accept
+from transcriber.db import embedded
+from transcriber.db.database import Database, open_database
+from transcriber.db.migrations import migrate
+from transcriber.milestones import MILESTONES, TRANSCRIBED
+from transcriber.owners import add_owner
+from transcriber.pipeline.pg_queue import NotStopped, PgQueue
 
 ROOT = Path(__file__).resolve().parents[2]
 ALWAYS_STOP = 4

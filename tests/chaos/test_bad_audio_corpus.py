@@ -15,12 +15,12 @@ from typing import Any
 from actors import Wakeup, Worker
 from tests import audio_files
 from tests.pipeline_helpers import state
-from transcriber.cards import card
 from transcriber.config import Config
-from transcriber.db import Database
-from transcriber.pipeline import audio_steps
-from transcriber.queue import PgQueue, Saved
-from transcriber.store import accept_file
+from transcriber.db.database import Database
+from transcriber.pipeline.audio_steps import audio_steps
+from transcriber.pipeline.pg_queue import PgQueue, Saved
+from transcriber.records.cards import card
+from transcriber.storage.intake import accept_file
 
 REASONS = {"empty_file", "undecodable_audio", "no_audio_stream", "empty_audio", "too_long"}
 

@@ -24,9 +24,9 @@ import trio
 import trio_asyncio
 
 from actors import Backoff, Lease, RunLimit, StepTable, StopRecord
-from transcriber.db import open_database
-from transcriber.runtime import Pipeline
 from tests.pipeline_helpers import table
+from transcriber.db.database import open_database
+from transcriber.pipeline.runner import Pipeline
 
 LEASE_S = 0.5
 RENEW_S = 0.15

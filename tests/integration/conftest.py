@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from transcriber.audio.processes import ProcessRecognizer
+from transcriber.audio.recognize import bundled_model
 from transcriber.config import Config
-from transcriber.recognize import bundled_model
-from transcriber.recognizer_process import ProcessRecognizer
 
 
 @pytest.fixture(scope="session")

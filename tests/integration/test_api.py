@@ -18,13 +18,13 @@ import trio
 from actors import Wakeup, Worker
 from tests.conftest import _admin
 from tests.pipeline_helpers import Gate, journal, outbound_connects, table
-from transcriber.blobs import LocalBlobs
-from transcriber.http import create_app, serving
 from transcriber.config import Config
-from transcriber.db import WORK_CHANNEL, Database
+from transcriber.db.database import WORK_CHANNEL, Database
+from transcriber.http import create_app, serving
 from transcriber.owners import NewOwner, add_owner
-from transcriber.queue import PgQueue, Saved
+from transcriber.pipeline.pg_queue import PgQueue, Saved
 from transcriber.stops import stop_message
+from transcriber.storage.local import LocalBlobs
 
 
 def intake(title: str) -> pytest.MarkDecorator:

@@ -24,20 +24,35 @@ import pytest
 import trio
 from fastapi import APIRouter, Depends, Request
 
-from tests.integration.test_api import (ann, as_ann, as_ben, base_url, ben,  # noqa: F401
-                                        client, config, count_recordings, store_files,
-                                        uploaded)
-from tests.integration.test_api_uploads import (MiB, ROOT, RawUpload, read_line,
-                                                send_all_then_answer, until,
-                                                uploads_past_the_key_check)
+from tests.integration.test_api import (  # noqa: F401
+    ann,
+    as_ann,
+    as_ben,
+    base_url,
+    ben,
+    client,
+    config,
+    count_recordings,
+    store_files,
+    uploaded,
+)
+from tests.integration.test_api_uploads import (
+    ROOT,
+    MiB,
+    RawUpload,
+    read_line,
+    send_all_then_answer,
+    until,
+    uploads_past_the_key_check,
+)
 from tests.integration.test_cli import cli
-from transcriber.blobs import LocalBlobs
 from transcriber.config import Config
-from transcriber.db import Database, DatabaseBusy, open_database
+from transcriber.db.database import Database, DatabaseBusy, open_database
+from transcriber.db.named_sql import load_queries
 from transcriber.http import create_app, serving
 from transcriber.http.middleware import JSON_BODY_MAX
 from transcriber.owners import NewOwner
-from transcriber.sqlfiles import load_queries
+from transcriber.storage.local import LocalBlobs
 
 
 def intake(title: str) -> pytest.MarkDecorator:
@@ -126,7 +141,7 @@ import json, sys, trio, trio_asyncio
 from pathlib import Path
 from transcriber.http import create_app, serving
 from transcriber.config import Config
-from transcriber.db import open_database
+from transcriber.db.database import open_database
 
 async def main():
     async with trio_asyncio.open_loop():

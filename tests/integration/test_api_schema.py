@@ -11,15 +11,17 @@ import schemathesis
 import trio
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (content_type_conformance,
-                                               response_headers_conformance,
-                                               response_schema_conformance,
-                                               status_code_conformance)
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
-from tests.integration.test_api import (ann, as_ann, base_url, config,  # noqa: F401
-                                        transcribe, uploaded)
-from transcriber.db import Database
+from tests.integration.test_api import ann, as_ann, base_url, config, transcribe, uploaded  # noqa: F401
+from transcriber.db.database import Database
 from transcriber.owners import NewOwner
+
 
 def intake(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("intake", title)

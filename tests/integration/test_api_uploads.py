@@ -19,14 +19,25 @@ import httpx
 import pytest
 import trio
 
-from tests.integration.test_api import (ann, as_ann, as_ben, base_url, ben,  # noqa: F401
-                                        client, config, count_recordings,
-                                        store_files, upload, uploaded)
-from transcriber.http import create_app, serving
+from tests.integration.test_api import (  # noqa: F401
+    ann,
+    as_ann,
+    as_ben,
+    base_url,
+    ben,
+    client,
+    config,
+    count_recordings,
+    store_files,
+    upload,
+    uploaded,
+)
 from transcriber.config import Config
-from transcriber.db import Database
+from transcriber.db.database import Database
+from transcriber.http import create_app, serving
 from transcriber.owners import NewOwner
-from transcriber.blobs import LocalBlobs
+from transcriber.storage.local import LocalBlobs
+
 
 def intake(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("intake", title)
@@ -248,7 +259,7 @@ import sys, trio, trio_asyncio
 from pathlib import Path
 from transcriber.http import create_app, serving
 from transcriber.config import Config
-from transcriber.db import open_database
+from transcriber.db.database import open_database
 
 async def main():
     async with trio_asyncio.open_loop():

@@ -34,19 +34,24 @@ from actors import Backoff, StepTable, Wakeup, Worker
 from tests import audio_files
 from tests.audio_files import ROOT, SAMPLES, TONE_S
 from tests.pipeline_helpers import state
-from transcriber.blobs import LocalBlobs
-from transcriber.cards import card
+from transcriber.audio.processes import ProcessRecognizer
+from transcriber.audio.recognize import (
+    BUNDLED_NAME,
+    BUNDLED_SHA256,
+    ModelUnavailable,
+    bundled_model,
+)
+from transcriber.audio.threads import Control, Stopped, run_in_thread
 from transcriber.config import Config
-from transcriber.db import Database
+from transcriber.db.database import Database
 from transcriber.formats import render
-from transcriber.oneshot import transcribe_file
-from transcriber.pipeline import audio_steps
-from transcriber.queue import PgQueue
-from transcriber.recognize import BUNDLED_NAME, BUNDLED_SHA256, ModelUnavailable, bundled_model
-from transcriber.recognizer_process import ProcessRecognizer
-from transcriber.store import accept_file
+from transcriber.pipeline.audio_steps import audio_steps
+from transcriber.pipeline.oneshot import transcribe_file
+from transcriber.pipeline.pg_queue import PgQueue
+from transcriber.records.cards import card
+from transcriber.storage.intake import accept_file
+from transcriber.storage.local import LocalBlobs
 from transcriber.wer import word_error_rate
-from transcriber.threads import Control, Stopped, run_in_thread
 
 
 def scenario(title: str) -> pytest.MarkDecorator:
@@ -461,7 +466,7 @@ async def test_database_answers_while_recognition_runs(
 
 WAITING_FOR_A_THREAD = """
 import os, threading, trio, trio.testing
-from transcriber.threads import run_in_thread
+from transcriber.audio.threads import run_in_thread
 
 async def main():
     trio.to_thread.current_default_thread_limiter().total_tokens = 1

@@ -19,14 +19,15 @@ import trio
 from actors import Wakeup, Worker
 from tests.audio_files import SAMPLES
 from tests.pipeline_helpers import at, db_now, noop, state
-from transcriber import recognize
-from transcriber.blobs import LocalBlobs, NewAudio, audio_name
+from transcriber.audio import recognize
 from transcriber.config import Config
-from transcriber.db import Database
-from transcriber.milestones import step_table
-from transcriber.normalize import normalize_step
-from transcriber.queue import PgQueue
-from transcriber.store import accept_file
+from transcriber.db.database import Database
+from transcriber.pipeline.audio_steps import normalize_step
+from transcriber.pipeline.pg_queue import PgQueue
+from transcriber.pipeline.step_table import step_table
+from transcriber.storage.blobs import NewAudio, audio_name
+from transcriber.storage.intake import accept_file
+from transcriber.storage.local import LocalBlobs
 
 
 def scenario(title: str) -> pytest.MarkDecorator:

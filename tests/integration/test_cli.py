@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import trio
 
-from transcriber.db import Database
-from transcriber.queue import PgQueue
 from tests.pipeline_helpers import accept, journal, state, table
+from transcriber.db.database import Database
+from transcriber.pipeline.pg_queue import PgQueue
 
 
 async def cli(db_url: str | None, *args: str, home: str | None = None

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import trio
 
-from transcriber.db import Database, open_database
-from transcriber.milestones import TRANSCRIBED
-from transcriber.runtime import Pipeline
 from tests.pipeline_helpers import accept, journal, table
+from transcriber.db.database import Database, open_database
+from transcriber.milestones import TRANSCRIBED
+from transcriber.pipeline.runner import Pipeline
 
 
 @pytest.mark.scenario("operations", "Two daemons share one database")

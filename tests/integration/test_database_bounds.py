@@ -13,9 +13,9 @@ import pytest
 import trio
 import trio_asyncio
 
-from transcriber.http import create_app, serving
 from transcriber.config import Config
-from transcriber.db import Database, DatabaseBusy, open_database
+from transcriber.db.database import Database, DatabaseBusy, open_database
+from transcriber.http import create_app, serving
 from transcriber.owners import add_owner
 
 BOUND_S = 0.5

@@ -11,8 +11,13 @@ import pytest
 import trio
 import trio_asyncio
 
-from transcriber.db import (Database, DatabaseBusy, DatabaseUnreachable, hide_password,
-                             open_database)
+from transcriber.db.database import (
+    Database,
+    DatabaseBusy,
+    DatabaseUnreachable,
+    hide_password,
+    open_database,
+)
 
 
 async def other_sessions(db_url: str) -> dict[str, int]:

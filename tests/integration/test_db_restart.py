@@ -14,13 +14,13 @@ import pytest
 import trio
 
 from actors import Lease
-from transcriber import embedded
-from transcriber.db import Database, open_database
-from transcriber.migrate import migrate
+from tests.pipeline_helpers import FAST_RETRY, accept, journal, table
+from transcriber.db import embedded
+from transcriber.db.database import Database, open_database
+from transcriber.db.migrations import migrate
 from transcriber.milestones import TRANSCRIBED
 from transcriber.owners import add_owner
-from transcriber.runtime import Pipeline
-from tests.pipeline_helpers import FAST_RETRY, accept, journal, table
+from transcriber.pipeline.runner import Pipeline
 
 
 @pytest.fixture

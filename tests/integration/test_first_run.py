@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from transcriber import embedded
+from transcriber.db import embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="these cases are about running as root")
@@ -118,7 +118,7 @@ def test_root_runs_the_cli_from_a_closed_folder(tmp_path: Path) -> None:
 @pytest.mark.scenario("operations", "Another user runs it with a home of their own")
 def test_an_unprivileged_user_runs_it_with_its_own_server(tmp_path: Path) -> None:
     as_nobody = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
-    probe = subprocess.run([*as_nobody, sys.executable, "-c", "import transcriber.cli"],
+    probe = subprocess.run([*as_nobody, sys.executable, "-c", "import transcriber.cli.commands"],
                            env=env_for(Path("/nonexistent")), cwd="/", capture_output=True,
                            text=True)
     if probe.returncode != 0:  # a clone inside /root, say
@@ -146,7 +146,7 @@ def test_a_server_is_shared_adopted_after_a_crash_and_stopped_by_the_last() -> N
     crash = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from transcriber import embedded
+        from transcriber.db import embedded
         embedded.start(Path({str(home)!r}))
         os.kill(os.getpid(), signal.SIGKILL)""")], env=env, cwd=ROOT)
     assert crash.returncode == -signal.SIGKILL
@@ -228,7 +228,7 @@ async def test_a_taken_port_and_a_missing_model_are_one_line(db_url: str,
 INNER_TEST = '''
 import os
 from pathlib import Path
-from transcriber import embedded
+from transcriber.db import embedded
 
 def test_uses_the_server(pg_admin_url):
     tmp = Path(os.environ["TMPDIR"])

@@ -14,10 +14,10 @@ import asyncpg
 import pytest
 import trio
 
-from transcriber.db import Database
-from transcriber.milestones import NORMALIZED, RECEIVED
-from transcriber.queue import PgQueue, Saved
 from tests.pipeline_helpers import accept, journal, state, table
+from transcriber.db.database import Database
+from transcriber.milestones import NORMALIZED, RECEIVED
+from transcriber.pipeline.pg_queue import PgQueue, Saved
 
 T = TypeVar("T")
 

@@ -8,10 +8,10 @@ import httpx
 import pytest
 
 from actors.metrics import Registry
-from transcriber.db import Database
 from tests.integration.test_api import base_url, config, transcribe  # noqa: F401 - fixtures
 from tests.pipeline_helpers import accept, table
-from transcriber.queue import PgQueue
+from transcriber.db.database import Database
+from transcriber.pipeline.pg_queue import PgQueue
 
 
 def value(text: str, series: str) -> float:

@@ -15,18 +15,18 @@ import trio
 
 from actors import Wakeup, Worker
 from tests.audio_files import SAMPLES
-from tests.object_store import EchoRecognizer, MotoStore, keys, multipart_uploads
 from tests.integration.test_api_uploads import RawUpload, send_until_answered, until
+from tests.object_store import EchoRecognizer, MotoStore, keys, multipart_uploads
 from tests.pipeline_helpers import at, db_now, state
-from transcriber.http import create_app, serving
-from transcriber.blobs import blobs_of
 from transcriber.config import Config
-from transcriber.db import Database
+from transcriber.db.database import Database
+from transcriber.http import create_app, serving
 from transcriber.owners import add_owner
-from transcriber.pipeline import audio_steps
-from transcriber.queue import PgQueue
-from transcriber.s3 import PART_SIZE, S3Blobs
-from transcriber.store import accept_file
+from transcriber.pipeline.audio_steps import audio_steps
+from transcriber.pipeline.pg_queue import PgQueue
+from transcriber.storage.configured import blobs_of
+from transcriber.storage.intake import accept_file
+from transcriber.storage.s3 import PART_SIZE, S3Blobs
 
 
 def scenario(title: str) -> pytest.MarkDecorator:
@@ -213,7 +213,7 @@ async def test_a_bad_storage_url_ends_serve_in_one_line(tmp_path: Path) -> None:
 
 
 def test_storage_url_is_checked() -> None:
-    from transcriber.s3 import parse_url
+    from transcriber.storage.s3 import parse_url
 
     assert parse_url("s3://media/transcriber") == ("media", "transcriber")
     assert parse_url("s3://media") == ("media", "")

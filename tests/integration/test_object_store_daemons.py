@@ -30,7 +30,7 @@ from tests.audio_files import SAMPLES
 from tests.hosts import LOOPBACK, Host, forward, namespaces_available, separate_host
 from tests.object_store import EchoRecognizer, MotoStore
 from tests.pipeline_helpers import journal
-from transcriber.db import Database
+from transcriber.db.database import Database
 from transcriber.owners import NewOwner, add_owner
 
 ROOT = Path(__file__).resolve().parents[2]

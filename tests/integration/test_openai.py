@@ -23,9 +23,9 @@ import trio
 
 from tests.audio_files import SAMPLES
 from tests.conftest import scratch_database
-from tests.serve_process import serve_process
 from tests.pipeline_helpers import journal
-from transcriber.db import Database, open_database
+from tests.serve_process import serve_process
+from transcriber.db.database import Database, open_database
 from transcriber.owners import NewOwner, add_owner
 
 

@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 import trio
-
 from fastapi import APIRouter
 
 from actors import StopRecord
@@ -22,15 +21,15 @@ from tests.integration.test_api import ann, ben, client, store_files  # noqa: F4
 from tests.integration.test_api_hardening import exchange, request_head
 from tests.integration.test_api_uploads import RawUpload, until
 from tests.pipeline_helpers import journal, table
-from transcriber.blobs import LocalBlobs
 from transcriber.config import Config
-from transcriber.db import Database, DatabaseBusy, open_database
+from transcriber.db.database import Database, DatabaseBusy, open_database
 from transcriber.http import create_app, serving
 from transcriber.http.waiting import Waiting
 from transcriber.owners import NewOwner
-from transcriber.queue import Saved
-from transcriber.runtime import Pipeline
+from transcriber.pipeline.pg_queue import Saved
+from transcriber.pipeline.runner import Pipeline
 from transcriber.stops import stop_message
+from transcriber.storage.local import LocalBlobs
 
 
 def scenario(title: str) -> pytest.MarkDecorator:

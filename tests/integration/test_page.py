@@ -16,19 +16,29 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.test_api import (SEGMENTS, ann, as_ann, base_url, ben,  # noqa: F401
-                                        client, config, count_recordings, uploaded, worker)
+from tests.integration.test_api import (  # noqa: F401
+    SEGMENTS,
+    ann,
+    as_ann,
+    base_url,
+    ben,
+    client,
+    config,
+    count_recordings,
+    uploaded,
+    worker,
+)
 from tests.integration.test_api_hardening import exchange, request_head
-from tests.pipeline_helpers import journal
 from tests.integration.test_storage import _code_only
-from transcriber.blobs import LocalBlobs
+from tests.pipeline_helpers import journal
 from transcriber.config import Config
+from transcriber.db.database import Database
+from transcriber.db.named_sql import load_queries
 from transcriber.http import app as app_module
 from transcriber.http import create_app, page, page_session, serving
-from transcriber.db import Database
 from transcriber.owners import NewOwner, token_hash
-from transcriber.queue import Saved
-from transcriber.sqlfiles import load_queries
+from transcriber.pipeline.pg_queue import Saved
+from transcriber.storage.local import LocalBlobs
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,11 +12,20 @@ import trio
 import trio_asyncio
 
 from actors import Claim, StopRecord, Wakeup, Worker
-from transcriber.cards import card
-from transcriber.db import Database
-from transcriber.queue import PgQueue, Saved
-from tests.pipeline_helpers import (FAST_RETRY, Gate, accept, at, db_now, journal,
-                                    outbound_connects, state, table)
+from tests.pipeline_helpers import (
+    FAST_RETRY,
+    Gate,
+    accept,
+    at,
+    db_now,
+    journal,
+    outbound_connects,
+    state,
+    table,
+)
+from transcriber.db.database import Database
+from transcriber.pipeline.pg_queue import PgQueue, Saved
+from transcriber.records.cards import card
 
 pytestmark = pytest.mark.usefixtures("owner_id")
 

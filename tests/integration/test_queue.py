@@ -12,10 +12,11 @@ import trio
 
 from actors import Lease, RunLimit, Wakeup, Worker
 from actors.supervisor import Child, Supervisor
-from transcriber.db import Database
-from transcriber.milestones import MILESTONES, TRANSCRIBED, step_table
-from transcriber.queue import NotStopped, PgQueue
 from tests.pipeline_helpers import FAST_RETRY, accept, at, db_now, journal, state, table
+from transcriber.db.database import Database
+from transcriber.milestones import MILESTONES, TRANSCRIBED
+from transcriber.pipeline.pg_queue import NotStopped, PgQueue
+from transcriber.pipeline.step_table import step_table
 
 
 async def test_claim_order_breaks_ties_by_key(db: Database, owner_id: int) -> None:
@@ -44,7 +45,7 @@ async def test_lease_grows_with_the_recordings_duration(db: Database, owner_id: 
     steps = step_table(normalize=None, recognize=None)  # type: ignore[arg-type]
     queue = at(PgQueue(db, steps), now)
     job = await queue.read(await queue.claim())
-    from transcriber.queue import Saved
+    from transcriber.pipeline.pg_queue import Saved
     assert await queue.commit(job, steps["received"], Saved("save_normalized", ("/a", 600.0)))
     await queue.claim()
     lease = (await state(db, rid))["lease_expires_at"]

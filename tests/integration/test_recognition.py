@@ -24,21 +24,26 @@ from actors import Backoff, StepTable, Wakeup, Worker
 from tests.audio_files import ROOT, SAMPLES
 from tests.pipeline_helpers import noop
 from tests.serve_process import serve_process
-from transcriber.cards import card
+from transcriber.audio.devices import (
+    DeviceChoice,
+    DeviceUnavailable,
+    choose_device,
+    recognizer_info,
+)
+from transcriber.audio.models import ResolvedModel, resolve_model
+from transcriber.audio.processes import ProcessRecognizer
+from transcriber.audio.recognize import ModelUnavailable
 from transcriber.config import Config
-from transcriber.db import Database
-from transcriber.devices import DeviceChoice, DeviceUnavailable, choose_device, recognizer_info
-from transcriber.metrics import render_metrics
-from transcriber.models import ResolvedModel, resolve_model
-from transcriber.milestones import step_table
-from transcriber.oneshot import transcribe_file
+from transcriber.db.database import Database
 from transcriber.options import BadOptions, RecognitionOptions
 from transcriber.owners import add_owner
-from transcriber.pipeline import audio_steps
-from transcriber.queue import PgQueue
-from transcriber.recognize import ModelUnavailable
-from transcriber.recognizer_process import ProcessRecognizer
-from transcriber.store import accept_file
+from transcriber.pipeline.audio_steps import audio_steps
+from transcriber.pipeline.oneshot import transcribe_file
+from transcriber.pipeline.pg_queue import PgQueue
+from transcriber.pipeline.prometheus import render_metrics
+from transcriber.pipeline.step_table import step_table
+from transcriber.records.cards import card
+from transcriber.storage.intake import accept_file
 
 
 def scenario(title: str) -> pytest.MarkDecorator:
@@ -146,7 +151,7 @@ def recognizer_children(pid: int) -> set[int]:
     found = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
         for child in (task / "children").read_text().split():
-            if b"transcriber.recognizer_process" in Path(f"/proc/{child}/cmdline").read_bytes():
+            if b"transcriber.audio.processes" in Path(f"/proc/{child}/cmdline").read_bytes():
                 found.add(int(child))
     return found
 
@@ -184,8 +189,8 @@ def test_recognizer_runs_niced(warm_recognizer: ProcessRecognizer) -> None:
 
 @scenario("Sequential decoding stays available as a setting")
 def test_sequential_decoding_is_a_setting(tmp_path: Path, model_dir: Path) -> None:
-    from transcriber.normalize import decode_to_wav
-    from transcriber.recognize import WhisperRecognizer
+    from transcriber.audio.normalize import decode_to_wav
+    from transcriber.audio.recognize import WhisperRecognizer
 
     wav = tmp_path / "en.wav"
     duration = decode_to_wav(SAMPLES / "en.ogg", wav, max_duration_s=60)
@@ -231,7 +236,7 @@ def as_fetched(model_dir: Path, dest: Path) -> None:
 
 @scenario("A model name loads from the home's models folder without network")
 def test_model_by_name_offline(tmp_path: Path, model_dir: Path) -> None:
-    from transcriber.normalize import decode_to_wav
+    from transcriber.audio.normalize import decode_to_wav
 
     config = Config(home=tmp_path, model="tiny", batch_size=2)
     as_fetched(model_dir, config.models / "tiny")

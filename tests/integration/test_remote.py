@@ -8,14 +8,15 @@ from typing import Any
 import pytest
 
 from actors import StopRecord, Wakeup, Worker
-from transcriber.config import Config
-from transcriber.db import Database
-from transcriber.milestones import step_table
-from transcriber.options import RecognitionOptions
-from transcriber.queue import PgQueue, Saved
-from transcriber.remote import RemoteRecognizer, Transient, remote_step
 from tests.fake_openai import FakeRecognizer
 from tests.pipeline_helpers import accept, noop, state
+from transcriber.audio.remote import RemoteRecognizer, Transient
+from transcriber.config import Config
+from transcriber.db.database import Database
+from transcriber.options import RecognitionOptions
+from transcriber.pipeline.audio_steps import remote_step
+from transcriber.pipeline.pg_queue import PgQueue, Saved
+from transcriber.pipeline.step_table import step_table
 
 VERBOSE = {"text": "Hello there. General Kenobi.", "language": "english", "duration": 3.0,
            "segments": [{"id": 0, "start": 0.0, "end": 1.2, "text": " Hello there."},

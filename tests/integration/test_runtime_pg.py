@@ -8,10 +8,11 @@ from typing import Any
 
 import trio
 
-from transcriber.db import Database
-from transcriber.milestones import TRANSCRIBED, step_table
-from transcriber.runtime import Pipeline
 from tests.pipeline_helpers import Gate, accept, noop, state
+from transcriber.db.database import Database
+from transcriber.milestones import TRANSCRIBED
+from transcriber.pipeline.runner import Pipeline
+from transcriber.pipeline.step_table import step_table
 
 
 async def test_a_new_record_wakes_an_idle_worker(db: Database, owner_id: int) -> None:
@@ -76,8 +77,8 @@ async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None
         await accept(db, owner_id, f"{i}.wav")
     await db.run(lambda con: con.execute("ANALYZE recordings"))
     steps = step_table(normalize=noop, recognize=noop)
-    from transcriber.bench import claim_statement
-    from transcriber.queue import PgQueue
+    from transcriber.bench.throughput import claim_statement
+    from transcriber.pipeline.pg_queue import PgQueue
     args = PgQueue(db, steps)._claim_args
 
     async def explain(con: Any) -> str:
@@ -93,7 +94,7 @@ async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None
 def test_the_final_milestone_in_sql_matches_the_step_table() -> None:
     """The claim's partial index names the final milestone literally (a parameter would
     keep the planner from using it); it must be the table's only final milestone."""
-    from transcriber.sqlfiles import load_queries, schema_text
+    from transcriber.db.named_sql import load_queries, schema_text
     steps = step_table(normalize=noop, recognize=noop)
     assert steps.final == [TRANSCRIBED]
     schema = schema_text()

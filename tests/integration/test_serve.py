@@ -12,12 +12,12 @@ import pytest
 import trio
 
 from actors.sdnotify import Notifier
-from transcriber.config import Config
-from transcriber.db import Database
-from transcriber.runtime import Pipeline
-from transcriber.serve import ServeOptions, serve
-from tests.pipeline_helpers import Gate, accept, journal, state, table
 from tests.notify_socket import received, systemd  # noqa: F401 - a fixture
+from tests.pipeline_helpers import Gate, accept, journal, state, table
+from transcriber.config import Config
+from transcriber.daemon import ServeOptions, serve
+from transcriber.db.database import Database
+from transcriber.pipeline.runner import Pipeline
 
 
 @pytest.mark.scenario("operations", "SIGTERM mid-step hands the record back")

@@ -15,11 +15,12 @@ import trio
 import trio_asyncio
 
 from tests.conftest import scratch_database
-from transcriber.db import Database, open_database
-from transcriber.migrate import migrate
-from transcriber.milestones import NORMALIZED, TRANSCRIBED, step_table
-from transcriber.queue import PgQueue, Saved
-from transcriber.sqlfiles import SQL_DIR, load_queries, schema_text
+from transcriber.db.database import Database, open_database
+from transcriber.db.migrations import migrate
+from transcriber.db.named_sql import SQL_DIR, load_queries, schema_text
+from transcriber.milestones import NORMALIZED, TRANSCRIBED
+from transcriber.pipeline.pg_queue import PgQueue, Saved
+from transcriber.pipeline.step_table import step_table
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE_DIRS = (ROOT / "transcriber", ROOT / "actors")
@@ -32,8 +33,8 @@ QUEUE_QUERIES = frozenset({"claim", "commit", "fail", "stop", "progress", "renew
 OWNER_EDITABLE = frozenset({"title", "summary", "topics"})
 OWNER_EDIT_QUERY = "edit_owner_fields"
 
-QUEUE_MODULE = "transcriber/queue.py"
-BENCH_MODULE = "transcriber/bench.py"
+QUEUE_MODULE = "transcriber/pipeline/pg_queue.py"
+BENCH_MODULE = "transcriber/bench/throughput.py"
 # The benchmark seeds a long history of finished records straight at the final
 # milestone; such queries are named so, and only the benchmark may run them.
 BENCH_SEED_PREFIX = "bench_"
@@ -358,8 +359,8 @@ async def test_migrated_database_migrates_to_nothing(db: Database) -> None:
 
 _MIGRATE_IN_A_PROCESS = """
 import sys, trio, trio_asyncio
-from transcriber.db import open_database
-from transcriber.migrate import migrate
+from transcriber.db.database import open_database
+from transcriber.db.migrations import migrate
 
 async def main():
     async with trio_asyncio.open_loop():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,14 +15,14 @@ import trio
 from actors import Wakeup, Worker
 from tests.audio_files import SAMPLES
 from tests.object_store import EchoRecognizer, MotoStore, keys
-from transcriber.blobs import blobs_of
 from transcriber.config import Config
-from transcriber.db import Database
-from transcriber.pipeline import audio_steps
-from transcriber.queue import PgQueue
-from transcriber.s3 import S3Blobs
-from transcriber.store import accept_file
-from transcriber.storage_migrate import migrate_to_store
+from transcriber.db.database import Database
+from transcriber.pipeline.audio_steps import audio_steps
+from transcriber.pipeline.pg_queue import PgQueue
+from transcriber.storage.configured import blobs_of
+from transcriber.storage.intake import accept_file
+from transcriber.storage.s3 import S3Blobs
+from transcriber.storage.to_object_store import migrate_to_store
 
 ROOT = Path(__file__).resolve().parents[2]
 

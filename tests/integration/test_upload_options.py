@@ -8,9 +8,8 @@ import uuid
 import httpx
 import pytest
 
-from tests.integration.test_api import (ann, as_ann, base_url, config,  # noqa: F401
-                                        count_recordings)
-from transcriber.db import Database
+from tests.integration.test_api import ann, as_ann, base_url, config, count_recordings  # noqa: F401
+from transcriber.db.database import Database
 
 
 @pytest.mark.scenario("intake", "An upload chooses the translate task and a prompt")

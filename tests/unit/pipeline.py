@@ -1,4 +1,4 @@
-"""A two-step table shaped like transcriber/milestones.py, with short limits, and the
+"""A two-step table shaped like transcriber/pipeline/step_table.py, with short limits, and the
 small helpers the runtime tests share. Domain-free: the steps are the test's own."""
 
 from __future__ import annotations

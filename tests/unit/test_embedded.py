@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from transcriber import embedded
+from transcriber.db import embedded
 
 
 def test_a_folder_inside_a_closed_one_is_unreachable(tmp_path: Path) -> None:

@@ -7,9 +7,15 @@ import trio
 
 from actors import Lease, StepTable
 from actors.testing import MemoryQueue
-
-from tests.unit.pipeline import (BACKOFF, LEASE_S, MAX_ATTEMPTS, NORMALIZED, RECEIVED,
-                                 TRANSCRIBED, pipeline)
+from tests.unit.pipeline import (
+    BACKOFF,
+    LEASE_S,
+    MAX_ATTEMPTS,
+    NORMALIZED,
+    RECEIVED,
+    TRANSCRIBED,
+    pipeline,
+)
 
 STEPS = pipeline()
 

@@ -14,9 +14,20 @@ import trio.testing
 
 from actors import StopRecord, Wakeup, Worker
 from actors.testing import MemoryQueue
-from tests.unit.pipeline import (BACKOFF, LEASE_S, MAX_ATTEMPTS, NORMALIZED, RECEIVED,
-                                 RUN_LIMIT_S, TIME_LIMIT_S, TRANSCRIBED, pipeline, rig, single,
-                                 until)
+from tests.unit.pipeline import (
+    BACKOFF,
+    LEASE_S,
+    MAX_ATTEMPTS,
+    NORMALIZED,
+    RECEIVED,
+    RUN_LIMIT_S,
+    TIME_LIMIT_S,
+    TRANSCRIBED,
+    pipeline,
+    rig,
+    single,
+    until,
+)
 
 
 def warnings_and_worse(caplog: pytest.LogCaptureFixture) -> list[str]:

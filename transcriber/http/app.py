@@ -10,15 +10,15 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 
 from transcriber.config import Config
-from transcriber.db import Database
-from transcriber.http import events, openai_api, page, recordings, service, transcripts
+from transcriber.db.database import Database
+from transcriber.http import events, health, openai_api, page, recordings, transcripts
 from transcriber.http.errors import ErrorShapes, install_error_handlers
 from transcriber.http.middleware import DrainRequestBody, Guard
 from transcriber.http.quotas import UploadSlots
 from transcriber.http.waiting import Waiting
 
 ROUTERS: list[APIRouter] = [recordings.router, transcripts.router, events.router,
-                            service.router, page.router, openai_api.router]
+                            health.router, page.router, openai_api.router]
 
 PUBLIC_PATHS: set[str] = {"/healthz", "/metrics", "/openapi.json"}
 """Paths answered without an owner's token; every other path needs one before

@@ -5,10 +5,10 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from transcriber.auth import owner_of_token
 from transcriber.http.deps import Db
 from transcriber.http.errors import UNAUTHORIZED, ApiError
 from transcriber.http.middleware import OWNER
+from transcriber.owners import owner_of_token
 
 bearer = HTTPBearer(auto_error=False, description="the token of `transcriber owner add`")
 

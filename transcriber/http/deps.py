@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from transcriber.config import Config
-from transcriber.db import Database
+from transcriber.db.database import Database
 
 
 async def database(request: Request) -> Database:

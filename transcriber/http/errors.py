@@ -15,9 +15,9 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from actors.log import event
-from transcriber.blobs import StorageError
-from transcriber.db import DatabaseBusy, DatabaseUnreachable, describe
+from transcriber.db.database import DatabaseBusy, DatabaseUnreachable, describe
 from transcriber.http.uploads import UploadRefused
+from transcriber.storage.blobs import StorageError
 
 NOT_FOUND = "no such recording"
 UNAUTHORIZED = "missing or invalid API token"

@@ -6,10 +6,10 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from transcriber.http.auth import Owner
-from transcriber.http.cards import owned
 from transcriber.http.deps import Db
 from transcriber.http.errors import documented_errors
-from transcriber.http.models import EventPage
+from transcriber.http.owned_cards import owned
+from transcriber.http.shapes import EventPage
 from transcriber.stops import owner_detail
 
 router = APIRouter()

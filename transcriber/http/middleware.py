@@ -15,10 +15,16 @@ from typing import Any
 import trio
 from starlette.exceptions import HTTPException
 
-from transcriber.auth import owner_of_token
-from transcriber.db import Database
-from transcriber.http.errors import (DATABASE_AWAY, DATABASE_AWAY_ERRORS, RETRY_AFTER_S,
-                                     UNAUTHORIZED, ErrorShape, ErrorShapes)
+from transcriber.db.database import Database
+from transcriber.http.errors import (
+    DATABASE_AWAY,
+    DATABASE_AWAY_ERRORS,
+    RETRY_AFTER_S,
+    UNAUTHORIZED,
+    ErrorShape,
+    ErrorShapes,
+)
+from transcriber.owners import owner_of_token
 
 JSON_BODY_MAX = 128 * 1024
 """Bytes of a body the application parses whole (an edit). The largest valid edit, a

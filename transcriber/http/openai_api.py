@@ -40,23 +40,31 @@ from pydantic import BaseModel
 from starlette.requests import ClientDisconnect
 
 from actors.log import event
-from transcriber.blobs import blobs_of
 from transcriber.config import Config
-from transcriber.db import Database
+from transcriber.db.database import Database
 from transcriber.formats import to_srt, to_text, to_vtt
 from transcriber.http.auth import Owner
-from transcriber.http.cards import TRANSCRIPT_PATHS, card_path, owned_card
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import MAY_RETRY, RETRY_AFTER, validation_message
+from transcriber.http.owned_cards import TRANSCRIPT_PATHS, card_path, owned_card
 from transcriber.http.quotas import room_refusals, upload_room
 from transcriber.http.recordings import accept
-from transcriber.http.uploads import (FORM_SLACK, PROMPT_MAX, Upload, UploadRefused,
-                                      check_text, clean_filename, clean_language,
-                                      is_form, receive_form)
+from transcriber.http.uploads import (
+    FORM_SLACK,
+    PROMPT_MAX,
+    Upload,
+    UploadRefused,
+    check_text,
+    clean_filename,
+    clean_language,
+    is_form,
+    receive_form,
+)
 from transcriber.http.waiting import Waiting
 from transcriber.languages import language_name
 from transcriber.options import RecognitionOptions
-from transcriber.pipeline import recognizer_name
+from transcriber.pipeline.audio_steps import recognizer_name
+from transcriber.storage.configured import blobs_of
 
 UPLOADS = ("/v1/audio/transcriptions", "/v1/audio/translations")
 """The routes that take audio: they stream their body under the upload size limit."""

@@ -20,21 +20,35 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from actors.log import event
-from transcriber.cards import card_from_row
-from transcriber.corrections import CORRECTION_MAX, BadCorrection, check_correction, corrected
-from transcriber.db import Database
+from transcriber.db.database import Database
 from transcriber.http import page_text
-from transcriber.http.cards import owned_card, parse_id
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError
-from transcriber.http.models import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
+from transcriber.http.owned_cards import owned_card, parse_id
 from transcriber.http.page_audio import audio_response, open_audio
-from transcriber.http.page_session import (CSRF_FIELD, SIGNIN_PATH, ChangingSession,
-                                           PageOwner, Session, check_csrf, check_origin,
-                                           clear_cookie, set_cookie, sign_in)
+from transcriber.http.page_session import (
+    CSRF_FIELD,
+    SIGNIN_PATH,
+    ChangingSession,
+    PageOwner,
+    Session,
+    check_csrf,
+    check_origin,
+    clear_cookie,
+    set_cookie,
+    sign_in,
+)
 from transcriber.http.recordings import decode_cursor, encode_cursor, store_upload
+from transcriber.http.shapes import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
 from transcriber.http.transcripts import corrections_of, transcript_response
 from transcriber.http.uploads import TITLE_MAX, check_text
+from transcriber.records.cards import card_from_row
+from transcriber.records.corrections import (
+    CORRECTION_MAX,
+    BadCorrection,
+    check_correction,
+    corrected,
+)
 from transcriber.stops import owner_detail
 
 PAGE_SIZE = 25

@@ -11,10 +11,9 @@ import attrs
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
-from transcriber.blobs import blobs_of
 from transcriber.config import Config
-from transcriber.db import Database
-
+from transcriber.db.database import Database
+from transcriber.storage.configured import blobs_of
 
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
@@ -35,7 +34,7 @@ async def open_audio(db: Database, config: Config, owner: int, recording_id: Any
     none (or the record is not theirs).
 
     The page reads audio only through this function, so where audio lives (the local
-    folder or an object store, transcriber.blobs) is decided here alone. Cancellation: a read in progress finishes in
+    folder or an object store, transcriber.storage.blobs) is decided here alone. Cancellation: a read in progress finishes in
     its thread; nothing to undo.
     """
     where = await db.fetchval("owner_audio", owner, recording_id)

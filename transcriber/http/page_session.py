@@ -30,10 +30,10 @@ import attrs
 from fastapi import Depends, Request
 from fastapi.responses import Response
 
-from transcriber.auth import owner_of_token
-from transcriber.db import Database
+from transcriber.db.database import Database
 from transcriber.http.deps import Db
 from transcriber.http.errors import ApiError
+from transcriber.owners import owner_of_token
 
 COOKIE = "transcriber_session"
 CSRF_HEADER = "x-csrf-token"

@@ -5,7 +5,7 @@ with the embedded database, the database itself.
 The disk reserve is about this host's disk, so it is checked where an upload lands on
 it: the local folder store. An upload into an object store never touches the local disk
 (its parts are in memory on their way), so only the owner's quota bounds it there; the
-steps' scratch copies on this host keep the same reserve in transcriber.blobs."""
+steps' scratch copies on this host keep the same reserve in transcriber.storage.blobs."""
 
 import contextlib
 import errno
@@ -18,11 +18,12 @@ import attrs
 import trio
 
 from actors.log import event
-from transcriber.blobs import blobs_of, private_dir
 from transcriber.config import Config
-from transcriber.db import Database
+from transcriber.db.database import Database
 from transcriber.http.errors import ApiError
 from transcriber.http.uploads import UploadRefused
+from transcriber.storage.configured import blobs_of
+from transcriber.storage.files import private_dir
 
 BUSY_RETRY_AFTER_S = 5
 DISK_RETRY_AFTER_S = 60

@@ -19,18 +19,19 @@ from fastapi.responses import JSONResponse
 from starlette.requests import ClientDisconnect
 
 from actors.log import event
-from transcriber.blobs import Incoming, blobs_of
-from transcriber.cards import card_from_row
 from transcriber.config import Config
-from transcriber.db import Database
+from transcriber.db.database import Database
 from transcriber.http.auth import Owner
-from transcriber.http.cards import card_response, owned, owned_card, with_links
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, documented_errors
-from transcriber.http.models import Card, CardPage, Edit
+from transcriber.http.owned_cards import card_response, owned, owned_card, with_links
 from transcriber.http.quotas import room_refusals, upload_room
+from transcriber.http.shapes import Card, CardPage, Edit
 from transcriber.http.uploads import PROMPT_MAX, TITLE_MAX, Upload, receive
 from transcriber.options import TASKS, RecognitionOptions
+from transcriber.records.cards import card_from_row
+from transcriber.storage.blobs import Incoming
+from transcriber.storage.configured import blobs_of
 
 ACCEPT_TIMEOUT_S = 30.0
 

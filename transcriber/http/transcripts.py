@@ -7,14 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
-from transcriber.corrections import corrected
-from transcriber.db import Database
+from transcriber.db.database import Database
 from transcriber.formats import render
 from transcriber.http.auth import Owner
-from transcriber.http.cards import TRANSCRIPT_PATHS, owned_card
 from transcriber.http.deps import Db
 from transcriber.http.errors import documented_errors
-from transcriber.http.models import Card, Transcript
+from transcriber.http.owned_cards import TRANSCRIPT_PATHS, owned_card
+from transcriber.http.shapes import Card, Transcript
+from transcriber.records.corrections import corrected
 
 FORMAT_OF = {"text": "txt", "srt": "srt", "vtt": "vtt", "json": "json"}
 

@@ -1,4 +1,4 @@
-"""Receiving an HTTP upload into the store (transcriber.blobs): streamed under a
+"""Receiving an HTTP upload into the store (transcriber.storage.blobs): streamed under a
 generated name, counted against the size limit as it arrives, durable before a record
 may point at it, and removed again if no record ever does."""
 
@@ -12,8 +12,8 @@ import attrs
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from transcriber.blobs import Incoming
 from transcriber.options import RecognitionOptions
+from transcriber.storage.blobs import Incoming
 
 FORM_SLACK = 1 << 20
 """What a multipart body may carry besides the file (boundaries, headers, the text

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import trio
 
 from actors.log import event
-from transcriber.db import JOURNAL_CHANNEL, Database, describe
+from transcriber.db.database import JOURNAL_CHANNEL, Database, describe
 
 RECONNECT_S = 1.0
 

@@ -1,0 +1,1 @@
+"""The benchmarks: the queue, recognition, the API."""

@@ -1,0 +1,1 @@
+"""The `transcriber` command, one module per command group."""

@@ -1,0 +1,125 @@
+"""The real pipeline: the audio steps (normalize, recognize locally or remotely) as the
+runtime runs them, and the step table that holds them. The audio package knows nothing
+of jobs and queues; this module turns its work into steps and their results into
+what the commit saves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors import StepTable, StopRecord
+from actors.queue import Job
+from actors.steps import Progress
+from transcriber.audio.models import model_name
+from transcriber.audio.normalize import Rejected, decode_to_wav
+from transcriber.audio.processes import ProcessRecognizer
+from transcriber.audio.recognize import Transcript
+from transcriber.audio.remote import RemoteRecognizer
+from transcriber.audio.threads import run_in_thread
+from transcriber.config import Config
+from transcriber.options import RecognitionOptions
+from transcriber.pipeline.pg_queue import Saved
+from transcriber.pipeline.step_table import step_table
+from transcriber.storage.blobs import Blobs, audio_name
+from transcriber.storage.configured import blobs_of
+
+
+def audio_steps(config: Config, recognizer: ProcessRecognizer | None = None, *,
+                warm: int = 0) -> StepTable:
+    """Recognition by the remote server when TRANSCRIBER_RECOGNIZER_URL is set, else by
+    the local model in child processes (`recognizer`'s, when given: warm ones shared).
+
+    `warm` children start loading the model now, so the first recognitions do not wait
+    for it (about a second for base, much longer for a large model); they load at the
+    children's low priority while the service starts."""
+    if config.recognizer_url:
+        recognize = remote_step(config, RemoteRecognizer(config.recognizer_url,
+                                                         config.recognizer_key))
+    else:
+        recognizer = recognizer or ProcessRecognizer(config)
+        recognizer.warm(warm, wait=False)
+        recognize = recognize_step(config, recognizer)
+    return step_table(normalize=normalize_step(config), recognize=recognize,
+                      lease_s=config.lease_s, renew_s=config.renew_s,
+                      run_limit_s=config.run_limit_s,
+                      run_limit_per_audio_s=config.run_limit_per_audio_s)
+
+
+def recognizer_name(config: Config) -> str:
+    """The model name the configured recognizer writes into the transcripts it makes."""
+    if config.recognizer_url:
+        return RemoteRecognizer(config.recognizer_url).model_name
+    return model_name(config)
+
+
+def normalize_step(config: Config, store: Blobs | None = None):  # -> StepFn
+    """The normalize step: reads the upload from the store, writes the audio back to it
+    under a name of this claim's own (`<id>.<token>.wav`), so only the holder whose
+    fenced commit wins ever has its audio named by the record.
+
+    Cancellation and failure: the scratch copy of the upload and the unpublished audio
+    are removed on the way out.
+    """
+
+    store = store or blobs_of(config)
+
+    async def normalize(job: Job, progress: Progress) -> Saved:
+        async with store.local_file(job.inputs["source_path"]) as src, \
+                store.new_audio(audio_name(job.claim.id, job.claim.token)) as audio:
+            try:
+                duration = await run_in_thread(
+                    lambda control: decode_to_wav(src, audio.path,
+                                                  max_duration_s=config.max_duration_s,
+                                                  control=control), progress)
+            except Rejected as e:
+                raise StopRecord(e.reason, e.error) from None
+            await audio.publish()
+        return Saved("save_normalized", (audio.ref, duration))
+
+    return normalize
+
+
+def recognize_step(config: Config, recognizer: Any):  # -> StepFn
+    """The step, with a recognizer whose blocking `transcribe(audio, duration, language,
+    control, options)` runs in a thread: the engine itself, or a process of its own."""
+    async def recognize(job: Job, progress: Progress) -> Saved:
+        language = job.inputs.get("language") or config.language
+        options = RecognitionOptions.from_json(job.inputs.get("options"))
+        async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
+            transcript = await run_in_thread(
+                lambda control: recognizer.transcribe(audio, job.inputs["duration_s"] or 0.0,
+                                                      language, control, options), progress)
+        return saved_transcript(transcript)
+
+    return recognize
+
+
+def remote_step(config: Config, recognizer: RemoteRecognizer):  # -> StepFn
+    async def recognize(job: Job, progress: Progress) -> Saved:
+        language = job.inputs.get("language") or config.language
+        async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
+            transcript = await recognizer.transcribe(
+                audio, language, RecognitionOptions.from_json(job.inputs.get("options")))
+        return saved_transcript(transcript)
+
+    return recognize
+
+
+def saved_transcript(transcript: Transcript) -> Saved:
+    """The transcript as the commit stores it, cleaned of what PostgreSQL text and jsonb
+    cannot hold (NUL, which a remote recognizer may send): what is left and still
+    refused fails the attempt with the database's message."""
+    return Saved("save_transcript", (without_nul(transcript.text),
+                                     without_nul(transcript.segments),
+                                     transcript.language, transcript.model))
+
+
+def without_nul(value: Any) -> Any:
+    """`value` with NUL characters dropped from every string in it (lists, dicts)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {k: without_nul(v) for k, v in value.items()}
+    return value

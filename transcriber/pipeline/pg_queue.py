@@ -1,0 +1,450 @@
+"""The durable queue on PostgreSQL: every queue column is written here, through the
+named queries of sql/queries.sql, and every write is fenced by the claim's token."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import random
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import asyncpg
+import attrs
+import trio
+
+from actors import Claim, FailOutcome, Job, ResultRefused, Step, StepTable
+from actors.worker import RELEASE_TIMEOUT_S, describe
+from transcriber.db.database import CONNECTION_LOST, Database, Pinned, retry_while_unreachable
+
+T = TypeVar("T")
+
+Now = dt.datetime | None
+"""None: the database's now(). Tests pass a time to control the clock."""
+
+
+@attrs.frozen
+class Saved:
+    """A step's result: the named query that stores it, and its arguments after the id.
+    It runs in the commit's transaction, only once the fenced commit succeeded."""
+
+    query: str
+    args: tuple[Any, ...] = ()
+
+
+@attrs.frozen
+class Resumed:
+    id: Any
+    milestone: str
+
+
+_INPUTS = ("source_path", "language", "audio_path", "duration_s", "options")
+"""The columns a step may read as its inputs."""
+
+
+@attrs.define(eq=False)
+class _Ask:
+    """One caller's part of a shared trip: a commit to write, a record wanted, or both;
+    and, once the trip is back, the answers."""
+
+    commit: tuple[Job, Step, Saved | None] | None
+    wants_job: bool
+    wake: trio.Event = attrs.field(factory=trio.Event)
+    answered: bool = False
+    resend: bool = False
+    """The trip was cut (its leader was cancelled): send what is unanswered again."""
+    committed: bool | None = None
+    job_answered: bool = False
+    job: Job | None = None
+    error: BaseException | None = None
+    gone: bool = False
+    """Its caller stopped waiting (cancelled, and the trip outlasted its patience): a
+    record the trip claims for it is released at once."""
+
+
+@attrs.define(eq=False)
+class _Trip:
+    """Tokens a trip's claim statements were sent with and not yet handed to an ask:
+    what a cut trip may have claimed for nobody, released by token."""
+
+    offered: list[uuid.UUID] = attrs.field(factory=list)
+
+    def tokens(self, n: int) -> list[uuid.UUID]:
+        """Fresh claim tokens, one per record wanted: made here so that a caller whose
+        reply was lost still knows what its statement may have claimed."""
+        fresh = [uuid.uuid4() for _ in range(n)]
+        self.offered += fresh
+        return fresh
+
+    def take(self) -> list[uuid.UUID]:
+        """The tokens offered and not handed on, forgotten here: the caller releases them."""
+        taken, self.offered = self.offered, []
+        return taken
+
+
+class NotStopped(Exception):
+    """Resume of a record that is not stopped (or does not exist): nothing changed."""
+
+
+@attrs.define(eq=False)
+class PgQueue:
+    db: Database
+    steps: StepTable
+    rng: random.Random = attrs.field(factory=random.Random)
+    now: Now = None
+    """A fixed time for every query (tests); None: the database's clock."""
+    patience_s: float = 120.0
+    """How long a queue call keeps retrying while the database is unreachable."""
+    trips_at_once: int = 2
+    """Trips out at the same time at most: enough for the database to work on one while
+    the next is on the way, few enough that trips stay shared."""
+    full_trip: int = 1
+    """How many asks make a trip worth sending beside one already out (a pipeline sets
+    its workers' share of the trips out at once)."""
+    trips: int = attrs.field(init=False, default=0)
+    """Shared trips made (commits and claims of workers asking at once); for benchmarks."""
+    trip_asks: int = attrs.field(init=False, default=0)
+    """Asks those trips answered."""
+    _claim_args: tuple[list[Any], ...] = attrs.field(init=False)
+    _asks: list[_Ask] = attrs.field(init=False, factory=list)
+    _trips_out: int = attrs.field(init=False, default=0)
+    _pins: list[Pinned] = attrs.field(init=False, factory=list)
+
+    def __attrs_post_init__(self) -> None:
+        steps = list(self.steps.steps.values())
+        self._claim_args = ([s.milestone for s in steps], [s.lease.base_s for s in steps],
+                            [s.lease.per_audio_s for s in steps])
+
+    @contextlib.asynccontextmanager
+    async def pinned(self) -> AsyncIterator[None]:
+        """Inside this block the shared trips keep their connections (one per trip that
+        may be out at once) instead of taking one from the pool each time. For a long
+        run of work, such as a pipeline's.
+
+        Cancellation: the connections go back to the pool on the way out, shielded.
+        """
+        async with contextlib.AsyncExitStack() as stack:
+            self._pins = [await stack.enter_async_context(self.db.pinned())
+                          for _ in range(self.trips_at_once)]
+            try:
+                yield
+            finally:
+                self._pins = []
+
+    async def _run(self, work: Callable[[asyncpg.Connection], Awaitable[T]],
+                   on: Pinned | None = None) -> T:
+        """db.run, retried with backoff while the server is away or busy (a restart, a
+        network cut, no answer within the bound). A repeat is safe: every queue write is
+        fenced by its token, and one whose first try committed but lost its reply finds
+        its own journal event and answers as that first try did.
+
+        Cancellation: like db.run; a pause between retries is a plain sleep.
+        """
+        async for attempt in retry_while_unreachable(self.patience_s):
+            with attempt:
+                return await (on or self.db).run(work)
+        raise AssertionError("unreachable")
+
+    async def _fetchrow(self, name: str, *args: Any) -> Any:
+        sql = self.db.sql(name)
+        return await self._run(lambda con: con.fetchrow(sql, *args))
+
+    async def _fetchval(self, name: str, *args: Any) -> Any:
+        sql = self.db.sql(name)
+        return await self._run(lambda con: con.fetchval(sql, *args))
+
+    async def claim(self) -> Claim | None:
+        trip = _Trip()
+
+        async def once(con: asyncpg.Connection) -> list[Claim]:
+            # A retry after a lost reply: what that statement claimed goes back first.
+            await self._release_claims_on(con, trip.take(), "claim retried")
+            claims = await self._claim_on(con, trip.tokens(1))
+            trip.take()  # answered
+            return claims
+
+        claims = await self._run(once)
+        return claims[0] if claims else None
+
+    async def read(self, claim: Claim) -> Job | None:
+        jobs = await self._run(lambda con: self._read_on(con, [claim]))
+        return jobs[0] if jobs else None
+
+    async def next_job(self) -> Job | None:
+        """Claim, then read (the claim returns only ids and tokens)."""
+        return (await self._share(_Ask(None, wants_job=True))).job
+
+    async def commit(self, job: Job, step: Step, result: Saved | None) -> bool:
+        return bool((await self._share(_Ask((job, step, result), wants_job=False))).committed)
+
+    async def commit_then_next(self, job: Job, step: Step, result: Saved | None
+                               ) -> tuple[bool, Job | None]:
+        """Commit, then claim and read the next record: a worker that just finished a
+        step is about to ask for more anyway."""
+        ask = await self._share(_Ask((job, step, result), wants_job=True))
+        return bool(ask.committed), ask.job
+
+    # -- Shared trips -------------------------------------------------------------------
+    # Workers of one process that commit or ask for work at the same moment share one
+    # trip to the database: their commits go in one statement (each fenced by its own
+    # token and journaled on its own), their claims in one claim statement (a fresh
+    # token per record, one record per asking worker), their reads in one read. There
+    # is no timer: an ask that finds no trip out leaves at once; asks made while a trip
+    # is out leave together when it is back. An idle queue answers as fast as ever; a
+    # busy one pays one round of statements for many workers instead of one each.
+
+    async def _share(self, ask: _Ask) -> _Ask:
+        """Send `ask` with the next trip (leading it if none is out) and wait for its
+        answer; raises what the trip raised.
+
+        Cancellation: an ask whose trip has not left is withdrawn. One whose trip is out
+        waits for it, shielded, at most RELEASE_TIMEOUT_S, and a record claimed for it
+        is released, so nothing stays claimed for a caller that is gone. A trip cut by
+        its leader's cancellation sends its other asks again with the next trip, minus
+        what it had already answered: every write is fenced, so a repeat is harmless.
+        """
+        while True:
+            self._asks.append(ask)
+            try:
+                while not ask.answered:
+                    if not self._may_leave():
+                        await ask.wake.wait()
+                        ask.wake = trio.Event()
+                    else:
+                        await self._lead()
+            except trio.Cancelled:
+                await self._abandon(ask)
+                raise
+            if not ask.resend:
+                break
+            ask.answered = ask.resend = False
+        if ask.error is not None:
+            raise ask.error
+        return ask
+
+    def _may_leave(self) -> bool:
+        """Whether a trip may leave now with the asks waiting: at once when none is out;
+        beside one that is out only with a full load (a trip that left half empty would
+        cost the database a round of statements for few asks)."""
+        return self._trips_out == 0 or (self._trips_out < self.trips_at_once
+                                        and len(self._asks) >= self.full_trip)
+
+    async def _lead(self) -> None:
+        """Take every waiting ask on one trip, answer them all, pass the lead on.
+
+        Cancellation: what the cut trip may have claimed is released at once (shielded,
+        at most RELEASE_TIMEOUT_S); its asks are sent again with the next trip.
+        """
+        self._trips_out += 1
+        asks, self._asks = self._asks, []
+        pin = self._pins.pop() if self._pins else None
+        trip = _Trip()
+        try:
+            await self._run(lambda con: self._trip_on(con, asks, trip), pin)
+            self.trips += 1
+            self.trip_asks += len(asks)
+        except trio.Cancelled:
+            for a in asks:
+                a.resend = True
+            with trio.CancelScope(shield=True) as scope:
+                scope.deadline = trio.current_time() + RELEASE_TIMEOUT_S
+                await self._release_claims(trip, "trip cut")
+            raise
+        except Exception as e:
+            for a in asks:
+                a.error = a.error or e
+        finally:
+            if pin is not None:
+                self._pins.append(pin)
+            self._trips_out -= 1
+            for a in asks:
+                a.answered = True
+                a.wake.set()
+            if self._asks:
+                self._asks[0].wake.set()  # the next leader
+
+    async def _abandon(self, ask: _Ask) -> None:
+        """The caller of `ask` was cancelled: nothing may stay claimed for it.
+
+        Cancellation: runs shielded, at most RELEASE_TIMEOUT_S.
+        """
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + RELEASE_TIMEOUT_S
+            if ask in self._asks:  # its trip has not left: withdraw it
+                self._asks.remove(ask)
+                if self._asks and self._may_leave():
+                    self._asks[0].wake.set()  # it may have been woken to lead
+                if ask.commit is not None and ask.committed is None:
+                    # Its commit never left: its record would stay claimed till the lease.
+                    await self.release(ask.commit[0], "worker stopping")
+                return
+            try:
+                while not ask.answered:
+                    await ask.wake.wait()
+                    ask.wake = trio.Event()
+            finally:
+                # Not answered in time (the trip retries while the server is away):
+                # the trip releases what it claims for this ask itself.
+                ask.gone = not ask.answered
+            if ask.job is not None:
+                await self.release(ask.job, "worker stopping")
+
+    async def _release_claims(self, trip: _Trip, why: str) -> None:
+        tokens = trip.take()
+        if tokens:
+            await self._run(lambda con: self._release_claims_on(con, tokens, why))
+
+    async def _release_claims_on(self, con: asyncpg.Connection, tokens: list[uuid.UUID],
+                                 why: str) -> None:
+        """Release what claims with these tokens may have taken (nothing, if none)."""
+        if tokens:
+            await con.fetchrow(self.db.sql("release_claims"), tokens, why)
+
+    async def _trip_on(self, con: asyncpg.Connection, asks: list[_Ask], trip: _Trip) -> None:
+        """One trip: the commits, with the claims for the asks that want a record in
+        the same statement; then the read. Claims again for what that left short (the
+        commit's statement does not claim the records it moves on). Run again, for
+        what it has not answered yet, if the connection is lost on the way: first
+        releasing what the lost run may have claimed (its reply never came, so nobody
+        knows those records but by their tokens)."""
+        await self._release_claims_on(con, trip.take(), "trip retried")
+        commits = [a for a in asks if a.commit is not None and a.committed is None]
+        wanting = [a for a in asks if a.wants_job and not a.job_answered and not a.gone]
+        claims: list[Claim] = []
+        if commits:
+            outcome, claims = await self._commit_on(con, commits, trip.tokens(len(wanting)))
+            for a, result in outcome.items():
+                if isinstance(result, Exception):
+                    a.error = result
+                else:
+                    a.committed = result
+            wanting = [a for a in wanting if a.error is None]
+        jobs = await self._read_on(con, claims) if claims else []
+        if len(jobs) < len(wanting):
+            jobs += await self._next_jobs_on(con, len(wanting) - len(jobs), trip)
+        await self._release_claims_on(
+            con, [j.claim.token for a, j in zip(wanting, jobs) if a.gone], "worker stopping")
+        trip.take()  # every claim is answered now, or released
+        for i, a in enumerate(wanting):
+            a.job, a.job_answered = (jobs[i] if i < len(jobs) and not a.gone else None), True
+
+    async def _commit_on(self, con: asyncpg.Connection, asks: list[_Ask],
+                         tokens: list[uuid.UUID]
+                         ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
+        """Commit in one statement that also claims a record per token; with the
+        results' saves, in one transaction. A result the database refuses (say text it
+        cannot store) must not cost the other commits theirs: then each commit goes
+        alone, claiming nothing, and its caller gets ResultRefused with the database's
+        message."""
+        if not any(a.commit and a.commit[2] is not None for a in asks):
+            return await self._commit_together_on(con, asks, tokens)
+        try:
+            async with con.transaction():
+                return await self._commit_together_on(con, asks, tokens)
+        except asyncpg.PostgresError as e:
+            if isinstance(e, CONNECTION_LOST):
+                raise
+            if len(asks) == 1:
+                return {asks[0]: ResultRefused(describe(e))}, []
+            outcome: dict[_Ask, bool | Exception] = {}
+            for a in asks:
+                outcome |= (await self._commit_on(con, [a], []))[0]
+            return outcome, []
+
+    async def _commit_together_on(self, con: asyncpg.Connection, asks: list[_Ask],
+                                  tokens: list[uuid.UUID]
+                                  ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
+        commits = [a.commit for a in asks if a.commit is not None]
+        rows = await con.fetch(
+            self.db.sql("commit"),
+            [j.claim.id for j, _, _ in commits], [j.claim.token for j, _, _ in commits],
+            [j.milestone for j, _, _ in commits], [s.next_milestone for _, s, _ in commits],
+            [{"step": s.name, "attempt": j.attempt, "renewals": j.renewals}
+             for j, s, _ in commits], self.now,
+            *self._claim_args, tokens)
+        # A commit found done by an earlier run of itself (`again`) stored its results
+        # then: they are not saved twice.
+        reached = {(r["id"], r["token"]) for r in rows
+                   if r["row"] == "commit" and r["ok"] and not r["again"]}
+        answered = {(r["id"], r["token"]) for r in rows if r["row"] == "commit" and r["ok"]}
+        await self._save_on(con, [(j, r) for j, _, r in commits if r is not None], reached)
+        outcome: dict[_Ask, bool | Exception] = {
+            a: (a.commit[0].claim.id, a.commit[0].claim.token) in answered
+            for a in asks if a.commit is not None}
+        return outcome, [Claim(r["id"], r["token"]) for r in rows if r["row"] == "claim"]
+
+    async def _save_on(self, con: asyncpg.Connection, saves: list[tuple[Job, Saved]],
+                       reached: set[tuple[Any, Any]]) -> None:
+        """The results of the commits that reached their milestone, in the commit's
+        transaction; the results of claims that lost their token are dropped."""
+        if not saves:
+            return
+        by_query: dict[str, list[tuple[Any, ...]]] = {}
+        for job, saved in saves:
+            if (job.claim.id, job.claim.token) in reached:
+                by_query.setdefault(saved.query, []).append((job.claim.id, *saved.args))
+        for query, rows in by_query.items():
+            await con.executemany(self.db.sql(query), rows)
+
+    async def _claim_on(self, con: asyncpg.Connection, tokens: list[uuid.UUID]) -> list[Claim]:
+        rows = await con.fetch(self.db.sql("claim"), *self._claim_args, self.now, tokens)
+        return [Claim(row["id"], row["claim_token"]) for row in rows]
+
+    async def _read_on(self, con: asyncpg.Connection, claims: list[Claim]) -> list[Job]:
+        rows = await con.fetch(self.db.sql("read_claimed"), [c.id for c in claims],
+                               [c.token for c in claims], self.now)
+        return [Job(claim=Claim(row["id"], row["claim_token"]), milestone=row["milestone"],
+                    attempt=row["attempts"], lease_remaining_s=row["lease_remaining_s"],
+                    in_milestone_s=row["in_milestone_s"],
+                    inputs={k: row[k] for k in _INPUTS})
+                for row in rows]
+
+    async def _next_jobs_on(self, con: asyncpg.Connection, n: int, trip: _Trip) -> list[Job]:
+        """Up to `n` claimed and read records, oldest first."""
+        jobs: list[Job] = []
+        while len(jobs) < n:
+            want = n - len(jobs)
+            claims = await self._claim_on(con, trip.tokens(want))
+            # A claim with no read row lost its token in between (a person resumed the
+            # record meanwhile): claim again for it.
+            jobs += await self._read_on(con, claims)
+            if len(claims) < want:
+                break  # nothing more is eligible
+        return jobs
+
+    async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
+        pause = step.backoff.delay(job.attempt - 1, self.rng)
+        row = await self._fetchrow("fail", job.claim.id, job.claim.token, step.max_attempts,
+                                     pause, error, job.milestone, self.now)
+        assert row is not None
+        return row["outcome"], row["pause_s"] if row["outcome"] == "retry" else None
+
+    async def stop(self, job: Job, reason: str, error: str) -> bool:
+        return await self._fetchval("stop", job.claim.id, job.claim.token, reason, error,
+                                      job.milestone, self.now)
+
+    async def progress(self, job: Job, fraction: float) -> bool:
+        return await self._fetchval("progress", job.claim.id, job.claim.token, fraction,
+                                      job.milestone)
+
+    async def renew(self, job: Job, step: Step) -> bool:
+        return await self._fetchval("renew", job.claim.id, job.claim.token,
+                                      step.lease.seconds(job.inputs.get("duration_s")),
+                                      job.milestone, self.now)
+
+    async def release(self, job: Job, why: str) -> bool:
+        return await self._fetchval("release", job.claim.id, job.claim.token, job.milestone,
+                                      why)
+
+    async def resume(self, recording_id: Any, *, by: str) -> Resumed:
+        """A person returns a stopped record to work, from the milestone it reached.
+
+        Raises NotStopped, changing nothing, if the record is unknown or not stopped.
+        A retry after a lost reply is recognised by this call's request id.
+        """
+        detail = {"by": by, "request": str(uuid.uuid4())}
+        row = await self._fetchrow("resume", recording_id, detail, self.now)
+        if row is None:
+            raise NotStopped(recording_id)
+        return Resumed(row["id"], row["milestone"])

@@ -1,0 +1,85 @@
+"""The pipeline in one process: N worker actors and the LISTEN wake-up connection,
+each under a supervisor that restarts it alone when it crashes."""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+
+import attrs
+import trio
+
+from actors import Backoff, StepTable, Supervisor, Wakeup, Worker
+from actors.log import event
+from actors.supervisor import Child
+from transcriber.db.database import WORK_CHANNEL, Database
+from transcriber.pipeline.pg_queue import PgQueue
+
+
+async def listen_for_work(db: Database, wakeup: Wakeup) -> None:
+    """Turn work notifications (a record accepted, resumed or released) into wake-ups
+    until the connection ends.
+
+    Raises ConnectionError when the connection is lost, so the supervisor reconnects
+    after its backoff. Cancellation: the LISTEN connection is closed on the way out.
+    """
+    async with db.listen(WORK_CHANNEL) as listener:
+        # Anything may have happened while this connection was not listening.
+        wakeup.wake_all()
+        async with trio.open_nursery() as nursery:
+
+            async def watch_connection() -> None:
+                await listener.lost.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch_connection)
+            async for _ in listener.payloads:
+                wakeup.wake_one()
+    raise ConnectionError("the LISTEN connection was lost")
+
+
+@attrs.define(eq=False)
+class Pipeline:
+    db: Database
+    steps: StepTable
+    workers: int = 2
+    poll_s: float = 5.0
+    rng: random.Random = attrs.field(factory=random.Random)
+    wakeup: Wakeup = attrs.field(init=False)
+    queue: PgQueue = attrs.field(init=False)
+    worker_supervisor: Supervisor = attrs.field(init=False)
+    listener_supervisor: Supervisor = attrs.field(init=False)
+    _workers: list[Worker] = attrs.field(init=False, factory=list)
+
+    def __attrs_post_init__(self) -> None:
+        self.wakeup = Wakeup(self.poll_s, rng=self.rng)
+        self.queue = PgQueue(self.db, self.steps, rng=self.rng)
+        self.queue.full_trip = max(1, math.ceil(self.workers / self.queue.trips_at_once))
+        self.worker_supervisor = Supervisor(rng=self.rng)
+        # Reconnects quickly at first: wake-ups are missed while it is away.
+        self.listener_supervisor = Supervisor(restart=Backoff(base_s=0.1, cap_s=10.0),
+                                              rng=self.rng)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                  ) -> None:
+        """Run until drained (every worker returned), or until cancelled.
+
+        Cancellation: cancels steps in flight; their claims stay until the lease ends.
+        """
+        self._workers = [Worker(f"worker-{i + 1}", self.queue, self.steps, self.wakeup)
+                         for i in range(self.workers)]
+        async with self.queue.pinned(), trio.open_nursery() as nursery:
+            await nursery.start(self.listener_supervisor.run,
+                                [Child("listener", lambda: listen_for_work(self.db, self.wakeup))])
+            event(logging.INFO, "pipeline_started", workers=self.workers)
+            await self.worker_supervisor.run(
+                [Child(w.name, w.run) for w in self._workers], task_status=task_status)
+            # Every worker has returned: nobody needs wake-ups any more.
+            nursery.cancel_scope.cancel()
+
+    async def drain(self, grace_s: float) -> bool:
+        """Stop claiming; steps in flight may finish within `grace_s`, then are cancelled.
+        True when all finished in time."""
+        self.wakeup.close()
+        return await self.worker_supervisor.drain(grace_s)

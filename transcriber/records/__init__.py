@@ -1,0 +1,1 @@
+"""An owner's records as the owner reads them: cards, transcripts and corrections."""

@@ -1,0 +1,33 @@
+"""The record card: what an owner reads about one recording."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from transcriber.db.database import Database
+from transcriber.milestones import TRANSCRIBED
+from transcriber.stops import stop_message
+
+
+async def card(db: Database, recording_id: Any) -> dict[str, Any] | None:
+    """The card of a record, or None if there is no such record."""
+    r = await db.fetchrow("recording", recording_id)
+    return None if r is None else card_from_row(r)
+
+
+def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    """The card from a row shaped like the `recording` query's. A stop shows here as a
+    flag with its time, reason, the reason in plain words and the error (which the HTTP
+    API leaves out: it is the operator's), beside the milestone the record reached."""
+    return {
+        "id": str(r["id"]), "title": r["title"], "summary": r["summary"],
+        "topics": list(r["topics"]), "filename": r["filename"], "size_bytes": r["size_bytes"],
+        "created_at": r["created_at"].isoformat(), "milestone": r["milestone"],
+        "milestone_entered_at": r["milestone_entered_at"].isoformat(),
+        "done": r["milestone"] == TRANSCRIBED, "progress": r["progress"],
+        "duration_s": r["duration_s"], "language": r["language"],
+        "stopped": None if r["stopped_at"] is None else {
+            "at": r["stopped_at"].isoformat(), "reason": r["stop_reason"],
+            "message": stop_message(r["stop_reason"]), "error": r["stop_error"]},
+    }

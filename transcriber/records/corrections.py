@@ -1,0 +1,56 @@
+"""The owner's corrections of a transcript: their text for a segment, shown and exported
+instead of the machine's, which stays stored as it was recognized.
+
+A correction is an owner field: only the owner's page writes it (queries
+`correction_set`, `correction_clear`); the pipeline never does. The HTTP code reads them
+(`owner_corrections`); this module holds what the text may be and how it applies.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+CORRECTION_MAX = 2000
+"""Characters of one corrected segment: a segment is a sentence or two of speech."""
+
+
+class BadCorrection(ValueError):
+    """The text cannot be a segment's text; the message says why, for the owner."""
+
+
+def check_correction(text: str) -> str:
+    """The correction as stored (surrounding spaces trimmed), or BadCorrection.
+
+    Control characters are refused, line breaks included: a segment is one cue of a
+    subtitle file, where a blank line would end the cue and a stray control character
+    breaks players.
+    """
+    if len(text) > CORRECTION_MAX:
+        raise BadCorrection(f"the text is {len(text)} characters long; "
+                            f"a segment may have at most {CORRECTION_MAX}")
+    bad = sorted({c for c in text if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")})
+    if bad:
+        names = ", ".join(f"U+{ord(c):04X}" for c in bad[:3])
+        raise BadCorrection(f"the text contains control characters ({names}); "
+                            "a segment is a single line of plain text")
+    return text.strip()
+
+
+def corrected(text: str, segments: Sequence[Mapping[str, Any]],
+              corrections: Mapping[int, str]) -> tuple[str, list[dict[str, Any]]]:
+    """The transcript's text and segments with the owner's corrections applied. A
+    corrected segment keeps its times and words and carries `machine_text` (the
+    recognizer's) and `corrected: true`. Without corrections, both come back unchanged,
+    so the exports of an uncorrected transcript are what they always were."""
+    if not corrections:
+        return text, [dict(s) for s in segments]
+    out = []
+    for i, s in enumerate(segments):
+        if i in corrections:
+            out.append({**s, "text": corrections[i], "machine_text": s["text"],
+                        "corrected": True})
+        else:
+            out.append(dict(s))
+    return " ".join(s["text"].strip() for s in out if s["text"].strip()), out
