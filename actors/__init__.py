@@ -12,6 +12,18 @@ from actors.worker import Worker
 from actors.supervisor import Supervisor
 
 __all__ = [
-    "Backoff", "Claim", "FailOutcome", "Job", "Lease", "Queue", "ResultRefused", "RunLimit",
-    "Step", "StepTable", "StopRecord", "Supervisor", "Wakeup", "Worker",
+    "Backoff",
+    "Claim",
+    "FailOutcome",
+    "Job",
+    "Lease",
+    "Queue",
+    "ResultRefused",
+    "RunLimit",
+    "Step",
+    "StepTable",
+    "StopRecord",
+    "Supervisor",
+    "Wakeup",
+    "Worker",
 ]

@@ -17,8 +17,9 @@ def value(v: Any) -> str:
 
 
 def logfmt(event: str, **fields: Any) -> str:
-    return " ".join([f"event={event}"] + [f"{k}={value(v)}" for k, v in fields.items()
-                                          if v is not None])
+    return " ".join(
+        [f"event={event}"] + [f"{k}={value(v)}" for k, v in fields.items() if v is not None]
+    )
 
 
 def event(level: int, name: str, **fields: Any) -> None:

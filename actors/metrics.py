@@ -65,8 +65,9 @@ class Registry:
                 for bound, count in zip((*buckets, float("inf")), row):
                     running += count
                     le = "+Inf" if bound == float("inf") else f"{bound:g}"
-                    lines.append(f"{name}_bucket{_render_labels(labels, (('le', le),))} "
-                                 f"{running:g}")
+                    lines.append(
+                        f"{name}_bucket{_render_labels(labels, (('le', le),))} {running:g}"
+                    )
                 lines.append(f"{name}_sum{_render_labels(labels)} {row[-2]:g}")
                 lines.append(f"{name}_count{_render_labels(labels)} {row[-1]:g}")
         return "\n".join(lines) + "\n"
@@ -74,8 +75,10 @@ class Registry:
 
 REGISTRY = Registry()
 REGISTRY.counter("transcriber_claims_total", "Records claimed by this process's workers.")
-REGISTRY.counter("transcriber_lease_lost_total",
-                 "Writes refused because the claim's token was no longer on the record.")
+REGISTRY.counter(
+    "transcriber_lease_lost_total",
+    "Writes refused because the claim's token was no longer on the record.",
+)
 REGISTRY.counter("transcriber_steps_total", "Steps finished, by step and outcome.")
 REGISTRY.counter("transcriber_actor_restarts_total", "Crashed actors restarted, by actor.")
 REGISTRY.histogram("transcriber_step_seconds", "Time a step ran, by step.", STEP_BUCKETS)

@@ -60,8 +60,7 @@ class Queue(Protocol):
         """Store the step's result and move to the next milestone; False: lease lost.
         Raises ResultRefused when the store cannot hold the result."""
 
-    async def commit_then_next(self, job: Job, step: Step, result: Any
-                               ) -> tuple[bool, Job | None]:
+    async def commit_then_next(self, job: Job, step: Step, result: Any) -> tuple[bool, Job | None]:
         """`commit`, then `next_job`: one trip where the queue can make it one."""
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:

@@ -52,9 +52,12 @@ class Notifier:
         self.send(STATUS=text)
 
 
-async def watchdog(notifier: Notifier, healthy: Callable[[], Awaitable[bool]],
-                   status: Callable[[], Awaitable[str]] | None = None,
-                   interval_s: float | None = None) -> None:
+async def watchdog(
+    notifier: Notifier,
+    healthy: Callable[[], Awaitable[bool]],
+    status: Callable[[], Awaitable[str]] | None = None,
+    interval_s: float | None = None,
+) -> None:
     """Pet the watchdog at half its interval, only while `healthy()` says so; systemd
     restarts the service if the pets stop. Never returns; cancel it.
 

@@ -45,8 +45,10 @@ class Lease:
         if not self.base_s > 0:
             raise ValueError(f"a lease must last some time, not {self.base_s}s")
         if self.renew_s is not None and not 0 < self.renew_s < self.base_s:
-            raise ValueError(f"the renewal interval ({self.renew_s}s) must be shorter "
-                             f"than the lease ({self.base_s}s)")
+            raise ValueError(
+                f"the renewal interval ({self.renew_s}s) must be shorter "
+                f"than the lease ({self.base_s}s)"
+            )
 
     def seconds(self, duration_s: float | None) -> float:
         return self.base_s + self.per_audio_s * (duration_s or 0.0)
@@ -128,13 +130,13 @@ class StepTable:
     @property
     def final(self) -> list[str]:
         """Milestones reached by a step that have no step of their own."""
-        return [s.next_milestone for s in self.steps.values()
-                if s.next_milestone not in self.steps]
+        return [s.next_milestone for s in self.steps.values() if s.next_milestone not in self.steps]
 
     def replace(self, **runs: StepFn) -> StepTable:
         """The same table with other step functions, by step name (tests, benchmarks)."""
         unknown = set(runs) - {s.name for s in self.steps.values()}
         if unknown:
             raise KeyError(f"no such steps: {sorted(unknown)}")
-        return StepTable({m: attrs.evolve(s, run=runs.get(s.name, s.run))
-                          for m, s in self.steps.items()})
+        return StepTable(
+            {m: attrs.evolve(s, run=runs.get(s.name, s.run)) for m, s in self.steps.items()}
+        )

@@ -35,8 +35,12 @@ class Supervisor:
     _running: int = 0
     _all_done: trio.Event = attrs.field(factory=trio.Event)
 
-    async def run(self, children: list[Child], *,
-                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self,
+        children: list[Child],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
         """Run until every child has returned, or until cancelled.
 
         Cancellation: cancels every child; none is restarted after that.
@@ -68,9 +72,14 @@ class Supervisor:
                     crashes += 1
                     self.restarts[child.name] = self.restarts.get(child.name, 0) + 1
                     REGISTRY.inc("transcriber_actor_restarts_total", actor=child.name)
-                    event(logging.ERROR, "actor_restart", actor=child.name,
-                          error=describe(e), restart_in_s=round(pause, 3),
-                          crashes_in_a_row=crashes)
+                    event(
+                        logging.ERROR,
+                        "actor_restart",
+                        actor=child.name,
+                        error=describe(e),
+                        restart_in_s=round(pause, 3),
+                        crashes_in_a_row=crashes,
+                    )
                     await trio.sleep(pause)
         finally:
             self._running -= 1

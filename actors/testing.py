@@ -75,8 +75,13 @@ class MemoryQueue:
     _ids: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
     _tokens: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
 
-    def add(self, id: Hashable | None = None, milestone: str = "received", *,
-            inputs: Mapping[str, Any] | None = None) -> Hashable:
+    def add(
+        self,
+        id: Hashable | None = None,
+        milestone: str = "received",
+        *,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> Hashable:
         """A new record at `milestone`, entered now, journaled as `accepted`."""
         if id is None:
             id = next(self._ids)
@@ -88,8 +93,7 @@ class MemoryQueue:
         return id
 
     def events(self, kind: str, id: Hashable | None = None) -> list[Event]:
-        return [e for e in self.journal
-                if e.kind == kind and (id is None or e.recording_id == id)]
+        return [e for e in self.journal if e.kind == kind and (id is None or e.recording_id == id)]
 
     async def claim(self) -> Claim | None:
         await trio.lowlevel.checkpoint()
@@ -113,24 +117,35 @@ class MemoryQueue:
             return None
         assert rec.lease_expires_at is not None  # a token always comes with a lease
         now = trio.current_time()
-        return Job(claim=claim, milestone=rec.milestone, attempt=rec.attempts,
-                   lease_remaining_s=rec.lease_expires_at - now,
-                   in_milestone_s=now - rec.milestone_entered_at, inputs=dict(rec.inputs))
+        return Job(
+            claim=claim,
+            milestone=rec.milestone,
+            attempt=rec.attempts,
+            lease_remaining_s=rec.lease_expires_at - now,
+            in_milestone_s=now - rec.milestone_entered_at,
+            inputs=dict(rec.inputs),
+        )
 
     async def commit(self, job: Job, step: Step, result: Any) -> bool:
         await trio.lowlevel.checkpoint()
         rec = self._held(job)
         if rec is None:
-            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token,
-                       write="commit")
+            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token, write="commit")
             return False
         rec.results[step.name] = result
         rec.milestone = step.next_milestone
         rec.milestone_entered_at = trio.current_time()
         rec.claim_token = rec.lease_expires_at = rec.retry_at = rec.progress = None
         rec.attempts = 0
-        self._note(rec.id, "milestone_reached", step.next_milestone, job.claim.token,
-                   step=step.name, attempt=job.attempt, renewals=job.renewals)
+        self._note(
+            rec.id,
+            "milestone_reached",
+            step.next_milestone,
+            job.claim.token,
+            step=step.name,
+            attempt=job.attempt,
+            renewals=job.renewals,
+        )
         return True
 
     async def next_job(self) -> Job | None:
@@ -140,16 +155,21 @@ class MemoryQueue:
                 return job
         return None
 
-    async def commit_then_next(self, job: Job, step: Step, result: Any
-                               ) -> tuple[bool, Job | None]:
+    async def commit_then_next(self, job: Job, step: Step, result: Any) -> tuple[bool, Job | None]:
         return await self.commit(job, step, result), await self.next_job()
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         await trio.lowlevel.checkpoint()
         rec = self._held(job)
         if rec is None:
-            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token,
-                       write="fail", error=error)
+            self._note(
+                job.claim.id,
+                "lease_lost",
+                job.milestone,
+                job.claim.token,
+                write="fail",
+                error=error,
+            )
             return "lease_lost", None
         now = trio.current_time()
         pause = step.backoff.delay(rec.attempts - 1, self.rng)
@@ -158,36 +178,60 @@ class MemoryQueue:
             # Like the SQL: the token and lease stay on a stopped record until resume.
             rec.retry_at = None
             rec.stopped_at, rec.stop_reason, rec.stop_error = now, "attempts_exhausted", error
-            self._note(rec.id, "attempt_failed", job.milestone, job.claim.token,
-                       attempt=rec.attempts, error=error, retry_at=None)
-            self._note(rec.id, "stopped", job.milestone, job.claim.token,
-                       reason="attempts_exhausted", error=error)
+            self._note(
+                rec.id,
+                "attempt_failed",
+                job.milestone,
+                job.claim.token,
+                attempt=rec.attempts,
+                error=error,
+                retry_at=None,
+            )
+            self._note(
+                rec.id,
+                "stopped",
+                job.milestone,
+                job.claim.token,
+                reason="attempts_exhausted",
+                error=error,
+            )
             return "stopped", None
         rec.claim_token = rec.lease_expires_at = None
         rec.retry_at = now + pause
-        self._note(rec.id, "attempt_failed", job.milestone, job.claim.token,
-                   attempt=rec.attempts, error=error, retry_at=rec.retry_at)
+        self._note(
+            rec.id,
+            "attempt_failed",
+            job.milestone,
+            job.claim.token,
+            attempt=rec.attempts,
+            error=error,
+            retry_at=rec.retry_at,
+        )
         return "retry", pause
 
     async def stop(self, job: Job, reason: str, error: str) -> bool:
         await trio.lowlevel.checkpoint()
         rec = self._held(job)
         if rec is None or rec.stopped:
-            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token,
-                       write="stop", reason=reason)
+            self._note(
+                job.claim.id,
+                "lease_lost",
+                job.milestone,
+                job.claim.token,
+                write="stop",
+                reason=reason,
+            )
             return False
         rec.stopped_at, rec.stop_reason, rec.stop_error = trio.current_time(), reason, error
         rec.progress = None
-        self._note(rec.id, "stopped", job.milestone, job.claim.token,
-                   reason=reason, error=error)
+        self._note(rec.id, "stopped", job.milestone, job.claim.token, reason=reason, error=error)
         return True
 
     async def progress(self, job: Job, fraction: float) -> bool:
         await trio.lowlevel.checkpoint()
         rec = self._held(job)
         if rec is None:
-            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token,
-                       write="progress")
+            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token, write="progress")
             return False
         rec.progress = fraction
         return True
@@ -196,11 +240,11 @@ class MemoryQueue:
         await trio.lowlevel.checkpoint()
         rec = self._held(job)
         if rec is None or rec.stopped:
-            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token,
-                       write="renew")
+            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token, write="renew")
             return False
         rec.lease_expires_at = trio.current_time() + step.lease.seconds(
-            rec.inputs.get("duration_s"))
+            rec.inputs.get("duration_s")
+        )
         self.renewals += 1
         return True
 
@@ -208,8 +252,9 @@ class MemoryQueue:
         await trio.lowlevel.checkpoint()
         rec = self._held(job)
         if rec is None or rec.stopped:
-            self._note(job.claim.id, "lease_lost", job.milestone, job.claim.token,
-                       write="release", why=why)
+            self._note(
+                job.claim.id, "lease_lost", job.milestone, job.claim.token, write="release", why=why
+            )
             return False
         rec.claim_token = rec.lease_expires_at = rec.progress = None
         rec.attempts = max(rec.attempts - 1, 0)  # not an attempt: its claim's is given back
@@ -231,16 +276,26 @@ class MemoryQueue:
         return True
 
     def _eligible(self, rec: Record, now: float) -> bool:
-        return (self.steps.get(rec.milestone) is not None and not rec.stopped
-                and (rec.lease_expires_at is None or rec.lease_expires_at <= now)
-                and (rec.retry_at is None or rec.retry_at <= now))
+        return (
+            self.steps.get(rec.milestone) is not None
+            and not rec.stopped
+            and (rec.lease_expires_at is None or rec.lease_expires_at <= now)
+            and (rec.retry_at is None or rec.retry_at <= now)
+        )
 
     def _held(self, job: Job) -> Record | None:
         """The record if this job's claim token is still on it: the fence of every write."""
         rec = self.records.get(job.claim.id)
         return rec if rec is not None and rec.claim_token == job.claim.token else None
 
-    def _note(self, id: Hashable, kind: str, milestone: str, token: Hashable | None, *,
-              origin: str = "pipeline", **detail: Any) -> None:
-        self.journal.append(Event(id, kind, milestone, token, origin, trio.current_time(),
-                                  detail))
+    def _note(
+        self,
+        id: Hashable,
+        kind: str,
+        milestone: str,
+        token: Hashable | None,
+        *,
+        origin: str = "pipeline",
+        **detail: Any,
+    ) -> None:
+        self.journal.append(Event(id, kind, milestone, token, origin, trio.current_time(), detail))

@@ -75,8 +75,11 @@ def _one(group: BaseExceptionGroup) -> BaseException:
         while isinstance(cancelled, BaseExceptionGroup):
             cancelled = cancelled.exceptions[0]
         return cancelled
-    if rest is not None and len(rest.exceptions) == 1 and not isinstance(
-            rest.exceptions[0], BaseExceptionGroup):
+    if (
+        rest is not None
+        and len(rest.exceptions) == 1
+        and not isinstance(rest.exceptions[0], BaseExceptionGroup)
+    ):
         return rest.exceptions[0]
     return group
 
@@ -119,8 +122,11 @@ class Worker:
         while True:
             await trio.sleep(tick)
             beat = self._beat
-            if (beat is None or beat.lost
-                    or trio.current_time() - beat.last < beat.step.lease.renew_every_s / 2):
+            if (
+                beat is None
+                or beat.lost
+                or trio.current_time() - beat.last < beat.step.lease.renew_every_s / 2
+            ):
                 continue
             beat.out, beat.renewing = trio.Event(), trio.CancelScope()
             sent = trio.current_time()
@@ -129,8 +135,13 @@ class Worker:
                 try:
                     renewed = await self.queue.renew(beat.job, beat.step)
                 except Exception as e:  # noqa: BLE001 - no renewal is no sign of life
-                    event(logging.WARNING, "renew_failed", worker=self.name,
-                          id=beat.job.claim.id, error=describe(e))
+                    event(
+                        logging.WARNING,
+                        "renew_failed",
+                        worker=self.name,
+                        id=beat.job.claim.id,
+                        error=describe(e),
+                    )
             beat.out.set()
             beat.out = None
             if renewed is False:
@@ -141,8 +152,9 @@ class Worker:
                 beat.last = sent
                 # Measured from before the renewal left: the server's expiry is no
                 # earlier than this, whatever the trip took.
-                beat.scope.deadline = min(max(beat.scope.deadline, sent + beat.lease_s),
-                                          beat.limit_at)
+                beat.scope.deadline = min(
+                    max(beat.scope.deadline, sent + beat.lease_s), beat.limit_at
+                )
 
     async def run(self) -> None:
         """Claim and work until the wake-up is closed (drain); returns then.
@@ -197,12 +209,20 @@ class Worker:
         step = self.steps.get(job.milestone)
         if step is None:  # the claim only picks milestones of this table
             raise LookupError(f"claimed {job.claim.id} at {job.milestone!r}, which has no step")
-        event(logging.INFO, "claimed", worker=self.name, id=job.claim.id,
-              milestone=job.milestone, step=step.name, attempt=job.attempt,
-              lease_s=round(job.lease_remaining_s, 3))
+        event(
+            logging.INFO,
+            "claimed",
+            worker=self.name,
+            id=job.claim.id,
+            milestone=job.milestone,
+            step=step.name,
+            attempt=job.attempt,
+            lease_s=round(job.lease_remaining_s, 3),
+        )
         if job.in_milestone_s > step.time_limit_s:
-            error = (f"at {job.milestone} for {job.in_milestone_s:.0f}s, "
-                     f"limit {step.time_limit_s:.0f}s")
+            error = (
+                f"at {job.milestone} for {job.in_milestone_s:.0f}s, limit {step.time_limit_s:.0f}s"
+            )
             await self._stop(job, "milestone_time_limit", error)
             return None
         if job.attempt > step.max_attempts:
@@ -210,8 +230,10 @@ class Worker:
             # written by its worker, and the last of those stops the record. Claims
             # past the limit mean the last holders died, froze or were cut off before
             # any write: a recording that kills its worker must not be retried forever.
-            error = (f"{step.name}: the last of {step.max_attempts} attempts ended without "
-                     f"a word from its worker (killed, frozen or cut off)")
+            error = (
+                f"{step.name}: the last of {step.max_attempts} attempts ended without "
+                f"a word from its worker (killed, frozen or cut off)"
+            )
             await self._stop(job, "worker_lost", error)
             return None
         started = trio.current_time()
@@ -223,22 +245,26 @@ class Worker:
             with trio.CancelScope(shield=True) as release:
                 release.deadline = trio.current_time() + RELEASE_TIMEOUT_S
                 if await self.queue.release(job, "worker stopping"):
-                    event(logging.WARNING, "released", worker=self.name, id=job.claim.id,
-                          milestone=job.milestone)
+                    event(
+                        logging.WARNING,
+                        "released",
+                        worker=self.name,
+                        id=job.claim.id,
+                        milestone=job.milestone,
+                    )
             raise
-        REGISTRY.observe("transcriber_step_seconds", trio.current_time() - started,
-                         step=step.name)
+        REGISTRY.observe("transcriber_step_seconds", trio.current_time() - started, step=step.name)
         REGISTRY.inc("transcriber_steps_total", step=step.name, outcome=outcome.kind)
         if outcome.renewals:
             job = attrs.evolve(job, renewals=outcome.renewals)
         if outcome.kind == "done":
-            return await self._commit(job, step, outcome.result,
-                                      then_next=then_next and not self.wakeup.closed)
+            return await self._commit(
+                job, step, outcome.result, then_next=then_next and not self.wakeup.closed
+            )
         await self._write(job, step, outcome)
         return None
 
-    async def _commit(self, job: Job, step: Step, result: Any, *, then_next: bool
-                      ) -> Job | None:
+    async def _commit(self, job: Job, step: Step, result: Any, *, then_next: bool) -> Job | None:
         following = None
         try:
             if then_next:
@@ -251,13 +277,24 @@ class Worker:
         except ResultRefused as e:
             # The store cannot hold this result: a failed attempt like any other (it
             # may retry, and stops when attempts are exhausted), never a dead worker.
-            event(logging.WARNING, "result_refused", worker=self.name, id=job.claim.id,
-                  step=step.name, error=str(e))
+            event(
+                logging.WARNING,
+                "result_refused",
+                worker=self.name,
+                id=job.claim.id,
+                step=step.name,
+                error=str(e),
+            )
             await self._write(job, step, _Outcome("error", error=str(e)))
             return None
         if committed:
-            event(logging.INFO, "milestone_reached", worker=self.name, id=job.claim.id,
-                  milestone=step.next_milestone)
+            event(
+                logging.INFO,
+                "milestone_reached",
+                worker=self.name,
+                id=job.claim.id,
+                milestone=step.next_milestone,
+            )
         else:
             self._lost(job, "commit")
         return following
@@ -292,8 +329,14 @@ class Worker:
             except StopRecord as s:
                 outcome = _Outcome("stop", reason=s.reason, error=s.error)
             except Exception as e:
-                event(logging.WARNING, "step_error", worker=self.name, id=job.claim.id,
-                      step=step.name, error=describe(e))
+                event(
+                    logging.WARNING,
+                    "step_error",
+                    worker=self.name,
+                    id=job.claim.id,
+                    step=step.name,
+                    error=describe(e),
+                )
                 outcome = _Outcome("error", error=describe(e))
             finally:
                 self._beat = None
@@ -308,12 +351,16 @@ class Worker:
         if beat.lost:
             return _Outcome("lease_lost", renewals=beat.renewals)
         if trio.current_time() >= limit_at:
-            return _Outcome("run_limit", renewals=beat.renewals,
-                            error=f"{step.name} ran past its run limit of "
-                                  f"{limit_at - started:.1f}s")
-        return _Outcome("lease_expired", renewals=beat.renewals,
-                        error=f"lease of {lease_s:.1f}s ran out during {step.name} "
-                              f"without a renewal")
+            return _Outcome(
+                "run_limit",
+                renewals=beat.renewals,
+                error=f"{step.name} ran past its run limit of {limit_at - started:.1f}s",
+            )
+        return _Outcome(
+            "lease_expired",
+            renewals=beat.renewals,
+            error=f"lease of {lease_s:.1f}s ran out during {step.name} without a renewal",
+        )
 
     async def _write(self, job: Job, step: Step, outcome: _Outcome) -> None:
         cid = job.claim.id
@@ -325,25 +372,52 @@ class Worker:
             result, pause = await self.queue.fail(job, step, outcome.error)
             if result == "retry":
                 assert pause is not None
-                event(logging.WARNING, "attempt_failed", worker=self.name, id=cid,
-                      milestone=job.milestone, attempt=job.attempt,
-                      retry_in_s=round(pause, 3), error=outcome.error)
+                event(
+                    logging.WARNING,
+                    "attempt_failed",
+                    worker=self.name,
+                    id=cid,
+                    milestone=job.milestone,
+                    attempt=job.attempt,
+                    retry_in_s=round(pause, 3),
+                    error=outcome.error,
+                )
                 self.wakeup.wake_at(trio.current_time() + pause)
             elif result == "stopped":
-                event(logging.ERROR, "stopped", worker=self.name, id=cid,
-                      milestone=job.milestone, reason="attempts_exhausted", error=outcome.error)
+                event(
+                    logging.ERROR,
+                    "stopped",
+                    worker=self.name,
+                    id=cid,
+                    milestone=job.milestone,
+                    reason="attempts_exhausted",
+                    error=outcome.error,
+                )
             else:
                 self._lost(job, "fail")
 
     def _lost(self, job: Job, at: str) -> None:
         """A fenced write found another claim's token (or none): nothing was written."""
         REGISTRY.inc("transcriber_lease_lost_total", write=at)
-        event(logging.WARNING, "lease_lost", worker=self.name, id=job.claim.id, at=at,
-              milestone=job.milestone)
+        event(
+            logging.WARNING,
+            "lease_lost",
+            worker=self.name,
+            id=job.claim.id,
+            at=at,
+            milestone=job.milestone,
+        )
 
     async def _stop(self, job: Job, reason: str, error: str) -> None:
         if await self.queue.stop(job, reason, error):
-            event(logging.ERROR, "stopped", worker=self.name, id=job.claim.id,
-                  milestone=job.milestone, reason=reason, error=error)
+            event(
+                logging.ERROR,
+                "stopped",
+                worker=self.name,
+                id=job.claim.id,
+                milestone=job.milestone,
+                reason=reason,
+                error=error,
+            )
         else:
             self._lost(job, "stop")

@@ -25,6 +25,7 @@ TONE_S = 3.0
 
 # --- Sources -----------------------------------------------------------------------------
 
+
 def tone(seconds: float, rate: int, channels: int, hz: float = 440.0) -> np.ndarray:
     """A sine, float32, shaped (channels, samples) as planar frames want it."""
     t = np.arange(int(round(seconds * rate))) / rate
@@ -63,11 +64,12 @@ def long_speech_wav(path: Path, windows: int = 3) -> float:
     every fallback temperature runs, tripling the CPU time of each window."""
     once = decode_mono(SAMPLES / "en.ogg")
     window = np.zeros(30 * 16000, np.int16)
-    window[:len(once)] = once
+    window[: len(once)] = once
     return write_wav(path, np.tile(window, windows))
 
 
 # --- Encoding ----------------------------------------------------------------------------
+
 
 @attrs.frozen
 class Encoding:
@@ -108,15 +110,19 @@ def encode(path: Path, enc: Encoding, seconds: float = TONE_S) -> Path:
             video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
         audio = None
         if enc.audio:
-            audio = out.add_stream(enc.audio, rate=enc.rate,
-                                   layout="mono" if enc.channels == 1 else "stereo")
+            audio = out.add_stream(
+                enc.audio, rate=enc.rate, layout="mono" if enc.channels == 1 else "stereo"
+            )
             if enc.options:
                 audio.codec_context.options = dict(enc.options)
             samples = tone(seconds, enc.rate, enc.channels)
             step = enc.rate // 10  # PyAV re-frames to the encoder's frame size
             for i in range(0, samples.shape[1], step):
-                frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(samples[:, i:i + step]),
-                                                   format="fltp", layout=audio.layout.name)
+                frame = av.AudioFrame.from_ndarray(
+                    np.ascontiguousarray(samples[:, i : i + step]),
+                    format="fltp",
+                    layout=audio.layout.name,
+                )
                 frame.rate, frame.pts = enc.rate, i
                 frame.time_base = fractions.Fraction(1, enc.rate)
                 for packet in audio.encode(frame):
@@ -141,6 +147,7 @@ def good_file(folder: Path, kind: str, seconds: float = TONE_S) -> Path:
 
 
 # --- Bad inputs ----------------------------------------------------------------------------
+
 
 def zero_bytes(folder: Path) -> Path:
     path = folder / "empty.mp3"
@@ -176,7 +183,7 @@ def truncated_m4a(folder: Path) -> Path:
     whole = encode(folder / "whole.m4a", GOOD["m4a"])
     path = folder / "truncated.m4a"
     data = whole.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[: len(data) // 2])
     whole.unlink()
     return path
 
@@ -205,7 +212,7 @@ def truncated_mp3(folder: Path) -> Path:
     whole = good_file(folder, "mp3")
     path = folder / "truncated.mp3"
     data = whole.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[: len(data) // 2])
     whole.unlink()
     return path
 
@@ -216,7 +223,7 @@ def glitched(folder: Path, kind: str, seconds: float = 10.0) -> Path:
     whole = good_file(folder, kind, seconds)
     data = bytearray(whole.read_bytes())
     at = len(data) // 3
-    data[at:at + 300] = random.Random(1).randbytes(300)
+    data[at : at + 300] = random.Random(1).randbytes(300)
     path = folder / f"glitched-{whole.name}"
     path.write_bytes(bytes(data))
     whole.unlink()
@@ -226,4 +233,3 @@ def glitched(folder: Path, kind: str, seconds: float = 10.0) -> Path:
 def _wav(path: Path, samples: np.ndarray) -> Path:
     write_wav(path, samples)
     return path
-

@@ -75,10 +75,12 @@ def template_db(pg_admin_url: str) -> Iterator[str]:
     name = f"transcriber_template_{os.getpid()}"
 
     async def make() -> None:
-        await _admin(pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-                     f'CREATE DATABASE "{name}"')
-        async with open_database(with_database(pg_admin_url, name), min_size=1,
-                                 max_size=1) as db:
+        await _admin(
+            pg_admin_url,
+            f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+            f'CREATE DATABASE "{name}"',
+        )
+        async with open_database(with_database(pg_admin_url, name), min_size=1, max_size=1) as db:
             await migrate(db)
 
     run_with_loop(make)
@@ -93,8 +95,7 @@ async def aio_loop() -> AsyncIterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def scratch_database(admin_url: str, template: str | None = None
-                           ) -> AsyncIterator[str]:
+async def scratch_database(admin_url: str, template: str | None = None) -> AsyncIterator[str]:
     """A new database (a copy of `template`, or empty) for one test, dropped after it."""
     name = f"t_{uuid.uuid4().hex[:16]}"
     copy = f' TEMPLATE "{template}"' if template else ""

@@ -25,10 +25,13 @@ class FakeRecognizer:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 head = f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode()
                 message = email.message_from_bytes(head + body, policy=email.policy.HTTP)
-                fields = {part.get_param("name", header="content-disposition"):
-                          part.get_payload(decode=True) for part in message.iter_parts()}
-                status, answer = fake.answer(self.path, fields,
-                                             self.headers.get("Authorization"))
+                fields = {
+                    part.get_param("name", header="content-disposition"): part.get_payload(
+                        decode=True
+                    )
+                    for part in message.iter_parts()
+                }
+                status, answer = fake.answer(self.path, fields, self.headers.get("Authorization"))
                 data = answer.encode() if isinstance(answer, str) else json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(data)))
@@ -42,8 +45,9 @@ class FakeRecognizer:
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def answer(self, path: str, fields: dict[str, bytes], authorization: str | None
-               ) -> tuple[int, Any]:
+    def answer(
+        self, path: str, fields: dict[str, bytes], authorization: str | None
+    ) -> tuple[int, Any]:
         """(status, body) for one request, in a thread of the server; a str body is sent
         as it is, anything else as JSON."""
         raise NotImplementedError

@@ -33,8 +33,7 @@ class Host:
     """The test host's address as the namespace sees it (where its services are)."""
 
     def command(self, argv: list[str]) -> list[str]:
-        return argv if self.namespace is None else ["ip", "netns", "exec", self.namespace,
-                                                     *argv]
+        return argv if self.namespace is None else ["ip", "netns", "exec", self.namespace, *argv]
 
 
 LOOPBACK = Host(None, "127.0.0.1", "127.0.0.1")
@@ -80,16 +79,20 @@ async def _pipe(source: trio.SocketStream, sink: trio.SocketStream) -> None:
         await sink.send_eof()
 
 
-async def forward(host: str, target: int | str, *,
-                  task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+async def forward(
+    host: str, target: int | str, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+) -> None:
     """Relay connections to `host`:<a new port> to 127.0.0.1:`target` (a port), or to
     the Unix socket `target` (a path); started() with the new port. Runs until
     cancelled."""
 
     async def relay(client: trio.SocketStream) -> None:
         try:
-            upstream = await (trio.open_tcp_stream("127.0.0.1", target)
-                              if isinstance(target, int) else trio.open_unix_socket(target))
+            upstream = await (
+                trio.open_tcp_stream("127.0.0.1", target)
+                if isinstance(target, int)
+                else trio.open_unix_socket(target)
+            )
         except OSError:
             await client.aclose()  # the service is down: so it is for the namespace too
             return

@@ -15,8 +15,11 @@ import attrs
 
 from tests.fake_openai import FakeRecognizer
 
-ACCESS = {"AWS_ACCESS_KEY_ID": "transcriber-test", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
-          "AWS_REGION": "us-east-1"}
+ACCESS = {
+    "AWS_ACCESS_KEY_ID": "transcriber-test",
+    "AWS_SECRET_ACCESS_KEY": "not-a-secret",
+    "AWS_REGION": "us-east-1",
+}
 
 
 @attrs.define(eq=False)
@@ -68,8 +71,9 @@ def keys(store: MotoStore, bucket: str, prefix: str = "") -> list[str]:
 
 
 def multipart_uploads(store: MotoStore, bucket: str) -> list[str]:
-    return [u["Key"] for u in store.client().list_multipart_uploads(Bucket=bucket)
-            .get("Uploads", [])]
+    return [
+        u["Key"] for u in store.client().list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    ]
 
 
 class EchoRecognizer(FakeRecognizer):
@@ -86,8 +90,9 @@ class EchoRecognizer(FakeRecognizer):
         self.held = 0
         self._lock = threading.Lock()
 
-    def answer(self, path: str, fields: dict[str, bytes], authorization: str | None
-               ) -> tuple[int, Any]:
+    def answer(
+        self, path: str, fields: dict[str, bytes], authorization: str | None
+    ) -> tuple[int, Any]:
         with self._lock:
             self.requests += 1
             self.held += 1
@@ -95,5 +100,9 @@ class EchoRecognizer(FakeRecognizer):
         with self._lock:
             self.held -= 1
         text = f"{len(fields['file'])} bytes"
-        return 200, {"text": text, "language": "english", "duration": 1.0,
-                     "segments": [{"start": 0.0, "end": 1.0, "text": text}]}
+        return 200, {
+            "text": text,
+            "language": "english",
+            "duration": 1.0,
+            "segments": [{"start": 0.0, "end": 1.0, "text": text}],
+        }

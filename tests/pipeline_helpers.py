@@ -34,8 +34,7 @@ FAST_RETRY = {"backoff": Backoff(base_s=0.001, cap_s=0.001)}
 
 
 async def accept(db: Database, owner_id: int, name: str = "a.wav") -> Any:
-    return await db.fetchval("accept", owner_id, name, 1000, f"/uploads/{name}", None, None,
-                              None)
+    return await db.fetchval("accept", owner_id, name, 1000, f"/uploads/{name}", None, None, None)
 
 
 async def db_now(db: Database) -> dt.datetime:

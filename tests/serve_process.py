@@ -31,19 +31,26 @@ class ServeProcess:
 
 
 @contextlib.asynccontextmanager
-async def serve_process(db_url: str, home: Path, *args: str, **env: str
-                        ) -> AsyncIterator[ServeProcess]:
+async def serve_process(
+    db_url: str, home: Path, *args: str, **env: str
+) -> AsyncIterator[ServeProcess]:
     """`transcriber serve` as a process of its own on a free loopback port. Leaving the
     block stops it (SIGTERM, then SIGKILL if it does not exit)."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
-    environ.update(TRANSCRIBER_DATABASE_URL=db_url, TRANSCRIBER_HOME=str(home),
-                   **{f"TRANSCRIBER_{k.upper()}": v for k, v in env.items()})
+    environ.update(
+        TRANSCRIBER_DATABASE_URL=db_url,
+        TRANSCRIBER_HOME=str(home),
+        **{f"TRANSCRIBER_{k.upper()}": v for k, v in env.items()},
+    )
     home.mkdir(parents=True, exist_ok=True)
     log = home / f"serve-{uuid.uuid4().hex[:8]}.log"
     with open(log, "wb") as out:
         proc = await trio.lowlevel.open_process(
             [sys.executable, "-m", "transcriber", "serve", "--http", "127.0.0.1:0", *args],
-            env=environ, stderr=out, stdout=subprocess.DEVNULL)
+            env=environ,
+            stderr=out,
+            stdout=subprocess.DEVNULL,
+        )
     try:
         with trio.fail_after(120):
             while not (ready := re.search(r"ready .*http=(\S+)", log.read_text())):

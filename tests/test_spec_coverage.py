@@ -38,8 +38,10 @@ class Marker:
 
 def spec_scenarios(specs: Path = SPECS) -> dict[str, list[str]]:
     """Capability (the folder name) → its scenario titles, in file order, repeats kept."""
-    return {path.parent.name: _SCENARIO.findall(path.read_text())
-            for path in sorted(specs.glob("*/spec.md"))}
+    return {
+        path.parent.name: _SCENARIO.findall(path.read_text())
+        for path in sorted(specs.glob("*/spec.md"))
+    }
 
 
 def _is_scenario_mark(node: ast.expr) -> bool:
@@ -49,8 +51,12 @@ def _is_scenario_mark(node: ast.expr) -> bool:
     owner = node.value
     if isinstance(owner, ast.Name):
         return owner.id == "mark"
-    return (isinstance(owner, ast.Attribute) and owner.attr == "mark"
-            and isinstance(owner.value, ast.Name) and owner.value.id == "pytest")
+    return (
+        isinstance(owner, ast.Attribute)
+        and owner.attr == "mark"
+        and isinstance(owner.value, ast.Name)
+        and owner.value.id == "pytest"
+    )
 
 
 def _literal(node: ast.expr) -> str | None:
@@ -68,14 +74,23 @@ def _helpers(tree: ast.Module) -> dict[str, tuple[str, ast.Call]]:
             continue
         body = [b for b in node.body if not (isinstance(b, ast.Expr) and _literal(b.value))]
         params = node.args.posonlyargs + node.args.args
-        if not (len(body) == 1 and isinstance(body[0], ast.Return)
-                and isinstance(body[0].value, ast.Call)):
+        if not (
+            len(body) == 1
+            and isinstance(body[0], ast.Return)
+            and isinstance(body[0].value, ast.Call)
+        ):
             continue
         call = body[0].value
         capability = _literal(call.args[0]) if call.args else None
-        if (_is_scenario_mark(call.func) and capability is not None and len(params) == 1
-                and len(call.args) == 2 and not call.keywords
-                and isinstance(call.args[1], ast.Name) and call.args[1].id == params[0].arg):
+        if (
+            _is_scenario_mark(call.func)
+            and capability is not None
+            and len(params) == 1
+            and len(call.args) == 2
+            and not call.keywords
+            and isinstance(call.args[1], ast.Name)
+            and call.args[1].id == params[0].arg
+        ):
             found[node.name] = (capability, call)
     return found
 
@@ -104,8 +119,11 @@ def file_markers(path: Path, root: Path = ROOT) -> list[Marker]:
             if e.keywords or len(args) != 2 or None in args:
                 found.append(Marker(None, None, at, "arguments must be string literals"))
             else:
-                found.append(Marker(args[0], args[1], at,
-                                    None if marks_a_test else "marks something not a test"))
+                found.append(
+                    Marker(
+                        args[0], args[1], at, None if marks_a_test else "marks something not a test"
+                    )
+                )
 
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -113,14 +131,27 @@ def file_markers(path: Path, root: Path = ROOT) -> list[Marker]:
             for deco in node.decorator_list:
                 add(deco, node.name, node.name.startswith(prefix))
         elif isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+        ):
             add(node.value, "pytestmark", True)
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and id(node) not in read
-                and (_is_scenario_mark(node.func)
-                     or isinstance(node.func, ast.Name) and node.func.id in helpers)):
-            found.append(Marker(None, None, f"{rel}:{node.lineno}",
-                                "a scenario mark that is not a decorator cannot be read"))
+        if (
+            isinstance(node, ast.Call)
+            and id(node) not in read
+            and (
+                _is_scenario_mark(node.func)
+                or isinstance(node.func, ast.Name)
+                and node.func.id in helpers
+            )
+        ):
+            found.append(
+                Marker(
+                    None,
+                    None,
+                    f"{rel}:{node.lineno}",
+                    "a scenario mark that is not a decorator cannot be read",
+                )
+            )
     return found
 
 
@@ -130,8 +161,12 @@ def marked_scenarios(tests: Path = TESTS, root: Path = ROOT) -> list[Marker]:
 
 def missing_scenarios(specs: dict[str, list[str]], markers: list[Marker]) -> list[str]:
     covered = {(m.capability, m.title) for m in markers if m.problem is None}
-    return [f"{cap}: {title}" for cap, titles in specs.items() for title in titles
-            if (cap, title) not in covered]
+    return [
+        f"{cap}: {title}"
+        for cap, titles in specs.items()
+        for title in titles
+        if (cap, title) not in covered
+    ]
 
 
 def bad_markers(specs: dict[str, list[str]], markers: list[Marker]) -> list[str]:
@@ -165,8 +200,12 @@ def test_specs_have_unique_scenarios() -> None:
     assert specs, f"no openspec/specs/*/spec.md under {SPECS}"
     empty = [cap for cap, titles in specs.items() if not titles]
     assert not empty, f"capabilities without a scenario: {empty}"
-    repeated = [f"{cap}: {title}" for cap, titles in specs.items()
-                for title, n in Counter(titles).items() if n > 1]
+    repeated = [
+        f"{cap}: {title}"
+        for cap, titles in specs.items()
+        for title, n in Counter(titles).items()
+        if n > 1
+    ]
     assert not repeated, f"scenario titles repeated within a capability:{_listing(repeated)}"
 
 
@@ -174,7 +213,8 @@ def test_the_check_finds_gaps_and_typos(tmp_path: Path) -> None:
     """The functions above on a small tree, so a check that always passes shows here."""
     spec = tmp_path / "specs" / "cap" / "spec.md"
     spec.parent.mkdir(parents=True)
-    spec.write_text(textwrap.dedent("""\
+    spec.write_text(
+        textwrap.dedent("""\
         # cap
         ### Requirement: R
         #### Scenario: Covered
@@ -182,10 +222,12 @@ def test_the_check_finds_gaps_and_typos(tmp_path: Path) -> None:
         #### Scenario: Covered by a class
         #### Scenario: Covered by a helper
         #### Scenario:   Uncovered  
-        """))
+        """)
+    )
     tests = tmp_path / "tests"
     tests.mkdir()
-    (tests / "test_x.py").write_text(textwrap.dedent("""\
+    (tests / "test_x.py").write_text(
+        textwrap.dedent("""\
         import pytest
         from pytest import mark
 
@@ -215,10 +257,10 @@ def test_the_check_finds_gaps_and_typos(tmp_path: Path) -> None:
         def test_e(): ...
 
         UNCOVERED = pytest.mark.scenario("cap", "Uncovered")
-        """))
+        """)
+    )
     specs = spec_scenarios(tmp_path / "specs")
-    assert specs == {"cap": ["Covered", "Covered by a class", "Covered by a helper",
-                             "Uncovered"]}
+    assert specs == {"cap": ["Covered", "Covered by a class", "Covered by a helper", "Uncovered"]}
     markers = marked_scenarios(tests, tmp_path)
 
     assert missing_scenarios(specs, markers) == ["cap: Uncovered"]

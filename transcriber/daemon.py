@@ -56,21 +56,26 @@ def require_model(config: Config) -> None:
     if not folder.is_dir():
         raise ModelUnavailable(f"TRANSCRIBER_MODEL {folder}: no such folder")
     if not (folder / "model.bin").is_file():
-        raise ModelUnavailable(f"TRANSCRIBER_MODEL {folder} is not a CTranslate2 model "
-                               "folder (it has no model.bin)")
+        raise ModelUnavailable(
+            f"TRANSCRIBER_MODEL {folder} is not a CTranslate2 model folder (it has no model.bin)"
+        )
     device_for(config)
 
 
 async def listen(nursery: trio.Nursery, app: Any, host: str, port: int) -> str:
     from transcriber.http import serve_app
+
     try:
         return await nursery.start(serve_app, app, host, port)
     except* OSError as group:
         e: BaseException = group
         while isinstance(e, BaseExceptionGroup):  # the nurseries' groups, nested
             e = e.exceptions[0]
-        reason = ("the address is in use" if getattr(e, "errno", None) == errno.EADDRINUSE
-                  else getattr(e, "strerror", None) or str(e))
+        reason = (
+            "the address is in use"
+            if getattr(e, "errno", None) == errno.EADDRINUSE
+            else getattr(e, "strerror", None) or str(e)
+        )
         raise ListenFailed(f"cannot listen on {host}:{port}: {reason}") from None
 
 
@@ -98,9 +103,14 @@ async def database_answers(db: Database) -> bool:
     return False
 
 
-async def serve(config: Config, options: ServeOptions, *,
-                steps_for: Callable[[Config], Any], notifier: Notifier | None = None,
-                task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+async def serve(
+    config: Config,
+    options: ServeOptions,
+    *,
+    steps_for: Callable[[Config], Any],
+    notifier: Notifier | None = None,
+    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+) -> None:
     """Run until SIGTERM/SIGINT, then drain and return (exit 0). Runs inside
     `trio_asyncio.open_loop()`.
 
@@ -137,8 +147,9 @@ async def serve(config: Config, options: ServeOptions, *,
                     url = await listen(nursery, app, host, port)
                 if options.workers:
                     await nursery.start(pipeline.run)
-                nursery.start_soon(watchdog, notifier, lambda: database_answers(db),
-                                   lambda: queue_status(db))
+                nursery.start_soon(
+                    watchdog, notifier, lambda: database_answers(db), lambda: queue_status(db)
+                )
                 # What the start made lives as long as the process: out of the
                 # collector's way, a full collection no longer walks it (about 25 ms
                 # each, a pause for every request in flight).
@@ -146,12 +157,21 @@ async def serve(config: Config, options: ServeOptions, *,
                 notifier.ready(f"serving: workers={options.workers} http={url}")
                 # What recognizes here, said once the start has succeeded: a start that
                 # fails says only why, in one line.
-                event(logging.INFO, "ready", workers=options.workers, http=url,
-                      **(recognizer_info(config) if options.workers else {}))
+                event(
+                    logging.INFO,
+                    "ready",
+                    workers=options.workers,
+                    http=url,
+                    **(recognizer_info(config) if options.workers else {}),
+                )
                 task_status.started(url)
                 async for signum in signals:
-                    event(logging.INFO, "shutting_down", signal=signal.Signals(signum).name,
-                          grace_s=options.grace_s)
+                    event(
+                        logging.INFO,
+                        "shutting_down",
+                        signal=signal.Signals(signum).name,
+                        grace_s=options.grace_s,
+                    )
                     break
                 notifier.stopping()
                 if app is not None:

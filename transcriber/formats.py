@@ -23,20 +23,28 @@ def to_text(text: str, segments: Sequence[dict[str, Any]]) -> str:
 
 
 def to_srt(text: str, segments: Sequence[dict[str, Any]]) -> str:
-    cues = [f"{i}\n{timestamp(s['start'], ',')} --> {timestamp(s['end'], ',')}\n{s['text']}\n"
-            for i, s in enumerate(segments, 1)]
+    cues = [
+        f"{i}\n{timestamp(s['start'], ',')} --> {timestamp(s['end'], ',')}\n{s['text']}\n"
+        for i, s in enumerate(segments, 1)
+    ]
     return "\n".join(cues)
 
 
 def to_vtt(text: str, segments: Sequence[dict[str, Any]]) -> str:
-    cues = [f"{timestamp(s['start'], '.')} --> {timestamp(s['end'], '.')}\n{s['text']}\n"
-            for s in segments]
+    cues = [
+        f"{timestamp(s['start'], '.')} --> {timestamp(s['end'], '.')}\n{s['text']}\n"
+        for s in segments
+    ]
     return "WEBVTT\n\n" + "\n".join(cues)
 
 
 def to_json(text: str, segments: Sequence[dict[str, Any]], **extra: Any) -> str:
-    return json.dumps({**extra, "text": text, "segments": list(segments)},
-                      ensure_ascii=False, indent=2) + "\n"
+    return (
+        json.dumps(
+            {**extra, "text": text, "segments": list(segments)}, ensure_ascii=False, indent=2
+        )
+        + "\n"
+    )
 
 
 def render(fmt: str, text: str, segments: Sequence[dict[str, Any]], **extra: Any) -> str:

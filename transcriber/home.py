@@ -56,9 +56,11 @@ def check(home: Path) -> None:
         raise HomeUnusable(f"TRANSCRIBER_HOME {home} is not a folder")
     owner = home.stat().st_uid
     if owner != os.geteuid():
-        raise HomeUnusable(f"TRANSCRIBER_HOME {home} belongs to {user_name(owner)}, not to "
-                           f"{user_name(os.geteuid())} who runs transcriber; run it as "
-                           f"{user_name(owner)} or choose another home")
+        raise HomeUnusable(
+            f"TRANSCRIBER_HOME {home} belongs to {user_name(owner)}, not to "
+            f"{user_name(os.geteuid())} who runs transcriber; run it as "
+            f"{user_name(owner)} or choose another home"
+        )
     probe = home / f".write-probe.{os.getpid()}"
     try:
         with open(probe, "wb") as f:

@@ -19,8 +19,9 @@ _TABLE = (
     "lb:luxembourgish my:myanmar bo:tibetan tl:tagalog mg:malagasy as:assamese tt:tatar "
     "haw:hawaiian ln:lingala ha:hausa ba:bashkir jw:javanese su:sundanese yue:cantonese"
 )
-NAMES: dict[str, str] = {code: name.replace("_", " ")
-                         for code, name in (pair.split(":") for pair in _TABLE.split())}
+NAMES: dict[str, str] = {
+    code: name.replace("_", " ") for code, name in (pair.split(":") for pair in _TABLE.split())
+}
 
 
 def language_name(language: str | None) -> str | None:

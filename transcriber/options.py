@@ -29,9 +29,10 @@ class RecognitionOptions:
         if self.prompt is not None and not isinstance(self.prompt, str):
             raise BadOptions("prompt must be text")
         if self.temperature is not None and (
-                isinstance(self.temperature, bool)
-                or not isinstance(self.temperature, (int, float))
-                or not 0 <= self.temperature <= 1):
+            isinstance(self.temperature, bool)
+            or not isinstance(self.temperature, (int, float))
+            or not 0 <= self.temperature <= 1
+        ):
             raise BadOptions(f"temperature must be a number from 0 to 1, not {self.temperature!r}")
 
     def to_json(self) -> dict[str, Any]:
@@ -49,5 +50,8 @@ class RecognitionOptions:
         unknown = set(stored) - {"task", "prompt", "temperature"}
         if unknown:
             raise BadOptions(f"unknown recognition options: {', '.join(sorted(unknown))}")
-        return cls(task=stored.get("task") or "transcribe", prompt=stored.get("prompt") or None,
-                   temperature=stored.get("temperature"))
+        return cls(
+            task=stored.get("task") or "transcribe",
+            prompt=stored.get("prompt") or None,
+            temperature=stored.get("temperature"),
+        )

@@ -84,4 +84,3 @@ async def owner_of_token(db: Database, token: str) -> int | None:
     if row is None or not hmac.compare_digest(bytes(row["token_hash"]), wanted):
         return None
     return row["id"]
-

@@ -15,9 +15,9 @@ MESSAGES = {
     "too_long": "The recording is longer than this service accepts.",
     "recognizer_refused_audio": "The speech recognizer could not take this audio.",
     "attempts_exhausted": "Processing failed several times; the operator has been told "
-                          "and can resume it.",
+    "and can resume it.",
     "milestone_time_limit": "Processing took longer than its time limit; the operator "
-                            "can resume it.",
+    "can resume it.",
 }
 OTHER = "Processing stopped; the operator can see why and resume it."
 

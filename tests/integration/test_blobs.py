@@ -81,12 +81,14 @@ def worker(name: str, queue: PgQueue) -> Worker:
 
 @scenario("A stale normalizer cannot touch the winner's audio")
 async def test_a_stale_normalizer_cannot_touch_the_winners_audio(
-        db: Database, owner_id: int, tmp_path: Path) -> None:
+    db: Database, owner_id: int, tmp_path: Path
+) -> None:
     config = Config(home=tmp_path / "home")
     held = HeldBlobs(config.home)
     stale_steps = step_table(normalize=normalize_step(config, held), recognize=noop)
-    new_steps = step_table(normalize=normalize_step(config, LocalBlobs(config.home)),
-                           recognize=noop)
+    new_steps = step_table(
+        normalize=normalize_step(config, LocalBlobs(config.home)), recognize=noop
+    )
     rid = await accept_file(db, config, SAMPLES / "en.ogg", owner_id)
     now = await db_now(db)
     stale = worker("stale", PgQueue(db, stale_steps))
@@ -110,8 +112,11 @@ async def test_a_stale_normalizer_cannot_touch_the_winners_audio(
     assert after["audio_path"] == str(winner) and sha256(winner) == digest
     journal = await db.fetch("journal_after", 0, rid, 100)
     kinds = [(e["kind"], e["milestone"]) for e in journal]
-    assert kinds == [("accepted", "received"), ("milestone_reached", "normalized"),
-                     ("lease_lost", "received")]
+    assert kinds == [
+        ("accepted", "received"),
+        ("milestone_reached", "normalized"),
+        ("lease_lost", "received"),
+    ]
     stale_file = config.home / "audio" / audio_name(rid, journal[-1]["claim_token"])
     assert stale_file.exists() and stale_file != winner  # published under its own name
 
@@ -127,7 +132,8 @@ def mode(path: Path) -> int:
 
 @scenario("The bundled model is private with umask 000")
 def test_bundled_model_is_private_whatever_the_umask(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Stand-in packages (the real join is the audio tests'); their join's digest expected.
     digest = hashlib.sha256()
     for n in (1, 2):
@@ -150,14 +156,19 @@ def test_bundled_model_is_private_whatever_the_umask(
         os.umask(old)
     assert (mode(models), mode(model)) == (0o700, 0o700)
     files = sorted(model.iterdir())
-    assert [p.name for p in files] == ["config.json", "model.bin", "tokenizer.json",
-                                       "vocabulary.txt"]
+    assert [p.name for p in files] == [
+        "config.json",
+        "model.bin",
+        "tokenizer.json",
+        "vocabulary.txt",
+    ]
     assert all(mode(p) == 0o600 for p in files), [(p.name, oct(mode(p))) for p in files]
 
 
 @scenario("Uploads and audio are private with umask 000")
 async def test_uploads_and_audio_are_private_whatever_the_umask(
-        db: Database, owner_id: int, tmp_path: Path) -> None:
+    db: Database, owner_id: int, tmp_path: Path
+) -> None:
     config = Config(home=tmp_path / "home")
     steps = step_table(normalize=normalize_step(config), recognize=noop)
     old = os.umask(0)

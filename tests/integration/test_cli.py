@@ -16,17 +16,24 @@ from transcriber.db.database import Database
 from transcriber.pipeline.pg_queue import PgQueue
 
 
-async def cli(db_url: str | None, *args: str, home: str | None = None
-              ) -> subprocess.CompletedProcess[str]:
+async def cli(
+    db_url: str | None, *args: str, home: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
     if db_url:
         env["TRANSCRIBER_DATABASE_URL"] = db_url
     if home:
         env["TRANSCRIBER_HOME"] = home
-    result = await trio.run_process([sys.executable, "-m", "transcriber", *args], env=env,
-                                    capture_stdout=True, capture_stderr=True, check=False)
-    return subprocess.CompletedProcess(result.args, result.returncode,
-                                       result.stdout.decode(), result.stderr.decode())
+    result = await trio.run_process(
+        [sys.executable, "-m", "transcriber", *args],
+        env=env,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        result.args, result.returncode, result.stdout.decode(), result.stderr.decode()
+    )
 
 
 async def stopped_record(db: Database, owner_id: int) -> Any:
@@ -118,19 +125,25 @@ async def test_resume_several_and_by_reason(db: Database, db_url: str, owner_id:
     by_reason = await cli(db_url, "resume", "--reason", "attempts_exhausted")
     assert by_reason.returncode == 0, by_reason.stderr
     lines = by_reason.stdout.strip().splitlines()
-    assert lines == ["1 records stopped with reason attempts_exhausted",
-                     f"resumed {second} at received"]
+    assert lines == [
+        "1 records stopped with reason attempts_exhausted",
+        f"resumed {second} at received",
+    ]
     assert (await state(db, first))["stop_reason"] == "other_reason"
 
 
 @pytest.mark.scenario("operations", "The journal since a time")
 async def test_journal_since_and_json(db: Database, db_url: str, owner_id: int) -> None:
     old, new = await accept(db, owner_id, "old.wav"), await accept(db, owner_id, "new.wav")
-    await db.run(lambda con: con.execute(
-        "UPDATE journal SET at = now() - interval '2 hours' WHERE recording_id = $1", old))
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE journal SET at = now() - interval '2 hours' WHERE recording_id = $1", old
+        )
+    )
     recent = await cli(db_url, "journal", "--since", "1h", "--json")
     assert recent.returncode == 0, recent.stderr
     import json
+
     events = [json.loads(line) for line in recent.stdout.splitlines()]
     assert [(e["recording_id"], e["kind"]) for e in events] == [(str(new), "accepted")]
     bad = await cli(db_url, "journal", "--since", "soon")
@@ -138,14 +151,17 @@ async def test_journal_since_and_json(db: Database, db_url: str, owner_id: int) 
 
 
 @pytest.mark.scenario("operations", "The journal follows live")
-async def test_journal_follow_shows_another_process_event(db: Database, db_url: str,
-                                                          owner_id: int) -> None:
+async def test_journal_follow_shows_another_process_event(
+    db: Database, db_url: str, owner_id: int
+) -> None:
     first = await accept(db, owner_id, "first.wav")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
     env["TRANSCRIBER_DATABASE_URL"] = db_url
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "transcriber", "journal", "--follow"], env=env,
-        stdout=subprocess.PIPE)
+        [sys.executable, "-m", "transcriber", "journal", "--follow"],
+        env=env,
+        stdout=subprocess.PIPE,
+    )
     try:
         lines = LineReader(proc.stdout)
         with trio.fail_after(30):
@@ -173,8 +189,9 @@ class LineReader:
         return line.decode()
 
 
-async def test_submit_accepts_files_for_the_daemon(db: Database, db_url: str, tmp_path: Any
-                                                   ) -> None:
+async def test_submit_accepts_files_for_the_daemon(
+    db: Database, db_url: str, tmp_path: Any
+) -> None:
     audio = tmp_path / "talk.wav"
     audio.write_bytes(b"RIFF not really audio")
     env_home = str(tmp_path / "home")
@@ -186,4 +203,3 @@ async def test_submit_accepts_files_for_the_daemon(db: Database, db_url: str, tm
     assert (row["milestone"], row["title"]) == ("received", "Standup")
     unknown = await cli(db_url, "submit", str(audio), "--owner", "nobody", home=env_home)
     assert unknown.returncode == 1 and "no owner 'nobody'" in unknown.stderr
-

@@ -31,21 +31,29 @@ async def test_two_daemons_share_the_work(db: Database, db_url: str, owner_id: i
         return step
 
     async with open_database(db_url, max_size=4) as other:
-        daemons = [Pipeline(d, table(normalize=step_for(name), recognize=step_for(name)),
-                            workers=2, poll_s=0.5)
-                   for name, d in (("a", db), ("b", other))]
+        daemons = [
+            Pipeline(
+                d, table(normalize=step_for(name), recognize=step_for(name)), workers=2, poll_s=0.5
+            )
+            for name, d in (("a", db), ("b", other))
+        ]
         with trio.fail_after(60):
             async with trio.open_nursery() as nursery:
                 for daemon in daemons:
                     await nursery.start(daemon.run)
-                while await db.run(lambda con: con.fetchval(
-                        "SELECT count(*) FROM recordings WHERE milestone <> $1",
-                        TRANSCRIBED)):
+                while await db.run(
+                    lambda con: con.fetchval(
+                        "SELECT count(*) FROM recordings WHERE milestone <> $1", TRANSCRIBED
+                    )
+                ):
                     await trio.sleep(0.05)
                 for daemon in daemons:
                     assert await daemon.drain(10)
     assert worked["a"] > 0 and worked["b"] > 0
     assert worked["a"] + worked["b"] == 2 * len(ids)  # each step ran once in all
-    reached = Counter((e["recording_id"], e["milestone"]) for e in await journal(db)
-                      if e["kind"] == "milestone_reached")
+    reached = Counter(
+        (e["recording_id"], e["milestone"])
+        for e in await journal(db)
+        if e["kind"] == "milestone_reached"
+    )
     assert len(reached) == 2 * len(ids) and set(reached.values()) == {1}

@@ -31,12 +31,14 @@ async def locked(db_url: str, table: str) -> asyncpg.Connection:
     """A session of its own holding `table` locked against every other session."""
     con = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_url)
     await trio_asyncio.aio_as_trio(con.execute)(
-        f"BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        f"BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"
+    )
     return con
 
 
 async def test_a_statement_past_the_bound_raises_database_busy_and_keeps_the_pool(
-        bounded: Database, db_url: str) -> None:
+    bounded: Database, db_url: str
+) -> None:
     con = await locked(db_url, "recordings")
     try:
         with trio.fail_after(20 * BOUND_S):
@@ -48,13 +50,17 @@ async def test_a_statement_past_the_bound_raises_database_busy_and_keeps_the_poo
     assert await bounded.fetchval("health") == 1
 
 
-@pytest.mark.scenario("storage", "A database that does not answer gives the API 503 within the bound")
+@pytest.mark.scenario(
+    "storage", "A database that does not answer gives the API 503 within the bound"
+)
 async def test_a_database_that_does_not_answer_gives_the_api_503(
-        bounded: Database, db_url: str, tmp_path: Path) -> None:
+    bounded: Database, db_url: str, tmp_path: Path
+) -> None:
     owner = await add_owner(bounded, "ann")
     async with serving(create_app(bounded, Config(home=tmp_path / "home"))) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=30,
-                                     headers={"Authorization": f"Bearer {owner.token}"}) as c:
+        async with httpx.AsyncClient(
+            base_url=url, timeout=30, headers={"Authorization": f"Bearer {owner.token}"}
+        ) as c:
             con = await locked(db_url, "owners")  # every authenticated call needs it
             try:
                 with trio.fail_after(20 * BOUND_S):  # not the client's 30 s

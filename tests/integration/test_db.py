@@ -27,7 +27,8 @@ async def other_sessions(db_url: str) -> dict[str, int]:
         rows = await trio_asyncio.aio_as_trio(con.fetch)(
             "SELECT state, count(*) AS n FROM pg_stat_activity WHERE datname = "
             "current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
-            " GROUP BY state")
+            " GROUP BY state"
+        )
     finally:
         await trio_asyncio.aio_as_trio(con.close)()
     return {r["state"]: r["n"] for r in rows}
@@ -61,7 +62,8 @@ async def cancel_inside_a_transaction(db_url: str, run: Any) -> None:
 
 
 async def test_cancel_inside_a_transaction_rolls_back_and_returns_the_connection(
-        db_url: str) -> None:
+    db_url: str,
+) -> None:
     async with open_database(db_url, min_size=1, max_size=2) as db:
         await db.run(lambda con: con.execute("CREATE TABLE marks (n int)"))
 
@@ -73,12 +75,14 @@ async def test_cancel_inside_a_transaction_rolls_back_and_returns_the_connection
 
 
 async def test_a_pinned_connection_is_kept_and_handed_back_when_a_call_is_cancelled(
-        db_url: str) -> None:
+    db_url: str,
+) -> None:
     async with open_database(db_url, min_size=1, max_size=2) as db:
         await db.run(lambda con: con.execute("CREATE TABLE marks (n int)"))
         async with db.pinned() as pin:
-            pids = {await pin.run(lambda con: con.fetchval("SELECT pg_backend_pid()"))
-                    for _ in range(3)}
+            pids = {
+                await pin.run(lambda con: con.fetchval("SELECT pg_backend_pid()")) for _ in range(3)
+            }
             assert len(pids) == 1  # one connection for every call
             assert db._pool.get_idle_size() == db._pool.get_size() - 1
 
@@ -111,7 +115,8 @@ async def only_connection_held(db: Database) -> AsyncIterator[trio.Nursery]:
 
 
 async def test_cancel_while_waiting_to_acquire_leaves_no_connection_checked_out(
-        db_url: str) -> None:
+    db_url: str,
+) -> None:
     async with open_database(db_url, min_size=1, max_size=1) as db:
         async with only_connection_held(db) as nursery:
             # The only connection is held: this caller waits for its turn ...
@@ -133,6 +138,7 @@ def marking(order: list[int], n: int) -> Any:
     async def work(con: Any) -> int:
         order.append(n)
         return await con.fetchval("SELECT 1")
+
     return work
 
 
@@ -157,8 +163,7 @@ async def test_calls_get_connections_in_the_order_they_asked(db_url: str) -> Non
         assert pool_is_whole(db)
 
 
-async def test_a_wait_for_a_connection_past_the_bound_raises_database_busy(
-        db_url: str) -> None:
+async def test_a_wait_for_a_connection_past_the_bound_raises_database_busy(db_url: str) -> None:
     async with open_database(db_url, min_size=1, max_size=1, timeout_s=0.2) as db:
         async with only_connection_held(db):
             with trio.fail_after(10), pytest.raises(DatabaseBusy, match="no database connection"):
@@ -177,10 +182,13 @@ async def test_unreachable_database_names_the_url_without_its_password() -> None
     assert "postgresql://ann:***@127.0.0.1:1/transcriber" in message
 
 
-@pytest.mark.parametrize(("url", "shown"), [
-    ("postgresql://u:pw@h/db", "postgresql://u:***@h/db"),
-    ("postgresql://u@h/db", "postgresql://u@h/db"),
-    ("postgresql:///db?host=/run/pg&password=pw", "postgresql:///db?host=/run/pg&password=***"),
-])
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:pw@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("postgresql:///db?host=/run/pg&password=pw", "postgresql:///db?host=/run/pg&password=***"),
+    ],
+)
 def test_hide_password(url: str, shown: str) -> None:
     assert hide_password(url) == shown

@@ -39,8 +39,7 @@ def restart(server: Any) -> None:
 
 
 @pytest.mark.scenario("operations", "A database restart loses no record")
-async def test_records_complete_across_a_database_restart(own_server: Any,
-                                                          aio_loop: None) -> None:
+async def test_records_complete_across_a_database_restart(own_server: Any, aio_loop: None) -> None:
     url = own_server.get_uri()
     in_step = trio.Event()
     release = trio.Event()
@@ -57,8 +56,12 @@ async def test_records_complete_across_a_database_restart(own_server: Any,
         ids = [await accept(db, owner, f"{i}.wav") for i in range(20)]
         # A claim whose answer the restart swallowed is held by a token nobody has;
         # its lease is what frees it, so leases are short here.
-        pipeline = Pipeline(db, table(normalize=step, recognize=step, lease=Lease(3.0),
-                                      **FAST_RETRY), workers=3, poll_s=0.5)
+        pipeline = Pipeline(
+            db,
+            table(normalize=step, recognize=step, lease=Lease(3.0), **FAST_RETRY),
+            workers=3,
+            poll_s=0.5,
+        )
         with trio.fail_after(120):
             async with trio.open_nursery() as nursery:
                 await nursery.start(pipeline.run)
@@ -70,8 +73,9 @@ async def test_records_complete_across_a_database_restart(own_server: Any,
                 assert await pipeline.drain(30)
     async with open_database(url, min_size=1, max_size=1) as db:
         events = await journal(db)
-    reached = Counter((e["recording_id"], e["milestone"]) for e in events
-                      if e["kind"] == "milestone_reached")
+    reached = Counter(
+        (e["recording_id"], e["milestone"]) for e in events if e["kind"] == "milestone_reached"
+    )
     assert set(reached) == {(r, m) for r in ids for m in ("normalized", TRANSCRIBED)}
     assert set(reached.values()) == {1}  # nothing done twice
     # The restart really happened under the run: the LISTEN connection was cut.
@@ -80,7 +84,10 @@ async def test_records_complete_across_a_database_restart(own_server: Any,
 
 async def done(db: Database) -> int:
     try:
-        return await db.run(lambda con: con.fetchval(
-            "SELECT count(*) FROM recordings WHERE milestone = $1", TRANSCRIBED))
+        return await db.run(
+            lambda con: con.fetchval(
+                "SELECT count(*) FROM recordings WHERE milestone = $1", TRANSCRIBED
+            )
+        )
     except Exception:  # noqa: BLE001 - the server is still coming back
         return 0

@@ -40,8 +40,9 @@ class LosingConnection:
         if self._owner.armed and sql == self._owner.target:
             self._owner.armed = False
             self._owner.lost += 1
-            raise asyncpg.ConnectionDoesNotExistError("connection was closed in the middle "
-                                                      "of operation (the reply was lost)")
+            raise asyncpg.ConnectionDoesNotExistError(
+                "connection was closed in the middle of operation (the reply was lost)"
+            )
 
     async def fetch(self, sql: str, *args: Any) -> Any:
         rows = await self._con.fetch(sql, *args)
@@ -86,8 +87,9 @@ class LosingDatabase:
         return await self.db.run(lambda con: work(LosingConnection(con, self)))
 
 
-async def setup(db: Database, owner_id: int, **limits: Any
-                ) -> tuple[Any, LosingDatabase, PgQueue, Any]:
+async def setup(
+    db: Database, owner_id: int, **limits: Any
+) -> tuple[Any, LosingDatabase, PgQueue, Any]:
     rid = await accept(db, owner_id)
     losing = LosingDatabase(db)
     queue = PgQueue(losing, table(**limits))  # type: ignore[arg-type]
@@ -100,7 +102,9 @@ def kinds(events: list[Any]) -> list[str]:
     return [e["kind"] for e in events]
 
 
-@pytest.mark.scenario("storage", "A write retried after its reply was lost answers as the first try")
+@pytest.mark.scenario(
+    "storage", "A write retried after its reply was lost answers as the first try"
+)
 async def test_a_commit_whose_reply_was_lost(db: Database, owner_id: int) -> None:
     rid, losing, queue, job = await setup(db, owner_id)
     losing.arm("commit")
@@ -110,9 +114,12 @@ async def test_a_commit_whose_reply_was_lost(db: Database, owner_id: int) -> Non
     assert kinds(await journal(db, rid)) == ["accepted", "milestone_reached"]
 
 
-@pytest.mark.scenario("storage", "A write retried after its reply was lost answers as the first try")
-async def test_a_commit_with_results_whose_transaction_reply_was_lost(db: Database,
-                                                                       owner_id: int) -> None:
+@pytest.mark.scenario(
+    "storage", "A write retried after its reply was lost answers as the first try"
+)
+async def test_a_commit_with_results_whose_transaction_reply_was_lost(
+    db: Database, owner_id: int
+) -> None:
     rid, losing, queue, job = await setup(db, owner_id)
     losing.arm(COMMIT)
     saved = Saved("save_normalized", ("/audio/a.wav", 2.5))
@@ -120,11 +127,16 @@ async def test_a_commit_with_results_whose_transaction_reply_was_lost(db: Databa
     assert losing.lost == 1
     after = await state(db, rid)
     assert (after["milestone"], after["audio_path"], after["duration_s"]) == (
-        NORMALIZED, "/audio/a.wav", 2.5)
+        NORMALIZED,
+        "/audio/a.wav",
+        2.5,
+    )
     assert kinds(await journal(db, rid)) == ["accepted", "milestone_reached"]
 
 
-@pytest.mark.scenario("storage", "A write retried after its reply was lost answers as the first try")
+@pytest.mark.scenario(
+    "storage", "A write retried after its reply was lost answers as the first try"
+)
 async def test_a_last_fail_whose_reply_was_lost(db: Database, owner_id: int) -> None:
     rid, losing, queue, job = await setup(db, owner_id, max_attempts=1)
     losing.arm("fail")
@@ -135,7 +147,9 @@ async def test_a_last_fail_whose_reply_was_lost(db: Database, owner_id: int) -> 
     assert kinds(await journal(db, rid)) == ["accepted", "attempt_failed", "stopped"]
 
 
-@pytest.mark.scenario("storage", "A write retried after its reply was lost answers as the first try")
+@pytest.mark.scenario(
+    "storage", "A write retried after its reply was lost answers as the first try"
+)
 async def test_a_fail_whose_reply_was_lost(db: Database, owner_id: int) -> None:
     rid, losing, queue, job = await setup(db, owner_id)
     losing.arm("fail")
@@ -147,7 +161,9 @@ async def test_a_fail_whose_reply_was_lost(db: Database, owner_id: int) -> None:
     assert kinds(await journal(db, rid)) == ["accepted", "attempt_failed"]
 
 
-@pytest.mark.scenario("storage", "A write retried after its reply was lost answers as the first try")
+@pytest.mark.scenario(
+    "storage", "A write retried after its reply was lost answers as the first try"
+)
 async def test_a_stop_whose_reply_was_lost(db: Database, owner_id: int) -> None:
     rid, losing, queue, job = await setup(db, owner_id)
     losing.arm("stop")
@@ -157,7 +173,9 @@ async def test_a_stop_whose_reply_was_lost(db: Database, owner_id: int) -> None:
     assert kinds(await journal(db, rid)) == ["accepted", "stopped"]
 
 
-@pytest.mark.scenario("storage", "A write retried after its reply was lost answers as the first try")
+@pytest.mark.scenario(
+    "storage", "A write retried after its reply was lost answers as the first try"
+)
 async def test_a_resume_whose_reply_was_lost(db: Database, owner_id: int) -> None:
     rid, losing, queue, job = await setup(db, owner_id)
     assert await queue.stop(job, "empty_audio", "nothing in it")
@@ -169,8 +187,9 @@ async def test_a_resume_whose_reply_was_lost(db: Database, owner_id: int) -> Non
     assert kinds(await journal(db, rid)) == ["accepted", "stopped", "resumed"]
 
 
-async def test_a_claim_whose_reply_was_lost_leaves_nothing_claimed(db: Database,
-                                                                   owner_id: int) -> None:
+async def test_a_claim_whose_reply_was_lost_leaves_nothing_claimed(
+    db: Database, owner_id: int
+) -> None:
     """The lost claim's record is released by its token before the claim is sent again
     (openspec/specs/storage: a cut trip leaks no claim)."""
     rid = await accept(db, owner_id)
@@ -188,10 +207,13 @@ async def test_a_claim_whose_reply_was_lost_leaves_nothing_claimed(db: Database,
     assert events[1]["detail"]["why"] == "trip retried"
 
 
-@pytest.mark.scenario("storage", "A write retried after its reply was lost answers as the first try")
+@pytest.mark.scenario(
+    "storage", "A write retried after its reply was lost answers as the first try"
+)
 @pytest.mark.parametrize("write", ["commit", "fail", "stop", "release"])
-async def test_a_refused_write_whose_reply_was_lost(db: Database, owner_id: int,
-                                                   write: str) -> None:
+async def test_a_refused_write_whose_reply_was_lost(
+    db: Database, owner_id: int, write: str
+) -> None:
     """A stale claim's write, refused, its refusal's reply lost: still refused, and its
     `lease_lost` journaled once."""
     rid, losing, queue, job = await setup(db, owner_id)

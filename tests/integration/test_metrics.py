@@ -21,8 +21,9 @@ def value(text: str, series: str) -> float:
 
 
 @pytest.mark.scenario("operations", "Metrics show the queue")
-async def test_metrics_count_milestones_stops_and_steps(db: Database, owner_id: int,
-                                                        base_url: str) -> None:  # noqa: F811
+async def test_metrics_count_milestones_stops_and_steps(
+    db: Database, owner_id: int, base_url: str
+) -> None:  # noqa: F811
     async with httpx.AsyncClient(base_url=base_url) as c:
         before = (await c.get("/metrics")).text
     claims_before = value(before, "transcriber_claims_total")
@@ -56,5 +57,3 @@ def test_histogram_buckets_are_cumulative() -> None:
     assert 'h_bucket{step="x",le="10"} 2' in text
     assert 'h_bucket{step="x",le="+Inf"} 3' in text
     assert 'h_count{step="x"} 3' in text and 'h_sum{step="x"} 22.5' in text
-
-

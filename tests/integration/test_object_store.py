@@ -52,8 +52,9 @@ def bucket(moto: MotoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 async def source_of(db: Database, rid: Any) -> str:
-    return await db.run(lambda con: con.fetchval(
-        "SELECT source_path FROM recordings WHERE id = $1", rid))
+    return await db.run(
+        lambda con: con.fetchval("SELECT source_path FROM recordings WHERE id = $1", rid)
+    )
 
 
 def worker(db: Database, config: Config, queue: PgQueue | None = None) -> Worker:
@@ -65,9 +66,12 @@ def worker(db: Database, config: Config, queue: PgQueue | None = None) -> Worker
 async def test_uploads_stream_into_the_store(db: Database, bucket: Bucket) -> None:
     owner = await add_owner(db, "ann")
     limit = PART_SIZE + (PART_SIZE // 2)
-    async with serving(create_app(db, bucket.config, max_upload_bytes=limit)) as url, \
-            httpx.AsyncClient(base_url=url, timeout=30,
-                              headers={"Authorization": f"Bearer {owner.token}"}) as c:
+    async with (
+        serving(create_app(db, bucket.config, max_upload_bytes=limit)) as url,
+        httpx.AsyncClient(
+            base_url=url, timeout=30, headers={"Authorization": f"Bearer {owner.token}"}
+        ) as c,
+    ):
         # Chunked, so the server finds out only after a part went to the store.
         refused = await RawUpload.start(url, owner)
         try:
@@ -87,13 +91,17 @@ async def test_uploads_stream_into_the_store(db: Database, bucket: Bucket) -> No
         assert bucket.keys() == []
 
         small = await c.post("/v1/recordings", files={"file": ("a.wav", b"RIFF", "audio/wav")})
-        big = await c.post("/v1/recordings", content=b"\x55" * (PART_SIZE + 100),
-                           headers={"Content-Type": "audio/wav"})
+        big = await c.post(
+            "/v1/recordings",
+            content=b"\x55" * (PART_SIZE + 100),
+            headers={"Content-Type": "audio/wav"},
+        )
     assert (small.status_code, big.status_code) == (201, 201), (small.text, big.text)
     sources = {await source_of(db, r.json()["id"]) for r in (small, big)}
     assert sources == {f"s3://{bucket.name}/{k}" for k in bucket.keys("tx/uploads/")}
-    sizes = sorted(o["Size"] for o in bucket.moto.client().list_objects_v2(
-        Bucket=bucket.name)["Contents"])
+    sizes = sorted(
+        o["Size"] for o in bucket.moto.client().list_objects_v2(Bucket=bucket.name)["Contents"]
+    )
     assert sizes == [4, PART_SIZE + 100]
     assert multipart_uploads(bucket.moto, bucket.name) == []
     assert not (bucket.config.home / "uploads").exists()
@@ -101,7 +109,8 @@ async def test_uploads_stream_into_the_store(db: Database, bucket: Bucket) -> No
 
 @scenario("The steps read and write audio through the object store")
 async def test_steps_read_and_write_audio_through_the_store(
-        db: Database, owner_id: int, bucket: Bucket) -> None:
+    db: Database, owner_id: int, bucket: Bucket
+) -> None:
     with EchoRecognizer() as recognizer:
         config = attrs.evolve(bucket.config, recognizer_url=recognizer.url)
         rid = await accept_file(db, config, SAMPLES / "en.ogg", owner_id)
@@ -130,7 +139,8 @@ async def test_steps_read_and_write_audio_through_the_store(
 
 @scenario("The object store going away mid-step is a failed attempt")
 async def test_the_store_going_away_is_a_failed_attempt(
-        db: Database, owner_id: int, bucket: Bucket) -> None:
+    db: Database, owner_id: int, bucket: Bucket
+) -> None:
     rid = await accept_file(db, bucket.config, SAMPLES / "en.ogg", owner_id)
     bucket.moto.stop()
     try:
@@ -139,8 +149,9 @@ async def test_the_store_going_away_is_a_failed_attempt(
         bucket.moto.start()
     row = await state(db, rid)
     assert (row["milestone"], row["attempts"], row["audio_path"]) == ("received", 1, None)
-    [failed] = [e for e in await db.fetch("journal_after", 0, rid, 100)
-                if e["kind"] == "attempt_failed"]
+    [failed] = [
+        e for e in await db.fetch("journal_after", 0, rid, 100) if e["kind"] == "attempt_failed"
+    ]
     assert failed["detail"]["error"].startswith("StorageError: object store: Could not connect")
     assert bucket.keys("tx/audio/") == []
     now = await db_now(db)
@@ -151,23 +162,28 @@ async def test_the_store_going_away_is_a_failed_attempt(
 
 
 @scenario("With an object store the reserve guards the scratch copies, not the uploads")
-async def test_the_reserve_guards_scratch_copies_not_uploads(
-        db: Database, bucket: Bucket) -> None:
+async def test_the_reserve_guards_scratch_copies_not_uploads(db: Database, bucket: Bucket) -> None:
     owner = await add_owner(db, "ann")
     config = attrs.evolve(bucket.config, min_free_bytes=1 << 62)  # more than any disk
-    async with serving(create_app(db, config)) as url, \
-            httpx.AsyncClient(base_url=url, timeout=30,
-                              headers={"Authorization": f"Bearer {owner.token}"}) as c:
-        r = await c.post("/v1/recordings", files={"file": ("en.ogg", SAMPLES.joinpath(
-            "en.ogg").read_bytes(), "audio/ogg")})
+    async with (
+        serving(create_app(db, config)) as url,
+        httpx.AsyncClient(
+            base_url=url, timeout=30, headers={"Authorization": f"Bearer {owner.token}"}
+        ) as c,
+    ):
+        r = await c.post(
+            "/v1/recordings",
+            files={"file": ("en.ogg", SAMPLES.joinpath("en.ogg").read_bytes(), "audio/ogg")},
+        )
     assert r.status_code == 201, r.text
     rid = r.json()["id"]
     assert (await source_of(db, rid)).startswith(f"s3://{bucket.name}/")
     assert await worker(db, config).work_once()
     row = await state(db, rid)
     assert (row["milestone"], row["attempts"], row["audio_path"]) == ("received", 1, None)
-    [failed] = [e for e in await db.fetch("journal_after", 0, rid, 100)
-                if e["kind"] == "attempt_failed"]
+    [failed] = [
+        e for e in await db.fetch("journal_after", 0, rid, 100) if e["kind"] == "attempt_failed"
+    ]
     assert "scratch disk" in failed["detail"]["error"]
     assert "TRANSCRIBER_MIN_FREE_BYTES" in failed["detail"]["error"]
     assert not any((config.home / "scratch").iterdir())
@@ -175,7 +191,8 @@ async def test_the_reserve_guards_scratch_copies_not_uploads(
 
 @scenario("The sweep removes stray objects, never a referenced one")
 async def test_the_sweep_removes_stray_objects_only(
-        db: Database, owner_id: int, bucket: Bucket) -> None:
+    db: Database, owner_id: int, bucket: Bucket
+) -> None:
     store = blobs_of(bucket.config)
     assert isinstance(store, S3Blobs)
     rid = await accept_file(db, bucket.config, SAMPLES / "en.ogg", owner_id)
@@ -188,8 +205,13 @@ async def test_the_sweep_removes_stray_objects_only(
     foreign = "tx/uploads/notes.txt"
     client.put_object(Bucket=bucket.name, Key=foreign, Body=b"not ours")
     abandoned = client.create_multipart_upload(Bucket=bucket.name, Key="tx/uploads/" + "cd" * 16)
-    client.upload_part(Bucket=bucket.name, Key="tx/uploads/" + "cd" * 16, PartNumber=1,
-                       UploadId=abandoned["UploadId"], Body=b"x" * 100)
+    client.upload_part(
+        Bucket=bucket.name,
+        Key="tx/uploads/" + "cd" * 16,
+        PartNumber=1,
+        UploadId=abandoned["UploadId"],
+        Body=b"x" * 100,
+    )
 
     assert await store.sweep_strays(db) == []  # all too young
     removed = await store.sweep_strays(db, older_than_s=0)
@@ -202,13 +224,18 @@ async def test_the_sweep_removes_stray_objects_only(
 async def test_a_bad_storage_url_ends_serve_in_one_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
     env.update(TRANSCRIBER_HOME=str(tmp_path), TRANSCRIBER_STORAGE_URL="https://media/x")
-    done = await trio.run_process([sys.executable, "-m", "transcriber", "serve", "--no-api"],
-                                  env=env, capture_stdout=True, capture_stderr=True,
-                                  check=False)
+    done = await trio.run_process(
+        [sys.executable, "-m", "transcriber", "serve", "--no-api"],
+        env=env,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
     assert done.returncode == 2
     assert done.stderr.decode().splitlines() == [
         "transcriber: TRANSCRIBER_STORAGE_URL must look like s3://BUCKET/PREFIX, "
-        "not 'https://media/x'"]
+        "not 'https://media/x'"
+    ]
     assert not tmp_path.joinpath("pgdata").exists()  # nothing started
 
 
@@ -219,4 +246,3 @@ def test_storage_url_is_checked() -> None:
     assert parse_url("s3://media") == ("media", "")
     with pytest.raises(ValueError, match="s3://BUCKET/PREFIX"):
         parse_url("https://media/x")
-

@@ -58,19 +58,32 @@ class Daemon:
         return (self.home.parent / f"{self.name}.log").read_text(errors="replace")
 
     def claimed(self, step: str) -> set[str]:
-        return set(re.findall(rf"event=claimed \S+ id=(\S+) milestone=\S+ step={step}",
-                              self.log()))
+        return set(re.findall(rf"event=claimed \S+ id=(\S+) milestone=\S+ step={step}", self.log()))
 
 
-async def start_daemon(name: str, host: Host, tmp_path: Path, env: dict[str, str]
-                       ) -> Daemon:
+async def start_daemon(name: str, host: Host, tmp_path: Path, env: dict[str, str]) -> Daemon:
     home = tmp_path / name
     port = free_port()
     log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the child holds it
-    proc = await trio.lowlevel.open_process(host.command(
-        [sys.executable, "-m", "transcriber", "serve", "--http", f"{host.address}:{port}",
-         "--workers", "2", "--grace", "1"]),
-        env={**env, "TRANSCRIBER_HOME": str(home)}, cwd=ROOT, stderr=log)
+    proc = await trio.lowlevel.open_process(
+        host.command(
+            [
+                sys.executable,
+                "-m",
+                "transcriber",
+                "serve",
+                "--http",
+                f"{host.address}:{port}",
+                "--workers",
+                "2",
+                "--grace",
+                "1",
+            ]
+        ),
+        env={**env, "TRANSCRIBER_HOME": str(home)},
+        cwd=ROOT,
+        stderr=log,
+    )
     log.close()
     daemon = Daemon(name, home, f"http://{host.address}:{port}", proc)
     async with httpx.AsyncClient() as c:
@@ -88,8 +101,9 @@ async def start_daemon(name: str, host: Host, tmp_path: Path, env: dict[str, str
 
 async def upload(daemon: Daemon, owner: NewOwner, n: int) -> list[str]:
     ids = []
-    async with httpx.AsyncClient(base_url=daemon.url, timeout=30,
-                                 headers={"Authorization": f"Bearer {owner.token}"}) as c:
+    async with httpx.AsyncClient(
+        base_url=daemon.url, timeout=30, headers={"Authorization": f"Bearer {owner.token}"}
+    ) as c:
         for i in range(n):
             r = await c.post("/v1/recordings", files={"file": (f"{i}.ogg", AUDIO, "audio/ogg")})
             assert r.status_code == 201, r.text
@@ -100,9 +114,13 @@ async def upload(daemon: Daemon, owner: NewOwner, n: int) -> list[str]:
 async def settled(db: Database, ids: list[str]) -> None:
     """Until every record is transcribed or stopped."""
     with trio.fail_after(120):
-        while await db.run(lambda con: con.fetchval(
+        while await db.run(
+            lambda con: con.fetchval(
                 "SELECT count(*) FROM recordings WHERE id = ANY($1::uuid[]) "
-                "AND milestone <> 'transcribed' AND stopped_at IS NULL", ids)):
+                "AND milestone <> 'transcribed' AND stopped_at IS NULL",
+                ids,
+            )
+        ):
             await trio.sleep(0.1)
 
 
@@ -113,8 +131,9 @@ async def until(condition: Any, timeout: float = 60) -> None:
 
 
 def reached_once(events: list[Any], ids: list[str]) -> None:
-    reached = Counter((str(e["recording_id"]), e["milestone"]) for e in events
-                      if e["kind"] == "milestone_reached")
+    reached = Counter(
+        (str(e["recording_id"]), e["milestone"]) for e in events if e["kind"] == "milestone_reached"
+    )
     for rid in ids:
         assert (reached[(rid, "normalized")], reached[(rid, "transcribed")]) == (1, 1), rid
 
@@ -123,8 +142,9 @@ def reached_at(url: str, host: str, port: int) -> str:
     """`url` over TCP at `host`:`port` (user, password and database kept)."""
     parts = urllib.parse.urlsplit(url)
     user = parts.netloc.rpartition("@")[0]
-    return urllib.parse.urlunsplit(parts._replace(
-        netloc=f"{user}@{host}:{port}" if user else f"{host}:{port}", query=""))
+    return urllib.parse.urlunsplit(
+        parts._replace(netloc=f"{user}@{host}:{port}" if user else f"{host}:{port}", query="")
+    )
 
 
 def database_target(url: str) -> int | str:
@@ -132,16 +152,18 @@ def database_target(url: str) -> int | str:
     parts = urllib.parse.urlsplit(url)
     socket_dir = urllib.parse.parse_qs(parts.query).get("host", [None])[0]
     if socket_dir:
-        [path] = [p for p in Path(socket_dir).glob(f".s.PGSQL.{parts.port or '*'}")
-                  if p.is_socket()]
+        [path] = [
+            p for p in Path(socket_dir).glob(f".s.PGSQL.{parts.port or '*'}") if p.is_socket()
+        ]
         return str(path)
     assert parts.port is not None
     return parts.port
 
 
 @pytest.fixture
-async def daemons(db_url: str, moto: MotoStore, tmp_path: Path
-                  ) -> AsyncIterator[tuple[list[Daemon], EchoRecognizer]]:
+async def daemons(
+    db_url: str, moto: MotoStore, tmp_path: Path
+) -> AsyncIterator[tuple[list[Daemon], EchoRecognizer]]:
     bucket = moto.new_bucket()
     pg_target = database_target(db_url)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("TRANSCRIBER_", "AWS_"))}
@@ -156,13 +178,16 @@ async def daemons(db_url: str, moto: MotoStore, tmp_path: Path
                         s3 = await nursery.start(forward, host.gateway, moto.port)
                     else:
                         host, pg, s3 = LOOPBACK, None, moto.port
-                    env = {**base, **moto.env(),
-                           "AWS_ENDPOINT_URL": f"http://{host.gateway}:{s3}",
-                           "TRANSCRIBER_DATABASE_URL":
-                               db_url if pg is None else reached_at(db_url, host.gateway, pg),
-                           "TRANSCRIBER_STORAGE_URL": f"s3://{bucket}/transcriber",
-                           "TRANSCRIBER_RECOGNIZER_URL":
-                               f"http://{host.gateway}:{recognizer.port}"}
+                    env = {
+                        **base,
+                        **moto.env(),
+                        "AWS_ENDPOINT_URL": f"http://{host.gateway}:{s3}",
+                        "TRANSCRIBER_DATABASE_URL": db_url
+                        if pg is None
+                        else reached_at(db_url, host.gateway, pg),
+                        "TRANSCRIBER_STORAGE_URL": f"s3://{bucket}/transcriber",
+                        "TRANSCRIBER_RECOGNIZER_URL": f"http://{host.gateway}:{recognizer.port}",
+                    }
                     started.append(await start_daemon(name, host, tmp_path, env))
                 yield started, recognizer
             finally:
@@ -184,8 +209,8 @@ async def daemons(db_url: str, moto: MotoStore, tmp_path: Path
 @scenario("A daemon killed mid-step leaves its record to the other, read from the store")
 @scenario("The object store stopped mid-run loses nothing")
 async def test_daemons_on_two_hosts_share_one_bucket(
-        db: Database, moto: MotoStore,
-        daemons: tuple[list[Daemon], EchoRecognizer]) -> None:
+    db: Database, moto: MotoStore, daemons: tuple[list[Daemon], EchoRecognizer]
+) -> None:
     (a, b), recognizer = daemons
     owner = await add_owner(db, "ann")
 
@@ -194,11 +219,13 @@ async def test_daemons_on_two_hosts_share_one_bucket(
     await settled(db, burst)
     events = await journal(db)
     reached_once(events, burst)
-    rows = await db.run(lambda con: con.fetch(
-        "SELECT id, milestone, source_path, audio_path FROM recordings"))
+    rows = await db.run(
+        lambda con: con.fetch("SELECT id, milestone, source_path, audio_path FROM recordings")
+    )
     assert all(r["milestone"] == "transcribed" for r in rows)
-    assert all(r["source_path"].startswith("s3://") and r["audio_path"].startswith("s3://")
-               for r in rows)
+    assert all(
+        r["source_path"].startswith("s3://") and r["audio_path"].startswith("s3://") for r in rows
+    )
     for step in ("normalize", "recognize"):
         assert a.claimed(step) and b.claimed(step), step  # both daemons worked
     for d in (a, b):  # nothing of the recordings on either host
@@ -214,8 +241,11 @@ async def test_daemons_on_two_hosts_share_one_bucket(
     holder.proc.send_signal(signal.SIGKILL)
     await holder.proc.wait()
     # Its lease would run out after two minutes; the test lets that time pass at once.
-    await db.run(lambda con: con.execute(
-        "UPDATE recordings SET lease_expires_at = now() WHERE id = $1", held))
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET lease_expires_at = now() WHERE id = $1", held
+        )
+    )
     recognizer.gate.set()
     await settled(db, [held])
     assert held in survivor.claimed("recognize")
@@ -228,8 +258,9 @@ async def test_daemons_on_two_hosts_share_one_bucket(
     waiting = await upload(survivor, owner, 2)  # accepted, not started
     moto.stop()
     try:
-        async with httpx.AsyncClient(base_url=survivor.url, timeout=30, headers={
-                "Authorization": f"Bearer {owner.token}"}) as c:
+        async with httpx.AsyncClient(
+            base_url=survivor.url, timeout=30, headers={"Authorization": f"Bearer {owner.token}"}
+        ) as c:
             refused = await c.post("/v1/recordings", files={"file": ("x.ogg", AUDIO)})
         assert refused.status_code == 503 and "store is unavailable" in refused.text
         recognizer.gate.set()  # the busy ones commit; the workers meet the store gone

@@ -38,8 +38,9 @@ RECORDING = "x-transcriber-recording-id"
 
 
 def sdk(url: str, key: str, timeout: float = 300.0, max_retries: int = 0) -> openai.OpenAI:
-    return openai.OpenAI(api_key=key, base_url=f"{url}/v1", max_retries=max_retries,
-                         timeout=timeout)
+    return openai.OpenAI(
+        api_key=key, base_url=f"{url}/v1", max_retries=max_retries, timeout=timeout
+    )
 
 
 async def in_thread(fn: Callable[[], Any]) -> Any:
@@ -60,15 +61,16 @@ def is_english(text: str) -> bool:
     letters = [ch for ch in text if ch.isalpha()]
     latin = [ch for ch in letters if "LATIN" in unicodedata.name(ch, "")]
     common = {"the", "we", "a", "to", "is", "of", "and", "this", "will", "for", "our"}
-    return len(letters) > 20 and len(latin) == len(letters) and bool(
-        common & set(re.findall(r"[a-z]+", text.lower())))
+    return (
+        len(letters) > 20
+        and len(latin) == len(letters)
+        and bool(common & set(re.findall(r"[a-z]+", text.lower())))
+    )
 
 
-def transcribe(client: openai.OpenAI, sample: Path, model: str = "whisper-1",
-               **fields: Any) -> Any:
+def transcribe(client: openai.OpenAI, sample: Path, model: str = "whisper-1", **fields: Any) -> Any:
     with open(sample, "rb") as f:
-        raw = client.audio.transcriptions.with_raw_response.create(
-            model=model, file=f, **fields)
+        raw = client.audio.transcriptions.with_raw_response.create(model=model, file=f, **fields)
     return raw.headers[RECORDING], raw.parse()
 
 
@@ -79,28 +81,44 @@ def transcribe(client: openai.OpenAI, sample: Path, model: str = "whisper-1",
 @scenario("A bad key and an unreadable file get OpenAI's errors")
 @scenario("A recording submitted to the first is recognized by the second")
 async def test_the_sdk_against_a_real_service(
-        db: Database, db_url: str, pg_admin_url: str, template_db: str, tmp_path: Path,
-        model_dir: Path) -> None:
+    db: Database, db_url: str, pg_admin_url: str, template_db: str, tmp_path: Path, model_dir: Path
+) -> None:
     ann, first = await add_owner(db, "ann"), await add_owner(db, "first")
     # Ann's seven requests below upload at once: more than an owner's default (4).
-    async with serve_process(db_url, tmp_path / "home", "--workers", "2", model=str(model_dir),
-                       owner_max_uploads="8") as service, \
-            contextlib.AsyncExitStack() as stack:
+    async with (
+        serve_process(
+            db_url, tmp_path / "home", "--workers", "2", model=str(model_dir), owner_max_uploads="8"
+        ) as service,
+        contextlib.AsyncExitStack() as stack,
+    ):
         url = service.url
         # Another transcriber (a database of its own) whose recognizer is this service:
         # its upload is recognized here, alongside the SDK's calls.
-        first_url = await stack.enter_async_context(
-            scratch_database(pg_admin_url, template_db))
-        first_db = await stack.enter_async_context(
-            open_database(first_url, min_size=1, max_size=2))
+        first_url = await stack.enter_async_context(scratch_database(pg_admin_url, template_db))
+        first_db = await stack.enter_async_context(open_database(first_url, min_size=1, max_size=2))
         bob = await add_owner(first_db, "bob")
-        other = await stack.enter_async_context(serve_process(
-            first_url, tmp_path / "first", "--workers", "1", recognizer_url=url,
-            recognizer_key=first.token))
-        as_bob = await stack.enter_async_context(httpx.AsyncClient(
-            base_url=other.url, timeout=30, headers={"Authorization": f"Bearer {bob.token}"}))
-        relayed = (await as_bob.post("/v1/recordings", data={"language": "ru"}, files={
-            "file": ("ru.ogg", RU.read_bytes())})).json()["id"]
+        other = await stack.enter_async_context(
+            serve_process(
+                first_url,
+                tmp_path / "first",
+                "--workers",
+                "1",
+                recognizer_url=url,
+                recognizer_key=first.token,
+            )
+        )
+        as_bob = await stack.enter_async_context(
+            httpx.AsyncClient(
+                base_url=other.url, timeout=30, headers={"Authorization": f"Bearer {bob.token}"}
+            )
+        )
+        relayed = (
+            await as_bob.post(
+                "/v1/recordings",
+                data={"language": "ru"},
+                files={"file": ("ru.ogg", RU.read_bytes())},
+            )
+        ).json()["id"]
 
         client = sdk(url, ann.token)
         stack.callback(client.close)
@@ -109,30 +127,43 @@ async def test_the_sdk_against_a_real_service(
 
         calls: dict[str, Callable[[], Any]] = {
             "json": lambda: transcribe(client, EN, response_format="json"),
-            "verbose": lambda: transcribe(client, EN, response_format="verbose_json",
-                                          timestamp_granularities=["word", "segment"]),
+            "verbose": lambda: transcribe(
+                client,
+                EN,
+                response_format="verbose_json",
+                timestamp_granularities=["word", "segment"],
+            ),
             "text": lambda: transcribe(client, RU, response_format="text", language="ru"),
             "srt": lambda: transcribe(client, RU, response_format="srt", language="ru"),
-            "vtt": lambda: transcribe(client, RU, response_format="vtt", language="ru",
-                                      model="whisper-base"),
+            "vtt": lambda: transcribe(
+                client, RU, response_format="vtt", language="ru", model="whisper-base"
+            ),
             "translation": lambda: _translate(client, RU),
         }
         got: dict[str, Any] = {}
         async with trio.open_nursery() as nursery:
             for name, call in calls.items():
+
                 async def run(name: str = name, call: Callable[[], Any] = call) -> None:
                     got[name] = await in_thread(call)
+
                 nursery.start_soon(run)
 
             # Meanwhile, the errors (no recognition needed).
             stranger = sdk(url, "tr_wrong")
             stack.callback(stranger.close)
             with pytest.raises(openai.AuthenticationError) as unknown:
-                await in_thread(lambda: stranger.audio.transcriptions.create(
-                    model="whisper-1", file=("a.ogg", EN.read_bytes())))
+                await in_thread(
+                    lambda: stranger.audio.transcriptions.create(
+                        model="whisper-1", file=("a.ogg", EN.read_bytes())
+                    )
+                )
             with pytest.raises(openai.BadRequestError) as refused:
-                await in_thread(lambda: client.audio.transcriptions.create(
-                    model="whisper-1", file=("noise.mp3", os.urandom(4096))))
+                await in_thread(
+                    lambda: client.audio.transcriptions.create(
+                        model="whisper-1", file=("noise.mp3", os.urandom(4096))
+                    )
+                )
 
         assert unknown.value.code == "invalid_api_key"
         assert "undecodable_audio" in refused.value.message
@@ -162,8 +193,9 @@ async def test_the_sdk_against_a_real_service(
         assert is_english(translation.text), translation.text
 
         # Each request is a record of the caller's, journaled as coming in by this door.
-        async with httpx.AsyncClient(base_url=url, timeout=30, headers={
-                "Authorization": f"Bearer {ann.token}"}) as api:
+        async with httpx.AsyncClient(
+            base_url=url, timeout=30, headers={"Authorization": f"Bearer {ann.token}"}
+        ) as api:
             listed = (await api.get("/v1/recordings", params={"limit": 100})).json()["items"]
             ids = {rid for rid, _ in got.values()} | {noise}
             assert {c["id"] for c in listed} == ids
@@ -193,29 +225,34 @@ def _translate(client: openai.OpenAI, sample: Path) -> Any:
 
 
 async def recordings_of(url: str, owner: NewOwner) -> list[dict[str, Any]]:
-    async with httpx.AsyncClient(base_url=url, timeout=30, headers={
-            "Authorization": f"Bearer {owner.token}"}) as api:
+    async with httpx.AsyncClient(
+        base_url=url, timeout=30, headers={"Authorization": f"Bearer {owner.token}"}
+    ) as api:
         return (await api.get("/v1/recordings")).json()["items"]
 
 
 @scenario("A client that goes away does not cancel its record")
 @scenario("A restart answers the waiting client with the record's id, and the record completes")
-async def test_disconnect_and_restart(db: Database, db_url: str, tmp_path: Path,
-                                      model_dir: Path) -> None:
+async def test_disconnect_and_restart(
+    db: Database, db_url: str, tmp_path: Path, model_dir: Path
+) -> None:
     ann = await add_owner(db, "ann")
     home = tmp_path / "home"
     # No workers at first: the records wait at `received` for as long as the test needs.
     async with serve_process(db_url, home, "--workers", "0", model=str(model_dir)) as service:
         url = service.url
-        with sdk(url, ann.token, timeout=2.0) as impatient, \
-                pytest.raises(openai.APITimeoutError):
-            await in_thread(lambda: impatient.audio.transcriptions.create(
-                model="whisper-1", file=("ru.ogg", RU.read_bytes()), language="ru"))
+        with sdk(url, ann.token, timeout=2.0) as impatient, pytest.raises(openai.APITimeoutError):
+            await in_thread(
+                lambda: impatient.audio.transcriptions.create(
+                    model="whisper-1", file=("ru.ogg", RU.read_bytes()), language="ru"
+                )
+            )
         [gone] = await recordings_of(url, ann)
         assert not gone["done"]
 
         answered: list[BaseException | None] = []
         async with trio.open_nursery() as nursery:
+
             async def ask() -> None:
                 answered.append(await in_thread(lambda: _error_of(url, ann)))
 
@@ -233,8 +270,9 @@ async def test_disconnect_and_restart(db: Database, db_url: str, tmp_path: Path,
     async with serve_process(db_url, home, "--workers", "1", model=str(model_dir)) as service:
         done = await until(lambda: _all_done(service.url, ann))
         assert {c["id"] for c in done} == {gone["id"], kept["id"]}  # none more: no retries
-        async with httpx.AsyncClient(base_url=service.url, timeout=30, headers={
-                "Authorization": f"Bearer {ann.token}"}) as api:
+        async with httpx.AsyncClient(
+            base_url=service.url, timeout=30, headers={"Authorization": f"Bearer {ann.token}"}
+        ) as api:
             for c in done:
                 text = (await api.get(c["links"]["text"])).text
                 assert re.search(r"[а-яё]", text.lower()), text
@@ -246,7 +284,8 @@ def _error_of(url: str, owner: NewOwner) -> BaseException | None:
     try:
         with sdk(url, owner.token, max_retries=2) as client:
             client.audio.transcriptions.create(
-                model="whisper-1", file=("ru.ogg", RU.read_bytes()), language="ru")
+                model="whisper-1", file=("ru.ogg", RU.read_bytes()), language="ru"
+            )
     except openai.APIError as e:
         return e
     return None
@@ -260,4 +299,3 @@ async def _count(url: str, owner: NewOwner, n: int) -> list[dict[str, Any]] | No
 async def _all_done(url: str, owner: NewOwner) -> list[dict[str, Any]] | None:
     found = await recordings_of(url, owner)
     return found if found and all(c["done"] for c in found) else None
-

@@ -38,12 +38,25 @@ def scenario(title: str) -> pytest.MarkDecorator:
 
 LIMIT = 10_000
 SEGMENTS = [
-    {"start": 0.0, "end": 1.5, "text": "Hello there.", "words": [
-        {"start": 0.0, "end": 0.6, "word": " Hello", "probability": 0.9},
-        {"start": 0.6, "end": 1.5, "word": " there.", "probability": 0.8}]},
-    {"start": 1.5, "end": 3.25, "text": "General Kenobi.", "words": [
-        {"start": 1.5, "end": 2.4, "word": " General", "probability": 0.9},
-        {"start": 2.4, "end": 3.25, "word": " Kenobi.", "probability": 0.7}]}]
+    {
+        "start": 0.0,
+        "end": 1.5,
+        "text": "Hello there.",
+        "words": [
+            {"start": 0.0, "end": 0.6, "word": " Hello", "probability": 0.9},
+            {"start": 0.6, "end": 1.5, "word": " there.", "probability": 0.8},
+        ],
+    },
+    {
+        "start": 1.5,
+        "end": 3.25,
+        "text": "General Kenobi.",
+        "words": [
+            {"start": 1.5, "end": 2.4, "word": " General", "probability": 0.9},
+            {"start": 2.4, "end": 3.25, "word": " Kenobi.", "probability": 0.7},
+        ],
+    },
+]
 TEXT = "Hello there. General Kenobi."
 
 
@@ -63,22 +76,30 @@ def config(tmp_path: Path) -> Config:
 
 @pytest.fixture
 async def api(db: Database, config: Config, ann: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
-    async with serving(create_app(db, config, max_upload_bytes=LIMIT)) as url, \
-            httpx.AsyncClient(base_url=url, timeout=60, headers={
-                "Authorization": f"Bearer {ann.token}"}) as client:
+    async with (
+        serving(create_app(db, config, max_upload_bytes=LIMIT)) as url,
+        httpx.AsyncClient(
+            base_url=url, timeout=60, headers={"Authorization": f"Bearer {ann.token}"}
+        ) as client,
+    ):
         yield client
 
 
 async def working(db: Database, nursery: trio.Nursery, **steps: Any) -> None:
     """Workers with these fake steps, taking records as they come."""
-    pipeline = Pipeline(db, table(**({"normalize": normalized, "recognize": recognized}
-                                     | steps)), workers=1)
+    pipeline = Pipeline(
+        db, table(**({"normalize": normalized, "recognize": recognized} | steps)), workers=1
+    )
     await nursery.start(pipeline.run)
 
 
-def post(api: httpx.AsyncClient, data: dict[str, Any],
-         audio: bytes = b"RIFF fake audio", path: str = "/v1/audio/transcriptions",
-         **kwargs: Any) -> Any:
+def post(
+    api: httpx.AsyncClient,
+    data: dict[str, Any],
+    audio: bytes = b"RIFF fake audio",
+    path: str = "/v1/audio/transcriptions",
+    **kwargs: Any,
+) -> Any:
     return api.post(path, data=data, files={"file": ("talk.wav", audio)}, **kwargs)
 
 
@@ -103,13 +124,17 @@ async def test_every_response_format(db: Database, api: httpx.AsyncClient) -> No
         await working(db, nursery)
         async with trio.open_nursery() as requests:
             for fmt in formats:
+
                 async def ask(fmt: str = fmt) -> None:
                     if fmt == "words":
-                        data: Any = {"response_format": "verbose_json",
-                                     "timestamp_granularities[]": ["word"]}
+                        data: Any = {
+                            "response_format": "verbose_json",
+                            "timestamp_granularities[]": ["word"],
+                        }
                     else:
                         data = {"response_format": fmt, "model": "whisper-1"}
                     answers[fmt] = await post(api, data)
+
                 requests.start_soon(ask)
         nursery.cancel_scope.cancel()
     assert all(r.status_code == 200 for r in answers.values()), answers
@@ -120,18 +145,26 @@ async def test_every_response_format(db: Database, api: httpx.AsyncClient) -> No
     assert answers["vtt"].headers["content-type"].startswith("text/vtt")
     verbose = answers["verbose_json"].json()
     assert {k: verbose[k] for k in ("task", "language", "duration", "text", "model")} == {
-        "task": "transcribe", "language": "english", "duration": 3.25, "text": TEXT,
-        "model": "test-model"}
+        "task": "transcribe",
+        "language": "english",
+        "duration": 3.25,
+        "text": TEXT,
+        "model": "test-model",
+    }
     assert "words" not in verbose  # segments only, unless words are asked for
     assert [(s["id"], s["start"], s["end"], s["text"]) for s in verbose["segments"]] == [
-        (0, 0.0, 1.5, "Hello there."), (1, 1.5, 3.25, "General Kenobi.")]
+        (0, 0.0, 1.5, "Hello there."),
+        (1, 1.5, 3.25, "General Kenobi."),
+    ]
     assert verbose["segments"][0]["avg_logprob"] is None  # not kept, so not made up
     words = answers["words"].json()
     assert "segments" not in words  # only the granularity asked for
-    assert words["words"] == [{"word": "Hello", "start": 0.0, "end": 0.6},
-                              {"word": "there.", "start": 0.6, "end": 1.5},
-                              {"word": "General", "start": 1.5, "end": 2.4},
-                              {"word": "Kenobi.", "start": 2.4, "end": 3.25}]
+    assert words["words"] == [
+        {"word": "Hello", "start": 0.0, "end": 0.6},
+        {"word": "there.", "start": 0.6, "end": 1.5},
+        {"word": "General", "start": 1.5, "end": 2.4},
+        {"word": "Kenobi.", "start": 2.4, "end": 3.25},
+    ]
     ids = {r.headers["x-transcriber-recording-id"] for r in answers.values()}
     assert len(ids) == len(formats)
     for rid in ids:
@@ -139,10 +172,12 @@ async def test_every_response_format(db: Database, api: httpx.AsyncClient) -> No
 
 
 @scenario("A stopped record answers with its reason and the status a client expects")
-async def test_stopped_records_answer_with_their_reason(db: Database,
-                                                        api: httpx.AsyncClient) -> None:
+async def test_stopped_records_answer_with_their_reason(
+    db: Database, api: httpx.AsyncClient
+) -> None:
     cases = [("too_long", 413), ("empty_audio", 400), ("attempts_exhausted", 503)]
     for reason, status in cases:
+
         async def stop(job: Any, progress: Any, reason: str = reason) -> Saved:
             raise StopRecord(reason, f"said the test ({reason})")
 
@@ -162,14 +197,26 @@ async def test_stopped_records_answer_with_their_reason(db: Database,
 
 
 @scenario("A wait past its limit names the record, which goes on")
-async def test_a_wait_past_its_limit_names_the_record(db: Database, config: Config,
-                                                      ann: NewOwner) -> None:
+async def test_a_wait_past_its_limit_names_the_record(
+    db: Database, config: Config, ann: NewOwner
+) -> None:
     quick = Config(home=config.home, openai_wait_s=0.2)
-    async with serving(create_app(db, quick)) as url, httpx.AsyncClient(
-            base_url=url, timeout=60, headers={"Authorization": f"Bearer {ann.token}"}) as api:
+    async with (
+        serving(create_app(db, quick)) as url,
+        httpx.AsyncClient(
+            base_url=url, timeout=60, headers={"Authorization": f"Bearer {ann.token}"}
+        ) as api,
+    ):
         # OpenAI's fields for other models are taken (and not used): the client works.
-        r = await post(api, {"model": "gpt-4o-transcribe", "include[]": ["logprobs"],
-                             "chunking_strategy": "auto", "stream": "false"})
+        r = await post(
+            api,
+            {
+                "model": "gpt-4o-transcribe",
+                "include[]": ["logprobs"],
+                "chunking_strategy": "auto",
+                "stream": "false",
+            },
+        )
         assert r.status_code == 504, r.text
         rid = r.headers["x-transcriber-recording-id"]
         error = openai_error(r)
@@ -186,59 +233,76 @@ async def test_a_wait_past_its_limit_names_the_record(db: Database, config: Conf
 
 
 @scenario("Bad requests get OpenAI's errors and leave nothing behind")
-async def test_bad_requests_get_openais_errors(db: Database, config: Config,
-                                               api: httpx.AsyncClient) -> None:
+async def test_bad_requests_get_openais_errors(
+    db: Database, config: Config, api: httpx.AsyncClient
+) -> None:
     cases: list[tuple[int, str | None, str, Any]] = [
         (400, "response_format", "xml", dict(data={"response_format": "xml"})),
         (400, "temperature", "from 0 to 1", dict(data={"temperature": "2"})),
         (400, "temperature", "a number", dict(data={"temperature": "warm"})),
         (400, "language", "two- or three-letter", dict(data={"language": "english"})),
         (400, "stream", "streaming", dict(data={"stream": "true"})),
-        (400, "timestamp_granularities", "char",
-         dict(data={"timestamp_granularities[]": "char"})),
+        (400, "timestamp_granularities", "char", dict(data={"timestamp_granularities[]": "char"})),
         (400, None, "unexpected form field 'voice'", dict(data={"voice": "alloy"})),
         (400, "file", "empty", dict(data={}, audio=b"")),
         (413, None, f"larger than {LIMIT}", dict(data={}, audio=b"x" * (LIMIT + 1))),
         # translations take no timestamp granularities
-        (400, None, "unexpected form field 'timestamp_granularities[]'",
-         dict(data={"timestamp_granularities[]": "word"}, path="/v1/audio/translations")),
+        (
+            400,
+            None,
+            "unexpected form field 'timestamp_granularities[]'",
+            dict(data={"timestamp_granularities[]": "word"}, path="/v1/audio/translations"),
+        ),
     ]
     for status, param, said, kwargs in cases:
         r = await post(api, **kwargs)
         assert r.status_code == status, (kwargs, r.text)
         error = openai_error(r)
         assert error["param"] == param and said in error["message"], (kwargs, error)
-    no_form = await api.post("/v1/audio/transcriptions", content=b"RIFF",
-                             headers={"Content-Type": "audio/wav"})
+    no_form = await api.post(
+        "/v1/audio/transcriptions", content=b"RIFF", headers={"Content-Type": "audio/wav"}
+    )
     assert no_form.status_code == 400 and "multipart/form-data" in openai_error(no_form)["message"]
-    no_file = await api.post("/v1/audio/transcriptions", data={"model": "whisper-1"},
-                             files={"other": ("x", b"")})
+    no_file = await api.post(
+        "/v1/audio/transcriptions", data={"model": "whisper-1"}, files={"other": ("x", b"")}
+    )
     assert no_file.status_code == 400
     for path in ("/v1/audio/transcriptions", "/v1/audio/translations", "/v1/models"):
         method = "GET" if path == "/v1/models" else "POST"
-        anonymous = await api.request(method, path, headers={"Authorization": "Bearer x"},
-                                      files={"file": ("a.wav", b"RIFF")} if method == "POST"
-                                      else None)
+        anonymous = await api.request(
+            method,
+            path,
+            headers={"Authorization": "Bearer x"},
+            files={"file": ("a.wav", b"RIFF")} if method == "POST" else None,
+        )
         assert anonymous.status_code == 401
         assert openai_error(anonymous)["code"] == "invalid_api_key"
         assert anonymous.headers["www-authenticate"] == "Bearer"
     # The rest of the API keeps its own shape.
     assert (await api.get("/v1/recordings", headers={"Authorization": "Bearer x"})).json() == {
-        "error": "missing or invalid API token"}
+        "error": "missing or invalid API token"
+    }
     assert await count(db) == 0
-    assert not LocalBlobs(config.home).uploads.exists() or list(LocalBlobs(config.home).uploads.iterdir()) == []
+    assert (
+        not LocalBlobs(config.home).uploads.exists()
+        or list(LocalBlobs(config.home).uploads.iterdir()) == []
+    )
 
 
-async def test_a_waiting_request_is_woken_by_the_journal(db: Database, config: Config,
-                                                         ann: NewOwner) -> None:
+async def test_a_waiting_request_is_woken_by_the_journal(
+    db: Database, config: Config, ann: NewOwner
+) -> None:
     app = create_app(db, config)
     # No poll to speak of: only the journal's notifications can wake the request.
     app.state.waiting = waiting = Waiting(poll_first_s=3600, poll_max_s=3600)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(waiting.follow_journal, db)
-        async with serving(app) as url, httpx.AsyncClient(
+        async with (
+            serving(app) as url,
+            httpx.AsyncClient(
                 base_url=url, timeout=60, headers={"Authorization": f"Bearer {ann.token}"}
-        ) as api:
+            ) as api,
+        ):
             await working(db, nursery)
             with trio.fail_after(30):
                 r = await post(api, {"response_format": "text"})
@@ -248,23 +312,28 @@ async def test_a_waiting_request_is_woken_by_the_journal(db: Database, config: C
 
 TRANSCRIPTIONS = "/v1/audio/transcriptions"
 FORM = "multipart/form-data; boundary=b0undary"
-FORM_HEAD = (b'--b0undary\r\nContent-Disposition: form-data; name="file"; '
-             b'filename="a.wav"\r\n\r\n')
+FORM_HEAD = b'--b0undary\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n'
 
 
 @scenario("The hardening's refusals come in OpenAI's shape")
 async def test_the_hardenings_refusals_come_in_openais_shape(
-        db: Database, db_url: str, config: Config, ann: NewOwner, ben: NewOwner) -> None:
-    tight = Config(home=config.home, http_max_requests=2, owner_max_uploads=1,
-                   owner_max_bytes=64 * 1024)
+    db: Database, db_url: str, config: Config, ann: NewOwner, ben: NewOwner
+) -> None:
+    tight = Config(
+        home=config.home, http_max_requests=2, owner_max_uploads=1, owner_max_bytes=64 * 1024
+    )
     async with serving(create_app(db, tight)) as url:
         # 300 MB declared without a token, not a byte sent: answered all the same.
-        status, headers, body = await exchange(url, request_head(
-            url, f"POST {TRANSCRIPTIONS} HTTP/1.1",
-            **{"Content-Type": FORM, "Content-Length": str(300 * 10**6)}))
+        status, headers, body = await exchange(
+            url,
+            request_head(
+                url,
+                f"POST {TRANSCRIPTIONS} HTTP/1.1",
+                **{"Content-Type": FORM, "Content-Length": str(300 * 10**6)},
+            ),
+        )
         assert status == 401 and openai_shaped(json.loads(body))["code"] == "invalid_api_key"
-        first = await RawUpload.start(url, ann, content_type=FORM, length=1000,
-                                      path=TRANSCRIPTIONS)
+        first = await RawUpload.start(url, ann, content_type=FORM, length=1000, path=TRANSCRIPTIONS)
         await first.send(FORM_HEAD + b"x")
         await until(lambda: len(store_files(tight)) == 1, "the upload under way")
         async with client(url, ann) as as_ann, client(url, ben) as as_ben:
@@ -273,8 +342,11 @@ async def test_the_hardenings_refusals_come_in_openais_shape(
             assert second.status_code == 429 and second.headers["retry-after"]
             assert openai_error(second)["code"] == "rate_limit_exceeded"
             # Ben's quota filled through the API's own route, then passed here.
-            assert (await as_ben.post("/v1/recordings", content=b"z" * 60_000, headers={
-                "Content-Type": "audio/wav"})).status_code == 201
+            assert (
+                await as_ben.post(
+                    "/v1/recordings", content=b"z" * 60_000, headers={"Content-Type": "audio/wav"}
+                )
+            ).status_code == 201
             over = await post(as_ben, {}, audio=b"z" * 10_000)
             assert over.status_code == 507 and "quota" in openai_error(over)["message"]
             # Two requests under way: a third is told to come back.
@@ -309,10 +381,10 @@ async def test_the_hardenings_refusals_come_in_openais_shape(
         assert openai_error(away)["code"] == "service_unavailable"
 
     # An upload that goes silent.
-    async with serving(create_app(db, Config(home=config.home, http_body_idle_s=0.5))
-                       ) as url:
-        silent = await RawUpload.start(url, ann, content_type=FORM, length=1000,
-                                       path=TRANSCRIPTIONS)
+    async with serving(create_app(db, Config(home=config.home, http_body_idle_s=0.5))) as url:
+        silent = await RawUpload.start(
+            url, ann, content_type=FORM, length=1000, path=TRANSCRIPTIONS
+        )
         await silent.send(FORM_HEAD + b"x")
         with trio.fail_after(10):
             status, answered = await silent.answer()

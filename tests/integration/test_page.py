@@ -49,6 +49,7 @@ def scenario(title: str) -> pytest.MarkDecorator:
 
 # --- helpers ---------------------------------------------------------------------------
 
+
 @contextlib.asynccontextmanager
 async def signed_in(base_url: str, owner: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
     """A client holding `owner`'s page session (cookie), its anti-forgery token in
@@ -72,12 +73,16 @@ def with_audio(config: Config, audio: bytes = b"RIFF" + bytes(range(256)) * 40):
         path = LocalBlobs(config.home).audio / f"{job.claim.id}.wav"
         path.write_bytes(audio)
         return Saved("save_normalized", (str(path), 3.25))
+
     return normalize
 
 
-async def transcribed_with_audio(db: Database, config: Config,
-                                 segments: list[dict[str, Any]] = SEGMENTS,
-                                 text: str = "Hello world. Goodbye.") -> None:
+async def transcribed_with_audio(
+    db: Database,
+    config: Config,
+    segments: list[dict[str, Any]] = SEGMENTS,
+    text: str = "Hello world. Goodbye.",
+) -> None:
     async def recognize(job: Any, progress: Any) -> Saved:
         return Saved("save_transcript", (text, segments, "en", "test-model"))
 
@@ -98,10 +103,14 @@ async def page_ben(base_url: str, ben: NewOwner) -> AsyncIterator[httpx.AsyncCli
         yield c
 
 
-async def correct(c: httpx.AsyncClient, rid: str, index: int, text: str,
-                  **headers: str) -> httpx.Response:
-    return await c.post(f"/recordings/{rid}/segments/{index}", data={"text": text},
-                        headers={"X-CSRF-Token": c.csrf, **headers})  # type: ignore[attr-defined]
+async def correct(
+    c: httpx.AsyncClient, rid: str, index: int, text: str, **headers: str
+) -> httpx.Response:
+    return await c.post(
+        f"/recordings/{rid}/segments/{index}",
+        data={"text": text},
+        headers={"X-CSRF-Token": c.csrf, **headers},
+    )  # type: ignore[attr-defined]
 
 
 async def state_of_record(db: Database, rid: str) -> tuple[Any, ...]:
@@ -112,9 +121,11 @@ async def state_of_record(db: Database, rid: str) -> tuple[Any, ...]:
 
 # --- sessions ------------------------------------------------------------------------------
 
+
 @scenario("Signing in sets a strict session cookie and signing out ends it")
-async def test_sign_in_cookie_and_sign_out(base_url: str, ann: NewOwner,
-                                           as_ann: httpx.AsyncClient) -> None:
+async def test_sign_in_cookie_and_sign_out(
+    base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
         r = await c.get("/", headers={"Accept": "text/html"})
         assert (r.status_code, r.headers["location"]) == (303, "/signin?next=%2F")
@@ -141,8 +152,9 @@ async def test_sign_in_cookie_and_sign_out(base_url: str, ann: NewOwner,
     # Behind a proxy that says HTTPS, the cookie is Secure; the API's bearer token is
     # untouched by all of it.
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
-        r = await c.post("/signin", data={"token": ann.token},
-                         headers={"X-Forwarded-Proto": "https"})
+        r = await c.post(
+            "/signin", data={"token": ann.token}, headers={"X-Forwarded-Proto": "https"}
+        )
         assert "secure" in r.headers["set-cookie"].lower()
     assert (await as_ann.get("/v1/recordings")).status_code == 200
     # A foreign `next` never leads off the site.
@@ -151,18 +163,24 @@ async def test_sign_in_cookie_and_sign_out(base_url: str, ann: NewOwner,
         assert r.headers["location"] == "/"
 
 
-@scenario("A revoked token or an expired session sends the owner back to sign in "
-          "without losing the upload form")
+@scenario(
+    "A revoked token or an expired session sends the owner back to sign in "
+    "without losing the upload form"
+)
 async def test_revoked_token_and_expired_session_end_the_session(
-        db: Database, page_ann: httpx.AsyncClient, ann: NewOwner, config: Config) -> None:
+    db: Database, page_ann: httpx.AsyncClient, ann: NewOwner, config: Config
+) -> None:
     csrf = page_ann.csrf  # type: ignore[attr-defined]
-    upload = {"files": {"file": ("a.wav", b"RIFF data", "audio/wav")},
-              "headers": {"X-CSRF-Token": csrf}}
+    upload = {
+        "files": {"file": ("a.wav", b"RIFF data", "audio/wav")},
+        "headers": {"X-CSRF-Token": csrf},
+    }
     assert (await page_ann.post("/upload", **upload)).status_code == 201
 
     # Expired: refused, and the upload stored nothing.
-    await db.run(lambda con: con.execute(
-        "UPDATE page_sessions SET expires_at = now() - interval '1 second'"))
+    await db.run(
+        lambda con: con.execute("UPDATE page_sessions SET expires_at = now() - interval '1 second'")
+    )
     before = await count_recordings(db)
     r = await page_ann.post("/upload", **upload)
     assert (r.status_code, r.json()) == (401, {"error": "your session has ended; sign in again"})
@@ -173,25 +191,29 @@ async def test_revoked_token_and_expired_session_end_the_session(
     page_ann.cookies.clear()
     async with signed_in(str(page_ann.base_url), ann) as fresh:
         assert (await fresh.get("/")).status_code == 200
-        await db.run(lambda con: con.execute(
-            "UPDATE owners SET token_hash = $1 WHERE id = $2", token_hash("tr_new"), ann.id))
-        r = await fresh.post("/upload", files=upload["files"],
-                             headers={"X-CSRF-Token": fresh.csrf})  # type: ignore[attr-defined]
+        await db.run(
+            lambda con: con.execute(
+                "UPDATE owners SET token_hash = $1 WHERE id = $2", token_hash("tr_new"), ann.id
+            )
+        )
+        r = await fresh.post("/upload", files=upload["files"], headers={"X-CSRF-Token": fresh.csrf})  # type: ignore[attr-defined]
         assert r.status_code == 401
         assert await count_recordings(db) == before
         # Signing in with the new token works again (the page's script does this in place).
-        r = await fresh.post("/signin", data={"token": "tr_new"},
-                             headers={"Accept": "application/json"})
+        r = await fresh.post(
+            "/signin", data={"token": "tr_new"}, headers={"Accept": "application/json"}
+        )
         assert r.status_code == 200 and r.json()["csrf"]
-        r = await fresh.post("/upload", files=upload["files"],
-                             headers={"X-CSRF-Token": r.json()["csrf"]})
+        r = await fresh.post(
+            "/upload", files=upload["files"], headers={"X-CSRF-Token": r.json()["csrf"]}
+        )
         assert r.status_code == 201
 
 
 @scenario("A forged cross-site request is refused")
 async def test_forged_cross_site_requests_are_refused(
-        db: Database, config: Config, page_ann: httpx.AsyncClient,
-        as_ann: httpx.AsyncClient) -> None:
+    db: Database, config: Config, page_ann: httpx.AsyncClient, as_ann: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann))["id"]
     await transcribed_with_audio(db, config)
     before = (await state_of_record(db, rid), await count_recordings(db))
@@ -210,8 +232,9 @@ async def test_forged_cross_site_requests_are_refused(
         r = await page_ann.post(f"/recordings/{rid}/{path}", data=data, headers=headers)
         assert r.status_code == 403, (path, headers, r.text)
     for headers in ({"X-CSRF-Token": csrf, **cross}, {}):
-        r = await page_ann.post("/upload", files={"file": ("a.wav", b"RIFF", "audio/wav")},
-                                headers=headers)
+        r = await page_ann.post(
+            "/upload", files={"file": ("a.wav", b"RIFF", "audio/wav")}, headers=headers
+        )
         assert r.status_code == 403
     r = await page_ann.post("/signout", data={"csrf": csrf}, headers=cross)
     assert r.status_code == 403
@@ -222,54 +245,80 @@ async def test_forged_cross_site_requests_are_refused(
 
 
 @scenario("A file refused at upload says why in words")
-async def test_refused_uploads_say_why(db: Database, config: Config, base_url: str,
-                                       ann: NewOwner) -> None:
+async def test_refused_uploads_say_why(
+    db: Database, config: Config, base_url: str, ann: NewOwner
+) -> None:
     app = create_app(db, config, max_upload_bytes=1000)
     async with serving(app) as url, signed_in(url, ann) as c:
         headers = {"X-CSRF-Token": c.csrf}  # type: ignore[attr-defined]
-        cases = [({"file": ("empty.wav", b"", "audio/wav")}, {}, 400, "the upload is empty"),
-                 ({"file": ("a.wav", b"RIFF", "audio/wav")}, {"language": "english"}, 422,
-                  "language must be a two- or three-letter code such as en or ru"),
-                 ({"file": ("big.wav", b"x" * 5000, "audio/wav")}, {}, 413,
-                  "the upload is larger than 1000 bytes")]
+        cases = [
+            ({"file": ("empty.wav", b"", "audio/wav")}, {}, 400, "the upload is empty"),
+            (
+                {"file": ("a.wav", b"RIFF", "audio/wav")},
+                {"language": "english"},
+                422,
+                "language must be a two- or three-letter code such as en or ru",
+            ),
+            (
+                {"file": ("big.wav", b"x" * 5000, "audio/wav")},
+                {},
+                413,
+                "the upload is larger than 1000 bytes",
+            ),
+        ]
         for files, data, status, words in cases:
             r = await c.post("/upload", files=files, data=data, headers=headers)
             assert (r.status_code, r.json()) == (status, {"error": words})
     assert await count_recordings(db) == 0
-    assert not LocalBlobs(config.home).uploads.exists() or not list(LocalBlobs(config.home).uploads.iterdir())
+    assert not LocalBlobs(config.home).uploads.exists() or not list(
+        LocalBlobs(config.home).uploads.iterdir()
+    )
 
 
 @scenario("The page's upload is checked before its body is read and bounded as the API's")
-async def test_page_upload_checked_first_and_bounded(db: Database, config: Config,
-                                                     base_url: str, page_ann: httpx.AsyncClient,
-                                                     ann: NewOwner) -> None:
+async def test_page_upload_checked_first_and_bounded(
+    db: Database, config: Config, base_url: str, page_ann: httpx.AsyncClient, ann: NewOwner
+) -> None:
     secret = page_ann.cookies[page_session.COOKIE]
-    declared = {"Content-Type": "multipart/form-data; boundary=x",
-                "Content-Length": str(300 * 10**6)}
+    declared = {
+        "Content-Type": "multipart/form-data; boundary=x",
+        "Content-Length": str(300 * 10**6),
+    }
     for headers, status, words in (
-            (declared, 401, page_session.SESSION_EXPIRED),
-            ({**declared, "Cookie": f"{page_session.COOKIE}={secret}"}, 403,
-             page_session.FORGED)):
+        (declared, 401, page_session.SESSION_EXPIRED),
+        ({**declared, "Cookie": f"{page_session.COOKIE}={secret}"}, 403, page_session.FORGED),
+    ):
         # 300 MB declared, not a byte sent: the answer comes anyway.
-        got, _, body = await exchange(base_url, request_head(base_url, "POST /upload HTTP/1.1",
-                                                             **headers))
+        got, _, body = await exchange(
+            base_url, request_head(base_url, "POST /upload HTTP/1.1", **headers)
+        )
         assert (got, json.loads(body)) == (status, {"error": words})
     # The owner's quota holds for the page as for the API.
     tight = Config(home=config.home, owner_max_bytes=1000)
     async with serving(create_app(db, tight)) as url, signed_in(url, ann) as c:
-        r = await c.post("/upload", files={"file": ("big.wav", b"x" * 5000, "audio/wav")},
-                         headers={"X-CSRF-Token": c.csrf})  # type: ignore[attr-defined]
+        r = await c.post(
+            "/upload",
+            files={"file": ("big.wav", b"x" * 5000, "audio/wav")},
+            headers={"X-CSRF-Token": c.csrf},
+        )  # type: ignore[attr-defined]
         assert r.status_code == 507 and "quota of 1000" in r.json()["error"], r.text
     assert await count_recordings(db) == 0
-    assert not LocalBlobs(config.home).uploads.exists() or not list(LocalBlobs(config.home).uploads.iterdir())
+    assert not LocalBlobs(config.home).uploads.exists() or not list(
+        LocalBlobs(config.home).uploads.iterdir()
+    )
 
 
 # --- another owner ---------------------------------------------------------------------------
 
+
 @scenario("A second owner cannot see, play, correct or download the first owner's record")
 async def test_second_owner_gets_404_everywhere(
-        db: Database, config: Config, as_ann: httpx.AsyncClient, page_ann: httpx.AsyncClient,
-        page_ben: httpx.AsyncClient) -> None:
+    db: Database,
+    config: Config,
+    as_ann: httpx.AsyncClient,
+    page_ann: httpx.AsyncClient,
+    page_ben: httpx.AsyncClient,
+) -> None:
     rid = (await uploaded(as_ann, title="Secret plans"))["id"]
     await transcribed_with_audio(db, config)
     assert (await page_ann.get(f"/recordings/{rid}/audio")).status_code == 200
@@ -282,11 +331,14 @@ async def test_second_owner_gets_404_everywhere(
             await page_ben.get(f"/recordings/{target}/audio"),
             await page_ben.head(f"/recordings/{target}/audio"),
             await page_ben.get(f"/recordings/{target}/audio", headers={"Range": "bytes=0-9"}),
-            *[await page_ben.get(f"/recordings/{target}/transcript.{ext}")
-              for ext in ("txt", "srt", "vtt", "json")],
+            *[
+                await page_ben.get(f"/recordings/{target}/transcript.{ext}")
+                for ext in ("txt", "srt", "vtt", "json")
+            ],
             await page_ben.get(f"/recordings/{target}/transcript.srt?machine=true"),
-            await page_ben.post(f"/recordings/{target}/edit", data={"csrf": csrf,
-                                                                    "title": "mine now"}),
+            await page_ben.post(
+                f"/recordings/{target}/edit", data={"csrf": csrf, "title": "mine now"}
+            ),
             await correct(page_ben, target, 0, "mine now"),
         ]
         assert [a.status_code for a in answers] == [404] * len(answers), target
@@ -297,22 +349,36 @@ async def test_second_owner_gets_404_everywhere(
 
 # --- the list ------------------------------------------------------------------------------------
 
+
 def listed(html: str) -> list[str]:
     return re.findall(r'<tr id="rec-([0-9a-f-]+)"', html)
 
 
 @scenario("The list filters by state and searches titles and transcript text")
 async def test_list_filters_searches_and_pages(
-        db: Database, config: Config, base_url: str, as_ann: httpx.AsyncClient,
-        page_ann: httpx.AsyncClient, ben: NewOwner) -> None:
+    db: Database,
+    config: Config,
+    base_url: str,
+    as_ann: httpx.AsyncClient,
+    page_ann: httpx.AsyncClient,
+    ben: NewOwner,
+) -> None:
     done_a = (await uploaded(as_ann, title="Quarterly budget review"))["id"]
     done_b = (await uploaded(as_ann, title="Standup"))["id"]
-    await transcribed_with_audio(db, config, text="the engineers agreed to hire more",
-                                 segments=[{"start": 0, "end": 1, "text": "hire more"}])
+    await transcribed_with_audio(
+        db,
+        config,
+        text="the engineers agreed to hire more",
+        segments=[{"start": 0, "end": 1, "text": "hire more"}],
+    )
     stopped = (await uploaded(as_ann, title="Broken"))["id"]
-    await db.run(lambda con: con.execute(
-        "UPDATE recordings SET stopped_at = now(), stop_reason = 'undecodable_audio',"
-        " stop_error = 'Invalid data' WHERE id = $1", uuid.UUID(stopped)))
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET stopped_at = now(), stop_reason = 'undecodable_audio',"
+            " stop_error = 'Invalid data' WHERE id = $1",
+            uuid.UUID(stopped),
+        )
+    )
     working = (await uploaded(as_ann, title="Fresh"))["id"]
     async with client(base_url, ben) as as_ben:
         await uploaded(as_ben, title="Quarterly budget of ben")
@@ -354,9 +420,11 @@ async def test_list_filters_searches_and_pages(
 
 # --- the record page: audio, corrections ---------------------------------------------------------
 
+
 @scenario("The audio is served in ranges")
-async def test_audio_ranges(db: Database, config: Config, as_ann: httpx.AsyncClient,
-                            page_ann: httpx.AsyncClient) -> None:
+async def test_audio_ranges(
+    db: Database, config: Config, as_ann: httpx.AsyncClient, page_ann: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann))["id"]
     r = await page_ann.get(f"/recordings/{rid}/audio")
     assert r.status_code == 404  # not normalized yet
@@ -364,7 +432,10 @@ async def test_audio_ranges(db: Database, config: Config, as_ann: httpx.AsyncCli
     await transcribed_with_audio(db, config)
     whole = await page_ann.get(f"/recordings/{rid}/audio")
     assert (whole.status_code, whole.content, whole.headers["accept-ranges"]) == (
-        200, audio, "bytes")
+        200,
+        audio,
+        "bytes",
+    )
     assert whole.headers["content-type"] == "audio/wav"
     part = await page_ann.get(f"/recordings/{rid}/audio", headers={"Range": "bytes=10-19"})
     assert (part.status_code, part.content) == (206, audio[10:20])
@@ -373,21 +444,23 @@ async def test_audio_ranges(db: Database, config: Config, as_ann: httpx.AsyncCli
     assert (tail.status_code, tail.content) == (206, audio[-5:])
     rest = await page_ann.get(f"/recordings/{rid}/audio", headers={"Range": "bytes=100-"})
     assert (rest.status_code, rest.content) == (206, audio[100:])
-    past = await page_ann.get(f"/recordings/{rid}/audio",
-                              headers={"Range": f"bytes={len(audio)}-"})
+    past = await page_ann.get(f"/recordings/{rid}/audio", headers={"Range": f"bytes={len(audio)}-"})
     assert (past.status_code, past.headers["content-range"]) == (416, f"bytes */{len(audio)}")
 
 
 @scenario("A corrected word is in the downloaded SRT and the machine text stays available")
 async def test_correction_is_exported_everywhere(
-        db: Database, config: Config, as_ann: httpx.AsyncClient,
-        page_ann: httpx.AsyncClient) -> None:
+    db: Database, config: Config, as_ann: httpx.AsyncClient, page_ann: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann))["id"]
     await transcribed_with_audio(db, config)
     machine_srt = (await as_ann.get(f"/v1/recordings/{rid}/transcript.srt")).text
     r = await correct(page_ann, rid, 0, "  Hello, wide world.  ")
-    assert r.json() == {"text": "Hello, wide world.", "machine_text": "Hello world.",
-                        "corrected": True}
+    assert r.json() == {
+        "text": "Hello, wide world.",
+        "machine_text": "Hello world.",
+        "corrected": True,
+    }
     page = (await page_ann.get(f"/recordings/{rid}")).text
     assert "Hello, wide world." in page and "Machine text: <span>Hello world.</span>" in page
     for c, base in ((page_ann, f"/recordings/{rid}"), (as_ann, f"/v1/recordings/{rid}")):
@@ -397,10 +470,13 @@ async def test_correction_is_exported_everywhere(
         assert "Hello, wide world." in (await c.get(f"{base}/transcript.vtt")).text
         j = (await c.get(f"{base}/transcript.json")).json()
         assert j["text"] == "Hello, wide world. Goodbye."
-        assert j["segments"][0] | {} == {**SEGMENTS[0], "text": "Hello, wide world.",
-                                         "machine_text": "Hello world.", "corrected": True}
-    assert (await as_ann.get(f"/v1/recordings/{rid}/text")).text == \
-        "Hello, wide world. Goodbye.\n"
+        assert j["segments"][0] | {} == {
+            **SEGMENTS[0],
+            "text": "Hello, wide world.",
+            "machine_text": "Hello world.",
+            "corrected": True,
+        }
+    assert (await as_ann.get(f"/v1/recordings/{rid}/text")).text == "Hello, wide world. Goodbye.\n"
     download = await page_ann.get(f"/recordings/{rid}/transcript.srt")
     assert download.headers["content-disposition"] == f'attachment; filename="{rid}.srt"'
     # The machine's transcript is stored as it was recognized; the change is journaled.
@@ -408,26 +484,35 @@ async def test_correction_is_exported_everywhere(
     assert (await journal(db, uuid.UUID(rid)))[-1]["kind"] == "corrected"
     # The page's journal numbers events within the record, as `/events` does.
     events = (await as_ann.get(f"/v1/recordings/{rid}/events")).json()["events"]
-    shown = re.findall(r'<li value="(\d+)"><time[^>]*>[^<]*</time> — <strong>([^<]+)</strong>',
-                       (await page_ann.get(f"/recordings/{rid}")).text)
+    shown = re.findall(
+        r'<li value="(\d+)"><time[^>]*>[^<]*</time> — <strong>([^<]+)</strong>',
+        (await page_ann.get(f"/recordings/{rid}")).text,
+    )
     assert shown == [(str(e["id"]), e["kind"].replace("_", " ")) for e in events]
     assert shown[-1][1] == "corrected" and events[0]["id"] == 1
     # Restoring goes back to the machine text.
-    r = await page_ann.post(f"/recordings/{rid}/segments/0", data={"restore": "1"},
-                            headers={"X-CSRF-Token": page_ann.csrf})  # type: ignore[attr-defined]
+    r = await page_ann.post(
+        f"/recordings/{rid}/segments/0",
+        data={"restore": "1"},
+        headers={"X-CSRF-Token": page_ann.csrf},
+    )  # type: ignore[attr-defined]
     assert r.json()["corrected"] is False
     assert (await as_ann.get(f"/v1/recordings/{rid}/transcript.srt")).text == machine_srt
 
 
 @scenario("A correction too long or with control characters is refused next to the field")
-async def test_bad_corrections_are_refused(db: Database, config: Config,
-                                           as_ann: httpx.AsyncClient,
-                                           page_ann: httpx.AsyncClient) -> None:
+async def test_bad_corrections_are_refused(
+    db: Database, config: Config, as_ann: httpx.AsyncClient, page_ann: httpx.AsyncClient
+) -> None:
     rid = (await uploaded(as_ann))["id"]
     await transcribed_with_audio(db, config)
     before = await state_of_record(db, rid)
-    cases = {"x" * 2001: "at most 2000", "two\nlines": "U+000A", "bell\x07": "U+0007",
-             "nul\x00": "U+0000"}
+    cases = {
+        "x" * 2001: "at most 2000",
+        "two\nlines": "U+000A",
+        "bell\x07": "U+0007",
+        "nul\x00": "U+0000",
+    }
     for text, words in cases.items():
         r = await correct(page_ann, rid, 1, text)
         assert r.status_code == 422 and words in r.json()["error"], (text, r.text)
@@ -443,8 +528,12 @@ def test_only_the_page_writes_corrections() -> None:
     writes = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+corrections\b", re.I)
     writers = {name for name, sql in load_queries().items() if writes.search(_code_only(sql))}
     assert writers == {"correction_set", "correction_clear"}
-    callers = {str(p.relative_to(ROOT)) for p in (ROOT / "transcriber").rglob("*.py")
-               for name in writers if f'"{name}"' in p.read_text()}
+    callers = {
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "transcriber").rglob("*.py")
+        for name in writers
+        if f'"{name}"' in p.read_text()
+    }
     assert callers == {"transcriber/http/page.py"}
 
 
@@ -454,8 +543,15 @@ def test_page_paths_are_told_from_the_api() -> None:
     for route in page.router.routes:
         path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css")
         assert page.is_page_path(path), path
-    for path in ("/v1/recordings", f"/v1/recordings/{rid}/transcript.srt", "/healthz",
-                 "/metrics", "/openapi.json", "/static", "/recordingsx"):
+    for path in (
+        "/v1/recordings",
+        f"/v1/recordings/{rid}/transcript.srt",
+        "/healthz",
+        "/metrics",
+        "/openapi.json",
+        "/static",
+        "/recordingsx",
+    ):
         assert not page.is_page_path(path), path
     assert page.STREAMED == {("POST", "/upload")}
 
@@ -479,4 +575,3 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
                     assert "not an owner&#39;s API token" in r.text, r.text
                 elif wanted != 200:
                     assert set(r.json()) == {"error"}, (method, path, r.text)
-

@@ -73,8 +73,9 @@ def sql(db_url: str, statement: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def served(pg_admin_url: str, template_db: str, model_dir: Path,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(
+    pg_admin_url: str, template_db: str, model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
     """`transcriber serve` with one worker on its own database, and an owner's token."""
     out = tmp_path_factory.mktemp("page-browser")
     print(f"\npage screenshots and figures: {out}")
@@ -84,16 +85,37 @@ def served(pg_admin_url: str, template_db: str, model_dir: Path,
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
     # Sequential decoding: a segment per sentence of samples/en.ogg (the batched
     # pipeline makes its 14 s of speech one segment), so playback can move between them.
-    env.update(TRANSCRIBER_DATABASE_URL=db_url, TRANSCRIBER_HOME=str(out / "home"),
-               TRANSCRIBER_MODEL=str(model_dir), TRANSCRIBER_DECODING="sequential")
-    added = subprocess.run([sys.executable, "-m", "transcriber", "owner", "add", "ann"],
-                           env=env, capture_output=True, text=True, check=True)
+    env.update(
+        TRANSCRIBER_DATABASE_URL=db_url,
+        TRANSCRIBER_HOME=str(out / "home"),
+        TRANSCRIBER_MODEL=str(model_dir),
+        TRANSCRIBER_DECODING="sequential",
+    )
+    added = subprocess.run(
+        [sys.executable, "-m", "transcriber", "owner", "add", "ann"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     token = added.stdout.strip().split()[-1]
     port = free_port()
     log = open(out / "serve.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "transcriber", "serve", "--http",
-                             f"127.0.0.1:{port}", "--workers", "1"], env=env,
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "transcriber",
+            "serve",
+            "--http",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -125,11 +147,20 @@ def served(pg_admin_url: str, template_db: str, model_dir: Path,
 def browser(served: Served) -> Iterator[WebDriver]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--mute-audio",
-                 "--autoplay-policy=no-user-gesture-required", "--window-size=1200,900",
-                 f"--user-data-dir={served.out / 'chromium-profile'}"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--mute-audio",
+        "--autoplay-policy=no-user-gesture-required",
+        "--window-size=1200,900",
+        f"--user-data-dir={served.out / 'chromium-profile'}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     try:
@@ -140,14 +171,18 @@ def browser(served: Served) -> Iterator[WebDriver]:
 
 # --- helpers -------------------------------------------------------------------------------
 
-def wait(driver: WebDriver, what: Callable[[WebDriver], Any], timeout: float = WAIT_S,
-         message: str = "") -> Any:
+
+def wait(
+    driver: WebDriver, what: Callable[[WebDriver], Any], timeout: float = WAIT_S, message: str = ""
+) -> Any:
     # The page's script re-renders parts it updates (a saved correction, the live card):
     # an element found before may go stale while waiting; the next poll finds it again.
-    return WebDriverWait(driver, timeout, poll_frequency=0.1,
-                         ignored_exceptions=(NoSuchElementException,
-                                             StaleElementReferenceException)
-                         ).until(what, message)
+    return WebDriverWait(
+        driver,
+        timeout,
+        poll_frequency=0.1,
+        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+    ).until(what, message)
 
 
 def css(driver: WebDriver | WebElement, selector: str) -> WebElement:
@@ -162,27 +197,37 @@ def row_of(driver: WebDriver, title: str) -> dict[str, str] | None:
         "  const a = tr.querySelector('td a');"
         "  if (a && a.textContent === arguments[0])"
         "    return {state: tr.dataset.state, text: tr.innerText, href: a.getAttribute('href')};"
-        "} return null;", title)
+        "} return null;",
+        title,
+    )
 
 
 def full_page(driver: WebDriver, path: Path) -> None:
     size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
-    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"],
-                 "scale": 1}})
+    shot = driver.execute_cdp_cmd(
+        "Page.captureScreenshot",
+        {
+            "format": "png",
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
+        },
+    )
     path.write_bytes(base64.b64decode(shot["data"]))
 
 
 def screenshots(driver: WebDriver, out: Path, name: str) -> None:
     """The whole page, light and dark, and light on a phone-sized screen."""
     for scheme in ("light", "dark"):
-        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
-            "features": [{"name": "prefers-color-scheme", "value": scheme}]})
+        driver.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia",
+            {"features": [{"name": "prefers-color-scheme", "value": scheme}]},
+        )
         full_page(driver, out / f"{name}-{scheme}.png")
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True},
+    )
     full_page(driver, out / f"{name}-phone.png")
     driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
@@ -192,7 +237,9 @@ def fetch_text(driver: WebDriver, path: str) -> tuple[int, str]:
     status, text = driver.execute_async_script(
         "const done = arguments[arguments.length - 1];"
         "fetch(arguments[0], {credentials: 'same-origin'})"
-        ".then(r => r.text().then(t => done([r.status, t])));", path)
+        ".then(r => r.text().then(t => done([r.status, t])));",
+        path,
+    )
     return status, text
 
 
@@ -202,6 +249,7 @@ def current_segment(driver: WebDriver) -> int | None:
 
 
 # --- the tests, in order -------------------------------------------------------------------
+
 
 @scenario("Uploaded files show their progress and reach transcribed without a reload")
 @scenario("Signing in sets a strict session cookie and signing out ends it")
@@ -227,19 +275,27 @@ def test_sign_in_upload_and_watch_it_transcribe(served: Served, browser: WebDriv
     css(d, "#title-1").send_keys("Meeting notes")
     served.upload_started = started = time.monotonic()
     css(d, "#upload-start").click()
-    wait(d, lambda d: all("Accepted" in m.text
-                          for m in d.find_elements(By.CSS_SELECTOR, "#queue .msg")))
+    wait(
+        d,
+        lambda d: all(
+            "Accepted" in m.text for m in d.find_elements(By.CSS_SELECTOR, "#queue .msg")
+        ),
+    )
     bars = d.find_elements(By.CSS_SELECTOR, "#queue progress")
     assert [b.get_attribute("value") for b in bars] == ["1", "1"]
 
     # Without a reload the list shows the record move to transcribed, and the text
     # file stopped with its reason in words.
-    wait(d, lambda d: (r := row_of(d, "Quarterly meeting")) is not None
-         and r["state"] == "transcribed", RECOGNITION_WAIT_S,
-         "samples/en.ogg did not reach transcribed on the list")
+    wait(
+        d,
+        lambda d: (r := row_of(d, "Quarterly meeting")) is not None and r["state"] == "transcribed",
+        RECOGNITION_WAIT_S,
+        "samples/en.ogg did not reach transcribed on the list",
+    )
     served.figures["upload_to_transcribed_on_list_s"] = round(time.monotonic() - started, 2)
-    notes = wait(d, lambda d: (r := row_of(d, "Meeting notes")) is not None
-                 and r["state"] == "stopped" and r)
+    notes = wait(
+        d, lambda d: (r := row_of(d, "Meeting notes")) is not None and r["state"] == "stopped" and r
+    )
     assert "The file could not be read as audio." in notes["text"]
     assert d.execute_script("return window.notReloaded") is True
     served.record = row_of(d, "Quarterly meeting")["href"].rsplit("/", 1)[-1]
@@ -261,20 +317,32 @@ def test_playback_highlights_and_a_click_seeks(served: Served, browser: WebDrive
     served.figures["segments"] = len(segments)
     assert len(segments) >= 2
     served.figures["upload_to_transcript_on_record_page_s"] = round(
-        time.monotonic() - served.upload_started, 2)
+        time.monotonic() - served.upload_started, 2
+    )
     wait(d, lambda d: d.execute_script("return document.getElementById('player').readyState") >= 1)
 
     # Play from the start, fast: the highlight moves on to later segments by itself.
-    d.execute_script("const p = document.getElementById('player');"
-                     "p.playbackRate = 4; p.currentTime = 0; p.play();")
+    d.execute_script(
+        "const p = document.getElementById('player');"
+        "p.playbackRate = 4; p.currentTime = 0; p.play();"
+    )
     wait(d, lambda d: current_segment(d) == 0, message="no segment highlighted on play")
     # Within the segment, the word being said (timings loaded on the first play).
-    first_word = wait(d, lambda d: d.execute_script(
-        "const w = document.querySelector('.segment .word.current'); return w && w.textContent"))
-    wait(d, lambda d: d.execute_script(
-        "const w = document.querySelector('.segment .word.current');"
-        "return w && w.textContent !== arguments[0]", first_word),
-        message="the highlighted word did not move")
+    first_word = wait(
+        d,
+        lambda d: d.execute_script(
+            "const w = document.querySelector('.segment .word.current'); return w && w.textContent"
+        ),
+    )
+    wait(
+        d,
+        lambda d: d.execute_script(
+            "const w = document.querySelector('.segment .word.current');"
+            "return w && w.textContent !== arguments[0]",
+            first_word,
+        ),
+        message="the highlighted word did not move",
+    )
     wait(d, lambda d: (current_segment(d) or 0) >= 1, message="the highlight did not move")
     d.execute_script("document.getElementById('player').pause()")
     assert css(d, ".segment.current").get_attribute("aria-current") == "true"
@@ -283,9 +351,15 @@ def test_playback_highlights_and_a_click_seeks(served: Served, browser: WebDrive
     last = segments[-1]
     start = float(last.get_attribute("data-start"))
     css(last, ".text").click()
-    wait(d, lambda d: abs(d.execute_script(
-        "return document.getElementById('player').currentTime") - start) < 0.5
-        and current_segment(d) == len(segments) - 1, message="the click did not seek")
+    wait(
+        d,
+        lambda d: (
+            abs(d.execute_script("return document.getElementById('player').currentTime") - start)
+            < 0.5
+            and current_segment(d) == len(segments) - 1
+        ),
+        message="the click did not seek",
+    )
     d.execute_script("document.getElementById('player').pause()")
     # The keyboard does the same through the segment's time button.
     first = segments[0].find_element(By.CSS_SELECTOR, ".seek")
@@ -298,8 +372,9 @@ def test_playback_highlights_and_a_click_seeks(served: Served, browser: WebDrive
     cookies = {"transcriber_session": d.get_cookie("transcriber_session")["value"]}
     weight = len(httpx.get(d.current_url, cookies=cookies).content)
     for src in d.execute_script(
-            "return [...document.querySelectorAll('script[src], link[rel=stylesheet]')]"
-            ".map(e => e.src || e.href)"):
+        "return [...document.querySelectorAll('script[src], link[rel=stylesheet]')]"
+        ".map(e => e.src || e.href)"
+    ):
         weight += len(httpx.get(src).content)
     served.figures["record_page_bytes_html_js_css"] = weight
     screenshots(d, served.out, "record")
@@ -336,8 +411,10 @@ def test_correct_a_word_and_edit_the_title(served: Served, browser: WebDriver) -
     assert status == 200 and "Zanzibar" in srt
     status, original = fetch_text(d, f"/recordings/{served.record}/transcript.srt?machine=true")
     assert "Zanzibar" not in original
-    api = httpx.get(f"{served.url}/v1/recordings/{served.record}/transcript.srt",
-                    headers={"Authorization": f"Bearer {served.token}"})
+    api = httpx.get(
+        f"{served.url}/v1/recordings/{served.record}/transcript.srt",
+        headers={"Authorization": f"Bearer {served.token}"},
+    )
     assert "Zanzibar" in api.text
     d.refresh()
     assert "Zanzibar" in wait(d, lambda d: css(d, "#segment-0 .text")).text
@@ -351,8 +428,10 @@ def test_correct_a_word_and_edit_the_title(served: Served, browser: WebDriver) -
     wait(d, lambda d: css(d, "#record-title").text == "Q3 planning")
 
 
-@scenario("A revoked token or an expired session sends the owner back to sign in "
-          "without losing the upload form")
+@scenario(
+    "A revoked token or an expired session sends the owner back to sign in "
+    "without losing the upload form"
+)
 def test_revoked_session_keeps_the_upload_form(served: Served, browser: WebDriver) -> None:
     d = browser
     d.get(served.url + "/")
@@ -363,11 +442,14 @@ def test_revoked_session_keeps_the_upload_form(served: Served, browser: WebDrive
     css(d, "#language").send_keys("ru")
     # The token is rotated behind the page's back: the session ends with it.
     new_token = "tr_rotated_" + uuid.uuid4().hex
-    sql(served.db_url, f"UPDATE owners SET token_hash = '\\x{token_hash(new_token).hex()}'"
-                       " WHERE name = 'ann'")
+    sql(
+        served.db_url,
+        f"UPDATE owners SET token_hash = '\\x{token_hash(new_token).hex()}' WHERE name = 'ann'",
+    )
     css(d, "#upload-start").click()
-    dialog = wait(d, lambda d: (e := css(d, "#signin-dialog")).get_attribute("open") is not None
-                  and e)
+    dialog = wait(
+        d, lambda d: (e := css(d, "#signin-dialog")).get_attribute("open") is not None and e
+    )
     assert css(d, "#title-0").get_attribute("value") == "Kept title"
     assert css(d, "#language").get_attribute("value") == "ru"
     assert "memo.wav" in css(d, "#queue").text

@@ -40,13 +40,16 @@ def worker(queue: PgQueue, name: str = "w") -> Worker:
 
 async def wait_for_lock_waiters(db: Database, n: int) -> None:
     """Until `n` sessions of this database wait on a lock: the race is then set up."""
-    sql = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-           "AND wait_event_type = 'Lock'")
+    sql = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock'"
+    )
     while await db.run(lambda con: con.fetchval(sql)) < n:
         await trio.sleep(0.005)
 
 
 # --- A claim is indivisible -------------------------------------------------------------
+
 
 @scenario("Three claim at once")
 async def test_three_claim_at_once(db: Database, owner_id: int) -> None:
@@ -129,6 +132,7 @@ async def test_reissued_claim_has_different_token(db: Database, owner_id: int) -
 
 # --- Only the claim holder writes the result ---------------------------------------------
 
+
 @scenario("The owner's edit survives the step's save")
 async def test_owner_edit_survives_step_save(db: Database, owner_id: int) -> None:
     rid = await accept(db, owner_id)
@@ -138,14 +142,24 @@ async def test_owner_edit_survives_step_save(db: Database, owner_id: int) -> Non
         nursery.start_soon(w.work_once)
         await gate.entered.wait()
         # The owner edits while the step holds its claim.
-        await db.fetchval("edit_owner_fields", owner_id, rid, "Board meeting", "Q3 budget",
-                          ["budget", "q3"], {"by": "owner"})
+        await db.fetchval(
+            "edit_owner_fields",
+            owner_id,
+            rid,
+            "Board meeting",
+            "Q3 budget",
+            ["budget", "q3"],
+            {"by": "owner"},
+        )
         gate.open.set()
     after = await state(db, rid)
     assert after["milestone"] == "normalized"
     assert after["duration_s"] == 12.5  # the result is written
     assert (after["title"], after["summary"], list(after["topics"])) == (
-        "Board meeting", "Q3 budget", ["budget", "q3"])  # and the edit is still there
+        "Board meeting",
+        "Q3 budget",
+        ["budget", "q3"],
+    )  # and the edit is still there
 
 
 @scenario("The claim left under a working step")
@@ -199,6 +213,7 @@ async def test_person_resumed_under_working_step(db: Database, owner_id: int) ->
 
 
 # --- Stopping is a flag, not a milestone -------------------------------------------------
+
 
 @scenario("A stopped record continues where it stopped")
 async def test_stopped_record_continues_where_it_stopped(db: Database, owner_id: int) -> None:
@@ -272,8 +287,7 @@ async def test_resuming_resets_every_guard(db: Database, owner_id: int, caplog: 
     # The next claim hands it out and the step runs instead of stopping it again.
     ran = Gate()
     ran.open.set()
-    assert await worker(attrs.evolve(later, steps=later.steps.replace(normalize=ran))
-                        ).work_once()
+    assert await worker(attrs.evolve(later, steps=later.steps.replace(normalize=ran))).work_once()
     assert ran.ran_to_end
     assert (await state(db, rid))["milestone"] == "normalized"
 
@@ -306,11 +320,13 @@ async def test_resuming_shows_in_journal(db: Database, owner_id: int) -> None:
     events = await journal(db, rid)
     human = [e for e in events if e["origin"] == "human"]
     assert [(e["kind"], e["milestone"], e["detail"]["by"]) for e in human] == [
-        ("resumed", "received", "operator-ann")]
+        ("resumed", "received", "operator-ann")
+    ]
     assert all(e["origin"] == "pipeline" for e in events if e["kind"] != "resumed")
 
 
 # --- The pipeline sends nothing back to the sender ---------------------------------------
+
 
 @scenario("The text does not go to the sender")
 async def test_text_does_not_go_to_sender(db: Database, owner_id: int) -> None:
@@ -358,12 +374,16 @@ async def test_step_stop_record_keeps_milestone(db: Database, owner_id: int) -> 
     assert await worker(PgQueue(db, table(normalize=hopeless))).work_once()
     after = await state(db, rid)
     assert (after["milestone"], after["stop_reason"], after["attempts"]) == (
-        "received", "empty_audio", 1)  # its one claim; no retry
+        "received",
+        "empty_audio",
+        1,
+    )  # its one claim; no retry
 
 
 @scenario("A result the database refuses fails the attempt, and the worker lives")
-async def test_refused_result_fails_the_attempt_and_the_worker_lives(db: Database,
-                                                                      owner_id: int) -> None:
+async def test_refused_result_fails_the_attempt_and_the_worker_lives(
+    db: Database, owner_id: int
+) -> None:
     first = await accept(db, owner_id, "first.wav")
     second = await accept(db, owner_id, "second.wav")
 
@@ -377,7 +397,10 @@ async def test_refused_result_fails_the_attempt_and_the_worker_lives(db: Databas
     assert await w.work_once()
     refused = await state(db, first)
     assert (refused["milestone"], refused["attempts"], refused["claim_token"]) == (
-        "received", 1, None)
+        "received",
+        1,
+        None,
+    )
     assert refused["retry_at"] is not None and refused["stopped_at"] is None
     [failed] = [e for e in await journal(db, first) if e["kind"] == "attempt_failed"]
     assert "invalid byte sequence" in failed["detail"]["error"]  # the database's message

@@ -22,8 +22,11 @@ from transcriber.pipeline.step_table import step_table
 async def test_claim_order_breaks_ties_by_key(db: Database, owner_id: int) -> None:
     ids = [await accept(db, owner_id, f"{i}.wav") for i in range(6)]
     # The same entry time for all: only the key can order them.
-    await db.run(lambda con: con.execute(
-        "UPDATE recordings SET milestone_entered_at = '2026-01-01T00:00:00Z'"))
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET milestone_entered_at = '2026-01-01T00:00:00Z'"
+        )
+    )
     queue = PgQueue(db, table())
     claimed = [(await queue.claim()).id for _ in ids]
     assert claimed == sorted(ids)
@@ -32,9 +35,12 @@ async def test_claim_order_breaks_ties_by_key(db: Database, owner_id: int) -> No
 
 async def test_claim_takes_oldest_milestone_entry_first(db: Database, owner_id: int) -> None:
     a, b = await accept(db, owner_id, "a"), await accept(db, owner_id, "b")
-    await db.run(lambda con: con.execute(
-        "UPDATE recordings SET milestone_entered_at = now() - interval '1 hour' WHERE id = $1",
-        b))
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET milestone_entered_at = now() - interval '1 hour' WHERE id = $1",
+            b,
+        )
+    )
     queue = PgQueue(db, table())
     assert [(await queue.claim()).id, (await queue.claim()).id] == [b, a]
 
@@ -46,6 +52,7 @@ async def test_lease_grows_with_the_recordings_duration(db: Database, owner_id: 
     queue = at(PgQueue(db, steps), now)
     job = await queue.read(await queue.claim())
     from transcriber.pipeline.pg_queue import Saved
+
     assert await queue.commit(job, steps["received"], Saved("save_normalized", ("/a", 600.0)))
     await queue.claim()
     lease = (await state(db, rid))["lease_expires_at"]
@@ -53,8 +60,7 @@ async def test_lease_grows_with_the_recordings_duration(db: Database, owner_id: 
     assert (lease - now).total_seconds() == pytest.approx(rec.base_s + rec.per_audio_s * 600.0)
 
 
-async def test_a_step_that_outlives_its_lease_loses_the_write(db: Database, owner_id: int
-                                                               ) -> None:
+async def test_a_step_that_outlives_its_lease_loses_the_write(db: Database, owner_id: int) -> None:
     rid = await accept(db, owner_id)
     now = await db_now(db)
     queue = PgQueue(db, table())
@@ -79,8 +85,7 @@ async def test_a_step_that_outlives_its_lease_loses_the_write(db: Database, owne
     assert sorted(e["detail"]["write"] for e in lost) == ["commit", "fail", "progress", "stop"]
 
 
-async def test_fail_pauses_then_stops_after_the_last_attempt(db: Database, owner_id: int
-                                                              ) -> None:
+async def test_fail_pauses_then_stops_after_the_last_attempt(db: Database, owner_id: int) -> None:
     rid = await accept(db, owner_id)
     now = await db_now(db)
     queue = PgQueue(db, table(max_attempts=3))
@@ -100,13 +105,17 @@ async def test_fail_pauses_then_stops_after_the_last_attempt(db: Database, owner
     assert outcomes == ["retry", "retry", "stopped"]
     after = await state(db, rid)
     assert (after["attempts"], after["stop_reason"], after["stop_error"]) == (
-        3, "attempts_exhausted", "boom")
+        3,
+        "attempts_exhausted",
+        "boom",
+    )
     kinds = [e["kind"] for e in await journal(db, rid)]
     assert kinds == ["accepted", "attempt_failed", "attempt_failed", "attempt_failed", "stopped"]
 
 
 async def test_resume_refuses_unknown_and_not_stopped(db: Database, owner_id: int) -> None:
     import uuid
+
     rid = await accept(db, owner_id)
     before = await journal(db)
     queue = PgQueue(db, table())
@@ -131,8 +140,14 @@ async def test_many_workers_random_steps_short_leases(db: Database, owner_id: in
         if rng.random() < 0.1:
             raise RuntimeError("a transient failure")
 
-    steps = table(normalize=step, recognize=step, lease=Lease(lease_s),
-                  run_limit=RunLimit(lease_s), max_attempts=1000, **FAST_RETRY)
+    steps = table(
+        normalize=step,
+        recognize=step,
+        lease=Lease(lease_s),
+        run_limit=RunLimit(lease_s),
+        max_attempts=1000,
+        **FAST_RETRY,
+    )
     queue = PgQueue(db, steps, rng=rng)
     wakeup = Wakeup(poll_s=0.02, rng=rng)
     workers = [Worker(f"w{i}", queue, steps, wakeup) for i in range(6)]
@@ -149,12 +164,12 @@ async def test_many_workers_random_steps_short_leases(db: Database, owner_id: in
             await all_done()
             wakeup.close()
     assert supervisor.restarts == {}  # no worker crashed (a double commit would)
-    rows = await db.run(lambda con: con.fetch(
-        "SELECT milestone, stopped_at FROM recordings"))
+    rows = await db.run(lambda con: con.fetch("SELECT milestone, stopped_at FROM recordings"))
     assert {(r["milestone"], r["stopped_at"]) for r in rows} == {(TRANSCRIBED, None)}
     events = await journal(db)
-    reached = Counter((e["recording_id"], e["milestone"]) for e in events
-                      if e["kind"] == "milestone_reached")
+    reached = Counter(
+        (e["recording_id"], e["milestone"]) for e in events if e["kind"] == "milestone_reached"
+    )
     assert set(reached) == {(r, m) for r in records for m in MILESTONES[1:]}
     assert set(reached.values()) == {1}
     # Every refused write carries a token that was superseded, never the winning one.
@@ -163,8 +178,7 @@ async def test_many_workers_random_steps_short_leases(db: Database, owner_id: in
     kinds = Counter(e["kind"] for e in events)
     # The run really raced: steps failed and outlived their limit, so attempts were retried.
     assert kinds["attempt_failed"] > 0
-    assert any("run limit" in e["detail"]["error"]
-               for e in events if e["kind"] == "attempt_failed")
+    assert any("run limit" in e["detail"]["error"] for e in events if e["kind"] == "attempt_failed")
 
 
 async def test_release_hands_the_record_back_at_once(db: Database, owner_id: int) -> None:

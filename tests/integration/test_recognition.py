@@ -52,9 +52,11 @@ def scenario(title: str) -> pytest.MarkDecorator:
 
 # --- Options --------------------------------------------------------------------------------
 
+
 @scenario("Options are stored with the recording and read by the recognize step")
-async def test_options_reach_the_recognize_step(db: Database, owner_id: int,
-                                                tmp_path: Path) -> None:
+async def test_options_reach_the_recognize_step(
+    db: Database, owner_id: int, tmp_path: Path
+) -> None:
     seen: list[dict] = []
 
     async def recognize(job, progress):  # type: ignore[no-untyped-def]
@@ -69,15 +71,16 @@ async def test_options_reach_the_recognize_step(db: Database, owner_id: int,
     for _ in range(4):  # normalize, then recognize, each record
         assert await worker.work_once()
     assert [RecognitionOptions.from_json(o) for o in seen] == [chosen, RecognitionOptions()]
-    assert seen == [{"task": "translate", "prompt": "Kubernetes, Postgres", "temperature": 0.3},
-                    {}]
+    assert seen == [{"task": "translate", "prompt": "Kubernetes, Postgres", "temperature": 0.3}, {}]
 
 
 @scenario("Options no recognizer could use are refused")
-async def test_unusable_options_are_refused(db: Database, owner_id: int,
-                                            tmp_path: Path) -> None:
-    for bad, named in [(dict(task="summarize"), "task"), (dict(temperature=2), "temperature"),
-                       (dict(prompt=3), "prompt")]:
+async def test_unusable_options_are_refused(db: Database, owner_id: int, tmp_path: Path) -> None:
+    for bad, named in [
+        (dict(task="summarize"), "task"),
+        (dict(temperature=2), "temperature"),
+        (dict(prompt=3), "prompt"),
+    ]:
         with pytest.raises(BadOptions, match=named):
             RecognitionOptions(**bad)  # type: ignore[arg-type]
     with pytest.raises(BadOptions, match="unknown recognition options: voice"):
@@ -96,14 +99,21 @@ async def test_unusable_options_are_refused(db: Database, owner_id: int,
 
 # --- Translate ------------------------------------------------------------------------------
 
+
 @scenario("Russian speech is translated to English text")
-async def test_russian_is_translated_to_english(db: Database, tmp_path: Path, model_dir: Path,
-                                                warm_recognizer: ProcessRecognizer) -> None:
+async def test_russian_is_translated_to_english(
+    db: Database, tmp_path: Path, model_dir: Path, warm_recognizer: ProcessRecognizer
+) -> None:
     config = Config(home=tmp_path, model=str(model_dir))
     with trio.fail_after(180):
-        done = await transcribe_file(db, config, audio_steps(config, warm_recognizer),
-                                     SAMPLES / "ru.ogg",
-                                     language="ru", options=RecognitionOptions(task="translate"))
+        done = await transcribe_file(
+            db,
+            config,
+            audio_steps(config, warm_recognizer),
+            SAMPLES / "ru.ogg",
+            language="ru",
+            options=RecognitionOptions(task="translate"),
+        )
     assert done.card["done"], done.card
     t = done.transcript
     assert t is not None
@@ -116,14 +126,19 @@ async def test_russian_is_translated_to_english(db: Database, tmp_path: Path, mo
 
 # --- The recognizer's own process ------------------------------------------------------------
 
+
 @scenario("A crash of the recognizer process fails only that attempt")
 async def test_recognizer_crash_fails_only_the_attempt(
-        db: Database, owner_id: int, tmp_path: Path, model_dir: Path,
-        warm_recognizer: ProcessRecognizer) -> None:
+    db: Database, owner_id: int, tmp_path: Path, model_dir: Path, warm_recognizer: ProcessRecognizer
+) -> None:
     config = Config(home=tmp_path, model=str(model_dir))
     real = audio_steps(config, warm_recognizer)
-    steps = StepTable({m: attrs.evolve(s, backoff=Backoff(base_s=0.001, cap_s=0.001))
-                       for m, s in real.steps.items()})
+    steps = StepTable(
+        {
+            m: attrs.evolve(s, backoff=Backoff(base_s=0.001, cap_s=0.001))
+            for m, s in real.steps.items()
+        }
+    )
     rid = await accept_file(db, config, SAMPLES / "en.ogg", owner_id)
     worker = Worker("w", PgQueue(db, steps), steps, Wakeup())
     assert await worker.work_once()  # normalized
@@ -138,10 +153,12 @@ async def test_recognizer_crash_fails_only_the_attempt(
         while not (await card(db, rid))["done"]:
             if not await worker.work_once():
                 await trio.sleep(0.002)  # the retry pause is 1 ms
-    failed = [e for e in await db.fetch("journal_after", 0, rid, 100)
-              if e["kind"] == "attempt_failed"]
+    failed = [
+        e for e in await db.fetch("journal_after", 0, rid, 100) if e["kind"] == "attempt_failed"
+    ]
     assert [e["detail"]["error"] for e in failed] == [
-        "RecognizerDied: recognizer process died: signal 9"]
+        "RecognizerDied: recognizer process died: signal 9"
+    ]
     assert warm_recognizer.started == started + 1  # a fresh child took the next attempt
     assert "march" in (await db.fetchrow("transcript", rid))["text"].lower()
 
@@ -158,20 +175,24 @@ def recognizer_children(pid: int) -> set[int]:
 
 @scenario("The daemon starts its recognizer children as it starts")
 async def test_serve_starts_its_recognizer_children(
-        db: Database, db_url: str, tmp_path: Path, model_dir: Path) -> None:
+    db: Database, db_url: str, tmp_path: Path, model_dir: Path
+) -> None:
     owner = await add_owner(db, "warm")
-    async with serve_process(db_url, tmp_path / "home", "--workers", "2",
-                       model=str(model_dir)) as service:
+    async with serve_process(
+        db_url, tmp_path / "home", "--workers", "2", model=str(model_dir)
+    ) as service:
         warm = recognizer_children(service.proc.pid)
         assert len(warm) == 2
-        async with httpx.AsyncClient(base_url=service.url, headers={
-                "Authorization": f"Bearer {owner.token}"}) as c:
+        async with httpx.AsyncClient(
+            base_url=service.url, headers={"Authorization": f"Bearer {owner.token}"}
+        ) as c:
             with open(SAMPLES / "en.ogg", "rb") as f:
                 answer = await c.post("/v1/recordings", files={"file": ("en.ogg", f)})
             assert answer.status_code == 201, answer.text
             with trio.fail_after(180):  # another process's work: nothing to wait on but it
-                while (await c.get(answer.headers["Location"])).json()["milestone"] \
-                        != "transcribed":
+                while (await c.get(answer.headers["Location"])).json()[
+                    "milestone"
+                ] != "transcribed":
                     await trio.sleep(0.1)
         assert recognizer_children(service.proc.pid) == warm
 
@@ -187,6 +208,7 @@ def test_recognizer_runs_niced(warm_recognizer: ProcessRecognizer) -> None:
 
 # --- Decoding -------------------------------------------------------------------------------
 
+
 @scenario("Sequential decoding stays available as a setting")
 def test_sequential_decoding_is_a_setting(tmp_path: Path, model_dir: Path) -> None:
     from transcriber.audio.normalize import decode_to_wav
@@ -195,7 +217,8 @@ def test_sequential_decoding_is_a_setting(tmp_path: Path, model_dir: Path) -> No
     wav = tmp_path / "en.wav"
     duration = decode_to_wav(SAMPLES / "en.ogg", wav, max_duration_s=60)
     got = WhisperRecognizer(Config(model=str(model_dir), decoding="sequential")).transcribe(
-        wav, duration, "en")
+        wav, duration, "en"
+    )
     assert "quarterly meetings started early in the morning" in got.text
     assert all(s["words"] for s in got.segments)
     with pytest.raises(ValueError, match="batched, sequential, not 'beam'"):
@@ -203,6 +226,7 @@ def test_sequential_decoding_is_a_setting(tmp_path: Path, model_dir: Path) -> No
 
 
 # --- Models and devices ----------------------------------------------------------------------
+
 
 @scenario("A fetched model is private to the service's user")
 def test_a_fetched_model_is_private(tmp_path: Path) -> None:
@@ -263,8 +287,13 @@ def test_missing_named_model_offline(tmp_path: Path) -> None:
     with pytest.raises(ModelUnavailable, match="neither a model folder nor a faster-whisper"):
         resolve_model(Config(home=tmp_path, model="enormous-v9"), fetch=offline)
     # The command line, with faster-whisper's own fetch made to find no network.
-    result = cli(tmp_path, "transcribe", str(SAMPLES / "en.ogg"), TRANSCRIBER_MODEL="small",
-                 HF_HUB_OFFLINE="1")
+    result = cli(
+        tmp_path,
+        "transcribe",
+        str(SAMPLES / "en.ogg"),
+        TRANSCRIBER_MODEL="small",
+        HF_HUB_OFFLINE="1",
+    )
     assert result.returncode == 2  # the environment's failure, as every other
     [said] = result.stderr.strip().splitlines()
     assert said.startswith(f"transcriber: model 'small' is not in {config.models / 'small'}")
@@ -289,7 +318,8 @@ def test_device_choice() -> None:
     assert choose_device("auto", "auto", cuda_devices=0) == DeviceChoice("cpu", "int8")
     assert choose_device("cpu", "auto", cuda_devices=2) == DeviceChoice("cpu", "int8")
     assert choose_device("cuda", "int8_float16", cuda_devices=1) == DeviceChoice(
-        "cuda", "int8_float16")
+        "cuda", "int8_float16"
+    )
     assert choose_device("auto", "float32", cuda_devices=0) == DeviceChoice("cpu", "float32")
     with pytest.raises(DeviceUnavailable, match="sees no CUDA device"):
         choose_device("cuda", "auto", cuda_devices=0)
@@ -300,12 +330,20 @@ def test_device_choice() -> None:
 @scenario("The model and device show in the metrics")
 async def test_metrics_show_the_recognizer(db: Database) -> None:
     text = await render_metrics(db, recognizer_info(Config()))
-    assert ('transcriber_recognizer{compute_type="int8",decoding="batched",device="cpu",'
-            'model="whisper-base"} 1') in text.splitlines()
+    assert (
+        'transcriber_recognizer{compute_type="int8",decoding="batched",device="cpu",'
+        'model="whisper-base"} 1'
+    ) in text.splitlines()
 
 
 def cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
     full.update(TRANSCRIBER_HOME=str(home), **env)
-    return subprocess.run([sys.executable, "-m", "transcriber", *args], env=full, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "transcriber", *args],
+        env=full,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -19,8 +19,7 @@ async def test_a_new_record_wakes_an_idle_worker(db: Database, owner_id: int) ->
     gate = Gate()
     gate.open.set()
     # An hour's poll: only the notification can wake the worker in this test.
-    pipeline = Pipeline(db, step_table(normalize=noop, recognize=gate), workers=2,
-                        poll_s=3600)
+    pipeline = Pipeline(db, step_table(normalize=noop, recognize=gate), workers=2, poll_s=3600)
     async with trio.open_nursery() as nursery:
         await nursery.start(pipeline.run)
         await wait_idle(pipeline)
@@ -37,18 +36,21 @@ async def wait_idle(pipeline: Pipeline) -> None:
         await trio.sleep(0.01)
 
 
-async def test_the_listener_reconnects_after_losing_its_connection(db: Database,
-                                                                   owner_id: int) -> None:
+async def test_the_listener_reconnects_after_losing_its_connection(
+    db: Database, owner_id: int
+) -> None:
     gate = Gate()
     gate.open.set()
-    pipeline = Pipeline(db, step_table(normalize=noop, recognize=gate), workers=1,
-                        poll_s=3600)
+    pipeline = Pipeline(db, step_table(normalize=noop, recognize=gate), workers=1, poll_s=3600)
     async with trio.open_nursery() as nursery:
         await nursery.start(pipeline.run)
         await wait_idle(pipeline)
-        killed = await db.run(lambda con: con.fetchval(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND query LIKE 'LISTEN%'"))
+        killed = await db.run(
+            lambda con: con.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND query LIKE 'LISTEN%'"
+            )
+        )
         assert killed == 1
         # The supervisor restarts the listener; a record accepted afterwards wakes it.
         while "listener" not in pipeline.listener_supervisor.restarts:
@@ -63,22 +65,30 @@ async def test_the_listener_reconnects_after_losing_its_connection(db: Database,
 
 
 async def listeners(db: Database) -> int:
-    return await db.run(lambda con: con.fetchval(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-        "AND query LIKE 'LISTEN%'"))
+    return await db.run(
+        lambda con: con.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND query LIKE 'LISTEN%'"
+        )
+    )
 
 
 async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None:
     # Many finished records and a few eligible, statistics fresh.
-    await db.run(lambda con: con.execute(
-        "INSERT INTO recordings (owner_id, milestone) "
-        "SELECT $1, 'transcribed' FROM generate_series(1, 20000)", owner_id))
+    await db.run(
+        lambda con: con.execute(
+            "INSERT INTO recordings (owner_id, milestone) "
+            "SELECT $1, 'transcribed' FROM generate_series(1, 20000)",
+            owner_id,
+        )
+    )
     for i in range(20):
         await accept(db, owner_id, f"{i}.wav")
     await db.run(lambda con: con.execute("ANALYZE recordings"))
     steps = step_table(normalize=noop, recognize=noop)
     from transcriber.bench.throughput import claim_statement
     from transcriber.pipeline.pg_queue import PgQueue
+
     args = PgQueue(db, steps)._claim_args
 
     async def explain(con: Any) -> str:
@@ -95,6 +105,7 @@ def test_the_final_milestone_in_sql_matches_the_step_table() -> None:
     """The claim's partial index names the final milestone literally (a parameter would
     keep the planner from using it); it must be the table's only final milestone."""
     from transcriber.db.named_sql import load_queries, schema_text
+
     steps = step_table(normalize=noop, recognize=noop)
     assert steps.final == [TRANSCRIBED]
     schema = schema_text()

@@ -22,17 +22,23 @@ from transcriber.pipeline.runner import Pipeline
 
 @pytest.mark.scenario("operations", "SIGTERM mid-step hands the record back")
 async def test_sigterm_mid_step_releases_the_record(
-        db: Database, db_url: str, owner_id: int, tmp_path: Path,
-        systemd: tuple[socket.socket, str]) -> None:
+    db: Database, db_url: str, owner_id: int, tmp_path: Path, systemd: tuple[socket.socket, str]
+) -> None:
     sock, path = systemd
     never = Gate()  # a step that would run past any grace
     config = Config(database_url=db_url, home=tmp_path)
     options = ServeOptions(http=None, workers=1, grace_s=0.2)
     rid = await accept(db, owner_id)
     async with trio.open_nursery() as nursery:
-        await nursery.start(lambda task_status: serve(
-            config, options, steps_for=lambda c: table(normalize=never),
-            notifier=Notifier({"NOTIFY_SOCKET": path}), task_status=task_status))
+        await nursery.start(
+            lambda task_status: serve(
+                config,
+                options,
+                steps_for=lambda c: table(normalize=never),
+                notifier=Notifier({"NOTIFY_SOCKET": path}),
+                task_status=task_status,
+            )
+        )
         assert received(sock)[0]["READY"] == "1"
         await never.entered.wait()
         os.kill(os.getpid(), signal.SIGTERM)
@@ -56,13 +62,14 @@ async def test_sigterm_mid_step_releases_the_record(
 
 @pytest.mark.scenario("operations", "Ready only once working")
 async def test_serve_process_notifies_and_exits_0_on_sigterm(
-        db_url: str, tmp_path: Path, systemd: tuple[socket.socket, str]) -> None:
+    db_url: str, tmp_path: Path, systemd: tuple[socket.socket, str]
+) -> None:
     sock, path = systemd
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
-    env.update(TRANSCRIBER_DATABASE_URL=db_url, TRANSCRIBER_HOME=str(tmp_path),
-               NOTIFY_SOCKET=path)
+    env.update(TRANSCRIBER_DATABASE_URL=db_url, TRANSCRIBER_HOME=str(tmp_path), NOTIFY_SOCKET=path)
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "transcriber", "serve", "--no-api", "--workers", "1"], env=env)
+        [sys.executable, "-m", "transcriber", "serve", "--no-api", "--workers", "1"], env=env
+    )
     seen: list[dict[str, str]] = []
     try:
         with trio.fail_after(60):

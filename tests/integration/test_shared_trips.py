@@ -118,8 +118,9 @@ async def test_workers_asking_at_once_share_one_trip(db: Database, owner_id: int
 
 
 @scenario("A record just committed is handed on in the same trip")
-async def test_record_just_committed_is_handed_on_in_the_same_trip(db: Database, owner_id: int
-                                                                    ) -> None:
+async def test_record_just_committed_is_handed_on_in_the_same_trip(
+    db: Database, owner_id: int
+) -> None:
     rid = await accept(db, owner_id)
     gated, queue = gated_queue(db)
     job = await queue.next_job()
@@ -159,7 +160,11 @@ async def test_refused_result_costs_only_its_own_commit(db: Database, owner_id: 
     assert gated.runs == 2  # both commits left on one trip
     assert outcome["good"] is True
     kept = await state(db, good.claim.id)
-    assert (kept["milestone"], kept["audio_path"], kept["duration_s"]) == (NORMALIZED, "/a.wav", 2.5)
+    assert (kept["milestone"], kept["audio_path"], kept["duration_s"]) == (
+        NORMALIZED,
+        "/a.wav",
+        2.5,
+    )
     assert isinstance(outcome["bad"], ResultRefused)
     assert "CharacterNotInRepertoireError" in str(outcome["bad"])  # the database's message
     refused = await state(db, bad.claim.id)
@@ -169,8 +174,7 @@ async def test_refused_result_costs_only_its_own_commit(db: Database, owner_id: 
 
 
 @scenario("A worker cancelled while its trip is out leaves nothing claimed")
-async def test_cancelled_while_trip_out_leaves_nothing_claimed(db: Database, owner_id: int
-                                                               ) -> None:
+async def test_cancelled_while_trip_out_leaves_nothing_claimed(db: Database, owner_id: int) -> None:
     for i in range(4):
         await accept(db, owner_id, f"{i}.wav")
     gated, queue = gated_queue(db)
@@ -210,8 +214,7 @@ async def test_cancelled_while_trip_out_leaves_nothing_claimed(db: Database, own
 
 
 @scenario("A trip cut by its leader's cancellation is sent again")
-async def test_trip_cut_by_leader_cancellation_is_sent_again(db: Database, owner_id: int
-                                                             ) -> None:
+async def test_trip_cut_by_leader_cancellation_is_sent_again(db: Database, owner_id: int) -> None:
     for i in range(3):
         await accept(db, owner_id, f"{i}.wav")
     (job,) = await claimed(db, 1)
@@ -279,7 +282,8 @@ class _HeldConnection:
 
 @scenario("A leader cancelled after its trip's statement ran leaves nothing claimed")
 async def test_leader_cancelled_after_its_statement_leaves_nothing_claimed(
-        db: Database, owner_id: int) -> None:
+    db: Database, owner_id: int
+) -> None:
     rids = [await accept(db, owner_id, f"{i}.wav") for i in range(2)]
     held = HeldAfterDatabase(db)
     queue = PgQueue(held, table(), trips_at_once=1)  # type: ignore[arg-type]
@@ -302,8 +306,7 @@ async def test_leader_cancelled_after_its_statement_leaves_nothing_claimed(
 
     assert leader.cancelled_caught and "leader" not in got
     after = await state(db, rids[0])
-    assert (after["claim_token"], after["lease_expires_at"], after["attempts"]) == (
-        None, None, 0)
+    assert (after["claim_token"], after["lease_expires_at"], after["attempts"]) == (None, None, 0)
     released = [e for e in await journal(db, rids[0]) if e["kind"] == "released"]
     assert [(e["claim_token"], e["detail"]["why"]) for e in released] == [(token, "trip cut")]
     # Claimable at once, not after its lease.
@@ -311,7 +314,8 @@ async def test_leader_cancelled_after_its_statement_leaves_nothing_claimed(
 
 
 async def test_a_commit_withdrawn_before_its_trip_left_releases_its_record(
-        db: Database, owner_id: int) -> None:
+    db: Database, owner_id: int
+) -> None:
     """A worker cancelled while its commit waits for a trip: the commit never leaves,
     so its record is handed back at once instead of staying claimed until the lease."""
     for i in range(2):

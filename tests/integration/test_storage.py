@@ -25,11 +25,23 @@ from transcriber.pipeline.step_table import step_table
 ROOT = Path(__file__).resolve().parents[2]
 CODE_DIRS = (ROOT / "transcriber", ROOT / "actors")
 
-QUEUE_COLUMNS = frozenset({
-    "milestone", "milestone_entered_at", "claim_token", "lease_expires_at", "attempts",
-    "retry_at", "stopped_at", "stop_reason", "stop_error", "progress"})
-QUEUE_QUERIES = frozenset({"claim", "commit", "fail", "stop", "progress", "renew", "release",
-                           "release_claims", "resume"})
+QUEUE_COLUMNS = frozenset(
+    {
+        "milestone",
+        "milestone_entered_at",
+        "claim_token",
+        "lease_expires_at",
+        "attempts",
+        "retry_at",
+        "stopped_at",
+        "stop_reason",
+        "stop_error",
+        "progress",
+    }
+)
+QUEUE_QUERIES = frozenset(
+    {"claim", "commit", "fail", "stop", "progress", "renew", "release", "release_claims", "resume"}
+)
 OWNER_EDITABLE = frozenset({"title", "summary", "topics"})
 OWNER_EDIT_QUERY = "edit_owner_fields"
 
@@ -43,21 +55,22 @@ BENCH_SEED_PREFIX = "bench_"
 EXPLAINED_ELSEWHERE = frozenset({("claim", BENCH_MODULE, "sql")})
 
 # Methods of transcriber.db.Database that take a query name as their first argument.
-_BY_NAME = frozenset({"fetch", "fetchrow", "fetchval", "execute", "sql",
-                      "_fetchrow", "_fetchval"})
+_BY_NAME = frozenset({"fetch", "fetchrow", "fetchval", "execute", "sql", "_fetchrow", "_fetchval"})
 
 
 # ---------------------------------------------------------------------------------
 # Reading SQL: which columns of which table a statement writes
 # ---------------------------------------------------------------------------------
 
+
 def _code_only(sql: str) -> str:
     """The SQL with comments removed and string literals blanked, so neither can look
     like a keyword, a comma or a parenthesis."""
     # One pass, leftmost first: a quote inside a comment (the step's …) opens no
     # literal, and `--` inside a literal starts no comment.
-    return re.sub(r"'(?:[^']|'')*'|--[^\n]*",
-                  lambda m: "''" if m.group(0).startswith("'") else "", sql)
+    return re.sub(
+        r"'(?:[^']|'')*'|--[^\n]*", lambda m: "''" if m.group(0).startswith("'") else "", sql
+    )
 
 
 def _set_list(sql: str, start: int) -> list[str]:
@@ -77,8 +90,11 @@ def _set_list(sql: str, start: int) -> list[str]:
         elif depth == 0 and c == ",":
             items.append(sql[begin:i])
             begin = i + 1
-        elif depth == 0 and not (sql[i - 1].isalnum() or sql[i - 1] == "_") \
-                and end_word.match(sql, i):
+        elif (
+            depth == 0
+            and not (sql[i - 1].isalnum() or sql[i - 1] == "_")
+            and end_word.match(sql, i)
+        ):
             break
         i += 1
     items.append(sql[begin:i])
@@ -101,8 +117,11 @@ def assigned_columns(sql: str) -> dict[str, set[str]]:
     """Table → columns that `sql` assigns with UPDATE … SET or ON CONFLICT DO UPDATE SET."""
     code = _code_only(sql)
     assigned: dict[str, set[str]] = {}
-    for m in re.finditer(r"(?i)\bUPDATE\s+(?:ONLY\s+)?(\w+)(?:\s+(?:AS\s+)?(?!SET\b)\w+)?"
-                         r"\s+SET\b", code):
+    for m in re.finditer(
+        r"(?i)\bUPDATE\s+(?:ONLY\s+)?(\w+)(?:\s+(?:AS\s+)?(?!SET\b)\w+)?"
+        r"\s+SET\b",
+        code,
+    ):
         for item in _set_list(code, m.end()):
             _add(assigned, m.group(1), _targets(item))
     for m in _INSERT.finditer(code):
@@ -157,17 +176,20 @@ def _rel(path: Path) -> str:
 # Every recording has an owner
 # ---------------------------------------------------------------------------------
 
+
 @pytest.mark.scenario("storage", "A recording without an owner is refused")
 async def test_recording_without_owner_is_refused(db: Database, owner_id: int) -> None:
     with pytest.raises(asyncpg.NotNullViolationError) as no_owner:
-        await db.run(lambda con: con.execute(
-            "INSERT INTO recordings (filename) VALUES ('a.wav')"))
+        await db.run(lambda con: con.execute("INSERT INTO recordings (filename) VALUES ('a.wav')"))
     assert no_owner.value.column_name == "owner_id"
 
     unknown = owner_id + 1000
     with pytest.raises(asyncpg.ForeignKeyViolationError):
-        await db.run(lambda con: con.execute(
-            "INSERT INTO recordings (owner_id, filename) VALUES ($1, 'a.wav')", unknown))
+        await db.run(
+            lambda con: con.execute(
+                "INSERT INTO recordings (owner_id, filename) VALUES ($1, 'a.wav')", unknown
+            )
+        )
     assert await db.run(lambda con: con.fetchval("SELECT count(*) FROM recordings")) == 0
 
 
@@ -183,12 +205,14 @@ async def test_owner_with_recordings_cannot_be_deleted(db: Database, owner_id: i
 # Queue columns are a closed set written in one place
 # ---------------------------------------------------------------------------------
 
+
 def claim_function_body() -> str:
     """The statement of claim_next (its last definition in sql/), which the `claim` and
     `commit` queries call: a function only to carry its planner setting and keep its
     plan, so its writes count as the claim's."""
-    return re.findall(r"CREATE FUNCTION claim_next.*?AS \$claim\$(.*?)\$claim\$;",
-                      schema_text(), re.S)[-1]
+    return re.findall(
+        r"CREATE FUNCTION claim_next.*?AS \$claim\$(.*?)\$claim\$;", schema_text(), re.S
+    )[-1]
 
 
 @pytest.mark.scenario("storage", "Only the queue queries write queue columns")
@@ -200,18 +224,22 @@ def test_only_queue_queries_write_queue_columns() -> None:
     sql["claim"] = claim_function_body()
     missing = QUEUE_QUERIES - set(sql)
     assert not missing, f"queue queries not in sql/queries.sql: {sorted(missing)}"
-    assigned = {n: assigned_columns(q).get("recordings", set()) & QUEUE_COLUMNS
-                for n, q in sql.items()}
-    inserted = {n: inserted_columns(q).get("recordings", set()) & QUEUE_COLUMNS
-                for n, q in sql.items()}
+    assigned = {
+        n: assigned_columns(q).get("recordings", set()) & QUEUE_COLUMNS for n, q in sql.items()
+    }
+    inserted = {
+        n: inserted_columns(q).get("recordings", set()) & QUEUE_COLUMNS for n, q in sql.items()
+    }
     # Each queue query assigns queue columns, which also shows the reader finds them.
     idle = sorted(n for n in QUEUE_QUERIES if not assigned[n])
     assert not idle, f"queue queries that assign no queue column: {idle}"
 
-    offenders = {n: sorted(cols) for n, cols in assigned.items()
-                 if cols and n not in QUEUE_QUERIES}
-    offenders |= {n: sorted(cols) for n, cols in inserted.items()
-                  if cols and not n.startswith(BENCH_SEED_PREFIX)}
+    offenders = {n: sorted(cols) for n, cols in assigned.items() if cols and n not in QUEUE_QUERIES}
+    offenders |= {
+        n: sorted(cols)
+        for n, cols in inserted.items()
+        if cols and not n.startswith(BENCH_SEED_PREFIX)
+    }
     assert not offenders, f"queries other than the queue's write queue columns: {offenders}"
 
 
@@ -220,23 +248,31 @@ def _query_callers(names: set[str]) -> dict[str, set[tuple[str, str]]]:
     callers: dict[str, set[tuple[str, str]]] = {}
     for path in _python_files():
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in _BY_NAME and node.args
-                    and isinstance(node.args[0], ast.Constant)
-                    and node.args[0].value in names):
-                callers.setdefault(node.args[0].value, set()).add(
-                    (_rel(path), node.func.attr))
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _BY_NAME
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in names
+            ):
+                callers.setdefault(node.args[0].value, set()).add((_rel(path), node.func.attr))
     return callers
 
 
 @pytest.mark.scenario("storage", "Only the queue queries write queue columns")
 def test_queue_queries_are_called_only_from_the_queue_module() -> None:
     sql = load_queries()
-    seeders = {n for n, q in sql.items() if n.startswith(BENCH_SEED_PREFIX)
-               and inserted_columns(q).get("recordings", set()) & QUEUE_COLUMNS}
+    seeders = {
+        n
+        for n, q in sql.items()
+        if n.startswith(BENCH_SEED_PREFIX)
+        and inserted_columns(q).get("recordings", set()) & QUEUE_COLUMNS
+    }
     callers = _query_callers(set(QUEUE_QUERIES) | seeders)
-    never = sorted(n for n in QUEUE_QUERIES
-                   if not any(file == QUEUE_MODULE for file, _ in callers.get(n, ())))
+    never = sorted(
+        n for n in QUEUE_QUERIES if not any(file == QUEUE_MODULE for file, _ in callers.get(n, ()))
+    )
     assert not never, f"queue queries never called from {QUEUE_MODULE}: {never}"
 
     def allowed(name: str, where: tuple[str, str]) -> bool:
@@ -244,19 +280,23 @@ def test_queue_queries_are_called_only_from_the_queue_module() -> None:
             return where[0] == BENCH_MODULE
         return where[0] == QUEUE_MODULE or (name, *where) in EXPLAINED_ELSEWHERE
 
-    elsewhere = {n: sorted(w for w in found if not allowed(n, w))
-                 for n, found in callers.items()}
+    elsewhere = {n: sorted(w for w in found if not allowed(n, w)) for n, found in callers.items()}
     elsewhere = {n: w for n, w in elsewhere.items() if w}
     assert not elsewhere, f"queue queries used outside {QUEUE_MODULE}: {elsewhere}"
 
 
 @pytest.mark.scenario("storage", "Only the queue queries write queue columns")
 def test_no_python_code_writes_recordings_with_its_own_sql() -> None:
-    write = re.compile(r"(?i)\b(UPDATE\s+(?:ONLY\s+)?recordings|INSERT\s+INTO\s+recordings"
-                       r"|DELETE\s+FROM\s+recordings|TRUNCATE\s+(?:TABLE\s+)?recordings)\b")
-    found = [f"{_rel(p)}:{text[:m.start()].count(chr(10)) + 1}: {m.group(0)}"
-             for p in _python_files() for text in [p.read_text()]
-             for m in write.finditer(text)]
+    write = re.compile(
+        r"(?i)\b(UPDATE\s+(?:ONLY\s+)?recordings|INSERT\s+INTO\s+recordings"
+        r"|DELETE\s+FROM\s+recordings|TRUNCATE\s+(?:TABLE\s+)?recordings)\b"
+    )
+    found = [
+        f"{_rel(p)}:{text[: m.start()].count(chr(10)) + 1}: {m.group(0)}"
+        for p in _python_files()
+        for text in [p.read_text()]
+        for m in write.finditer(text)
+    ]
     assert not found, "SQL writing recordings outside sql/:\n" + "\n".join(found)
 
 
@@ -264,12 +304,16 @@ def test_no_python_code_writes_recordings_with_its_own_sql() -> None:
 def test_no_query_but_the_owner_edit_writes_owner_fields() -> None:
     # Intake inserts the owner and the title the owner gave; only assignments count
     # here, since an assignment is an overwrite of the owner's word.
-    assigned = {name: assigned_columns(sql).get("recordings", set())
-                for name, sql in load_queries().items()}
+    assigned = {
+        name: assigned_columns(sql).get("recordings", set()) for name, sql in load_queries().items()
+    }
     assert assigned[OWNER_EDIT_QUERY] == OWNER_EDITABLE
     owner_fields = OWNER_EDITABLE | {"owner_id"}
-    bad = {name: sorted(cols & owner_fields) for name, cols in assigned.items()
-           if name != OWNER_EDIT_QUERY and cols & owner_fields}
+    bad = {
+        name: sorted(cols & owner_fields)
+        for name, cols in assigned.items()
+        if name != OWNER_EDIT_QUERY and cols & owner_fields
+    }
     assert not bad, f"queries that overwrite owner fields: {bad}"
 
 
@@ -308,13 +352,17 @@ async def test_the_queue_leaves_owner_fields_alone(db: Database, owner_id: int) 
     after = await db.fetchrow("recording", rid)
     assert after["milestone"] == TRANSCRIBED
     fields = ("owner_id", "title", "summary", "topics")
-    assert {f: after[f] for f in fields} == {f: before[f] for f in fields} == {
-        "owner_id": owner_id, "title": "Title", "summary": "Summary", "topics": ["topic"]}
+    assert (
+        {f: after[f] for f in fields}
+        == {f: before[f] for f in fields}
+        == {"owner_id": owner_id, "title": "Title", "summary": "Summary", "topics": ["topic"]}
+    )
 
 
 # ---------------------------------------------------------------------------------
 # Migrations are tracked and applied once
 # ---------------------------------------------------------------------------------
+
 
 def _migration_files() -> list[tuple[int, str]]:
     # Read from the folder itself, not through the loader, so a loader that skips a
@@ -329,8 +377,9 @@ def _migration_files() -> list[tuple[int, str]]:
 
 
 async def _applied(db: Database) -> list[tuple[int, str]]:
-    rows = await db.run(lambda con: con.fetch(
-        "SELECT version, name FROM schema_migrations ORDER BY version"))
+    rows = await db.run(
+        lambda con: con.fetch("SELECT version, name FROM schema_migrations ORDER BY version")
+    )
     return [(r["version"], r["name"]) for r in rows]
 
 
@@ -377,9 +426,15 @@ async def test_two_processes_migrate_at_once(empty_db_url: str) -> None:
     results: list[trio.CompletedProcess[bytes]] = []
 
     async def migrate_in_a_process() -> None:
-        results.append(await trio.run_process(
-            [sys.executable, "-c", _MIGRATE_IN_A_PROCESS, empty_db_url],
-            cwd=ROOT, capture_stdout=True, capture_stderr=True, check=False))
+        results.append(
+            await trio.run_process(
+                [sys.executable, "-c", _MIGRATE_IN_A_PROCESS, empty_db_url],
+                cwd=ROOT,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        )
 
     # The test takes the migration lock first and lets go only once both processes
     # wait on it, so they are certain to meet at the lock rather than one after the other.
@@ -392,12 +447,18 @@ async def test_two_processes_migrate_at_once(empty_db_url: str) -> None:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(migrate_in_a_process)
                 nursery.start_soon(migrate_in_a_process)
-                while await trio_asyncio.aio_as_trio(gate.fetchval)(
+                while (
+                    await trio_asyncio.aio_as_trio(gate.fetchval)(
                         "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
                         " AND NOT granted AND database = (SELECT oid FROM pg_database"
-                        " WHERE datname = current_database())") < 2:
-                    assert len(results) == 0, "a process ended before reaching the lock: " \
+                        " WHERE datname = current_database())"
+                    )
+                    < 2
+                ):
+                    assert len(results) == 0, (
+                        "a process ended before reaching the lock: "
                         + results[0].stderr.decode(errors="replace")
+                    )
                     await trio.sleep(0.02)  # polling for a state, not waiting out a race
                 await trio_asyncio.aio_as_trio(gate_tx.commit)()
     finally:
@@ -416,8 +477,9 @@ async def test_two_processes_migrate_at_once(empty_db_url: str) -> None:
 # The journal is append-only and each milestone is reached once
 # ---------------------------------------------------------------------------------
 
-_APPEND = ("INSERT INTO journal (recording_id, origin, kind, milestone)"
-           " VALUES ($1, 'pipeline', $2, $3)")
+_APPEND = (
+    "INSERT INTO journal (recording_id, origin, kind, milestone) VALUES ($1, 'pipeline', $2, $3)"
+)
 
 
 @pytest.mark.scenario("storage", "A second arrival at a milestone is refused")
@@ -441,21 +503,30 @@ async def test_second_milestone_reached_is_refused(db: Database, owner_id: int) 
     await db.run(lambda con: con.execute(_APPEND, rid, "lease_lost", NORMALIZED))
     await db.run(lambda con: con.execute(_APPEND, rid, "lease_lost", NORMALIZED))
     await db.run(lambda con: con.execute(_APPEND, other, "milestone_reached", NORMALIZED))
-    reached = await db.run(lambda con: con.fetch(
-        "SELECT recording_id FROM journal WHERE kind = 'milestone_reached'"
-        " AND milestone = $1 ORDER BY id", NORMALIZED))
+    reached = await db.run(
+        lambda con: con.fetch(
+            "SELECT recording_id FROM journal WHERE kind = 'milestone_reached'"
+            " AND milestone = $1 ORDER BY id",
+            NORMALIZED,
+        )
+    )
     assert [r["recording_id"] for r in reached] == [rid, other]
 
 
 @pytest.mark.scenario("storage", "No query rewrites the journal")
 def test_no_query_or_code_rewrites_the_journal() -> None:
-    rewrite = re.compile(r"(?i)\b(UPDATE\s+(?:ONLY\s+)?journal|DELETE\s+FROM\s+(?:ONLY\s+)?journal"
-                         r"|TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?journal)\b")
-    found = [f"sql/queries.sql {name}: {m.group(0)}"
-             for name, sql in load_queries().items()
-             for m in rewrite.finditer(_code_only(sql))]
-    found += [f"{_rel(p)}: {m.group(0)}" for p in _python_files()
-              for m in rewrite.finditer(p.read_text())]
+    rewrite = re.compile(
+        r"(?i)\b(UPDATE\s+(?:ONLY\s+)?journal|DELETE\s+FROM\s+(?:ONLY\s+)?journal"
+        r"|TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?journal)\b"
+    )
+    found = [
+        f"sql/queries.sql {name}: {m.group(0)}"
+        for name, sql in load_queries().items()
+        for m in rewrite.finditer(_code_only(sql))
+    ]
+    found += [
+        f"{_rel(p)}: {m.group(0)}" for p in _python_files() for m in rewrite.finditer(p.read_text())
+    ]
     assert not found, "journal rows rewritten:\n" + "\n".join(found)
     # The journal is written at all, and only by inserts: the check above is not idle.
     inserters = [n for n, q in load_queries().items() if "journal" in inserted_columns(q)]

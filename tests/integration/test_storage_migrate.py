@@ -39,8 +39,11 @@ async def work_all(db: Database, config: Config, steps: int) -> None:
 
 
 async def refs(db: Database) -> list[tuple[str | None, str | None]]:
-    rows = await db.run(lambda con: con.fetch(
-        "SELECT source_path, audio_path FROM recordings ORDER BY created_at, id"))
+    rows = await db.run(
+        lambda con: con.fetch(
+            "SELECT source_path, audio_path FROM recordings ORDER BY created_at, id"
+        )
+    )
     return [(r["source_path"], r["audio_path"]) for r in rows]
 
 
@@ -51,8 +54,13 @@ async def transcripts(db: Database) -> dict[str, str]:
 
 @pytest.mark.scenario("blob-storage", "A single-host home migrates into the store, resumably")
 async def test_storage_migrate_moves_a_home_into_the_store(
-        db: Database, db_url: str, owner_id: int, moto: MotoStore, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    db: Database,
+    db_url: str,
+    owner_id: int,
+    moto: MotoStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with EchoRecognizer() as recognizer:
         local = Config(home=tmp_path / "home", recognizer_url=recognizer.url)
         for _ in range(3):
@@ -82,11 +90,19 @@ async def test_storage_migrate_moves_a_home_into_the_store(
 
         # Run again, as the operator would: the command line, to the end.
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
-        env.update(TRANSCRIBER_DATABASE_URL=db_url, TRANSCRIBER_HOME=str(local.home),
-                   TRANSCRIBER_STORAGE_URL=remote.storage_url)
+        env.update(
+            TRANSCRIBER_DATABASE_URL=db_url,
+            TRANSCRIBER_HOME=str(local.home),
+            TRANSCRIBER_STORAGE_URL=remote.storage_url,
+        )
         done = await trio.run_process(
-            [sys.executable, "-m", "transcriber", "storage", "migrate"], env=env, cwd=ROOT,
-            capture_stdout=True, capture_stderr=True, check=False)
+            [sys.executable, "-m", "transcriber", "storage", "migrate"],
+            env=env,
+            cwd=ROOT,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr.decode()
         assert b"switched 3 refs" in done.stdout  # what the first run left of 4 + 3
 

@@ -31,13 +31,24 @@ async def instant(job, progress) -> str:
 
 def pipeline(normalize: StepFn = instant, recognize: StepFn = instant) -> StepTable:
     def step(name: str, start: str, end: str, run: StepFn) -> Step:
-        return Step(name=name, milestone=start, next_milestone=end, run=run,
-                    lease=Lease(base_s=LEASE_S), time_limit_s=TIME_LIMIT_S,
-                    max_attempts=MAX_ATTEMPTS, backoff=BACKOFF,
-                    run_limit=RunLimit(base_s=RUN_LIMIT_S))
+        return Step(
+            name=name,
+            milestone=start,
+            next_milestone=end,
+            run=run,
+            lease=Lease(base_s=LEASE_S),
+            time_limit_s=TIME_LIMIT_S,
+            max_attempts=MAX_ATTEMPTS,
+            backoff=BACKOFF,
+            run_limit=RunLimit(base_s=RUN_LIMIT_S),
+        )
 
-    return StepTable.of([step("normalize", RECEIVED, NORMALIZED, normalize),
-                         step("recognize", NORMALIZED, TRANSCRIBED, recognize)])
+    return StepTable.of(
+        [
+            step("normalize", RECEIVED, NORMALIZED, normalize),
+            step("recognize", NORMALIZED, TRANSCRIBED, recognize),
+        ]
+    )
 
 
 def single(run: StepFn) -> StepTable:
@@ -45,8 +56,9 @@ def single(run: StepFn) -> StepTable:
     return StepTable.of([pipeline(normalize=run).steps[RECEIVED]])
 
 
-def rig(steps: StepTable, *, poll_s: float = IDLE_POLL_S, seed: int = 0,
-        workers: int = 1) -> tuple[MemoryQueue, Wakeup, list[Worker]]:
+def rig(
+    steps: StepTable, *, poll_s: float = IDLE_POLL_S, seed: int = 0, workers: int = 1
+) -> tuple[MemoryQueue, Wakeup, list[Worker]]:
     """A seeded queue, a wake-up and workers over them."""
     queue = MemoryQueue(steps, rng=random.Random(seed))
     wakeup = Wakeup(poll_s, rng=random.Random(seed + 1))

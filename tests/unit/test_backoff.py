@@ -15,8 +15,12 @@ from actors import Backoff
 bases = st.floats(min_value=1e-3, max_value=1e4)
 
 
-@given(attempts=st.integers(min_value=0, max_value=10_000), seed=st.integers(),
-       base=bases, cap_bases=st.floats(min_value=1.0, max_value=2.0 ** 20))
+@given(
+    attempts=st.integers(min_value=0, max_value=10_000),
+    seed=st.integers(),
+    base=bases,
+    cap_bases=st.floats(min_value=1.0, max_value=2.0**20),
+)
 def test_delay_stays_within_the_jittered_ceiling(attempts, seed, base, cap_bases):
     backoff = Backoff(base_s=base, cap_s=base * cap_bases)
     ceiling = min(backoff.cap_s, base * 2.0 ** min(attempts, 1000))
@@ -32,4 +36,13 @@ def test_delay_doubles_until_the_cap():
 
     backoff = Backoff(base_s=5.0, cap_s=600.0)
     assert [backoff.delay(n, Top()) for n in range(9)] == [
-        5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 600.0, 600.0]
+        5.0,
+        10.0,
+        20.0,
+        40.0,
+        80.0,
+        160.0,
+        320.0,
+        600.0,
+        600.0,
+    ]

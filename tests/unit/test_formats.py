@@ -21,16 +21,19 @@ SEGMENTS = [
 TEXT = "The quarterly meeting started early. Sales grew faster than expected."
 
 
-@pytest.mark.parametrize(("seconds", "srt", "vtt"), [
-    (0.0, "00:00:00,000", "00:00:00.000"),
-    (2.96, "00:00:02,960", "00:00:02.960"),
-    (59.9996, "00:01:00,000", "00:01:00.000"),  # rounding carries into the minute
-    (3599.9996, "01:00:00,000", "01:00:00.000"),  # and into the hour
-    (3725.5, "01:02:05,500", "01:02:05.500"),
-    (36000.001, "10:00:00,001", "10:00:00.001"),
-    (360000.0, "100:00:00,000", "100:00:00.000"),  # hours grow past two digits
-    (-0.02, "00:00:00,000", "00:00:00.000"),  # never negative
-])
+@pytest.mark.parametrize(
+    ("seconds", "srt", "vtt"),
+    [
+        (0.0, "00:00:00,000", "00:00:00.000"),
+        (2.96, "00:00:02,960", "00:00:02.960"),
+        (59.9996, "00:01:00,000", "00:01:00.000"),  # rounding carries into the minute
+        (3599.9996, "01:00:00,000", "01:00:00.000"),  # and into the hour
+        (3725.5, "01:02:05,500", "01:02:05.500"),
+        (36000.001, "10:00:00,001", "10:00:00.001"),
+        (360000.0, "100:00:00,000", "100:00:00.000"),  # hours grow past two digits
+        (-0.02, "00:00:00,000", "00:00:00.000"),  # never negative
+    ],
+)
 def test_timestamps(seconds: float, srt: str, vtt: str) -> None:
     assert timestamp(seconds, ",") == srt
     assert timestamp(seconds, ".") == vtt
@@ -45,7 +48,8 @@ def test_srt_and_vtt_past_one_hour() -> None:
         "\n"
         "2\n"
         "01:02:05,500 --> 01:02:07,250\n"
-        "Sales grew faster than expected.\n")
+        "Sales grew faster than expected.\n"
+    )
     assert to_vtt(TEXT, SEGMENTS) == (
         "WEBVTT\n"
         "\n"
@@ -53,7 +57,8 @@ def test_srt_and_vtt_past_one_hour() -> None:
         "The quarterly meeting started early.\n"
         "\n"
         "01:02:05.500 --> 01:02:07.250\n"
-        "Sales grew faster than expected.\n")
+        "Sales grew faster than expected.\n"
+    )
 
 
 def test_srt_uses_commas_and_vtt_dots_only() -> None:
@@ -64,10 +69,16 @@ def test_srt_uses_commas_and_vtt_dots_only() -> None:
 
 @scenario("JSON holds the text, the segments and the details")
 def test_json_holds_text_segments_and_details() -> None:
-    doc = json.loads(to_json(TEXT, SEGMENTS, language="en", model="whisper-base",
-                             duration_s=3727.3))
-    assert doc == {"language": "en", "model": "whisper-base", "duration_s": 3727.3,
-                   "text": TEXT, "segments": SEGMENTS}
+    doc = json.loads(
+        to_json(TEXT, SEGMENTS, language="en", model="whisper-base", duration_s=3727.3)
+    )
+    assert doc == {
+        "language": "en",
+        "model": "whisper-base",
+        "duration_s": 3727.3,
+        "text": TEXT,
+        "segments": SEGMENTS,
+    }
 
 
 def test_json_keeps_non_latin_text_readable() -> None:

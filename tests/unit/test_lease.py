@@ -18,10 +18,10 @@ def test_renewals_come_a_third_of_the_lease_apart_unless_set() -> None:
     assert Lease(30.0, renew_s=5.0).renew_every_s == 5.0
 
 
-@pytest.mark.parametrize(("base_s", "renew_s"), [(30.0, 30.0), (30.0, 45.0), (30.0, 0.0),
-                                                 (0.0, None), (-1.0, None)])
-def test_a_lease_that_renewals_cannot_keep_is_refused(base_s: float,
-                                                      renew_s: float | None) -> None:
+@pytest.mark.parametrize(
+    ("base_s", "renew_s"), [(30.0, 30.0), (30.0, 45.0), (30.0, 0.0), (0.0, None), (-1.0, None)]
+)
+def test_a_lease_that_renewals_cannot_keep_is_refused(base_s: float, renew_s: float | None) -> None:
     """TRANSCRIBER_RENEW_S at or past TRANSCRIBER_LEASE_S (or no lease at all) would
     lose every slow step's record: refused with a clear error when the table is made."""
     with pytest.raises(ValueError, match="lease"):

@@ -28,8 +28,7 @@ async def claim_and_read(queue: MemoryQueue):
     return job
 
 
-async def test_claim_takes_the_oldest_eligible_record_and_none_when_there_is_none(
-        autojump_clock):
+async def test_claim_takes_the_oldest_eligible_record_and_none_when_there_is_none(autojump_clock):
     queue = MemoryQueue(STEPS)
     assert await queue.claim() is None
     queue.add("done", TRANSCRIBED)  # the oldest, but no step starts at the final milestone
@@ -60,8 +59,7 @@ async def test_a_lease_grows_with_the_duration_and_expires(autojump_clock):
     assert await queue.read(job.claim) is None  # the old token reads nothing
 
 
-async def test_every_write_with_a_stale_token_changes_nothing_and_is_journaled(
-        autojump_clock):
+async def test_every_write_with_a_stale_token_changes_nothing_and_is_journaled(autojump_clock):
     queue = MemoryQueue(STEPS)
     rid = queue.add()
     stale = await claim_and_read(queue)
@@ -99,8 +97,11 @@ async def test_fail_pauses_the_record_then_stops_it_on_the_last_attempt(autojump
     job = await claim_and_read(queue)
     assert await queue.fail(job, step, "boom") == ("stopped", None)
     rec = queue.records[rid]
-    assert (rec.stop_reason, rec.stop_error, rec.attempts) == ("attempts_exhausted", "boom",
-                                                                MAX_ATTEMPTS)
+    assert (rec.stop_reason, rec.stop_error, rec.attempts) == (
+        "attempts_exhausted",
+        "boom",
+        MAX_ATTEMPTS,
+    )
     assert await queue.claim() is None
 
 
@@ -122,5 +123,8 @@ async def test_stop_keeps_the_milestone_and_resume_clears_the_rest(autojump_cloc
     assert rec.milestone_entered_at == trio.current_time()
     [resumed] = queue.events("resumed")
     assert (resumed.origin, resumed.milestone, resumed.detail) == (
-        "human", RECEIVED, {"by": "operator"})
+        "human",
+        RECEIVED,
+        {"by": "operator"},
+    )
     assert (await queue.claim()).id == rid

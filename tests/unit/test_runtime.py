@@ -60,7 +60,12 @@ async def test_a_record_goes_through_both_steps_to_the_final_milestone(autojump_
     assert seen == [(NORMALIZED, 0.5), (NORMALIZED, 1.0)]
     assert [e.milestone for e in queue.events("milestone_reached")] == [NORMALIZED, TRANSCRIBED]
     # Committed records carry no claim: nothing is left for a lease to expire on.
-    assert (rec.claim_token, rec.lease_expires_at, rec.attempts, rec.progress) == (None, None, 0, None)
+    assert (rec.claim_token, rec.lease_expires_at, rec.attempts, rec.progress) == (
+        None,
+        None,
+        0,
+        None,
+    )
     assert not queue.events("lease_lost")
 
 
@@ -175,7 +180,8 @@ async def test_a_finder_wakes_a_peer_because_there_may_be_more(autojump_clock):
 
 @pytest.mark.scenario("pipeline", "A hung step is cut at its run limit")
 async def test_a_step_outliving_its_run_limit_is_cancelled_and_retried_when_due(
-        autojump_clock, caplog):
+    autojump_clock, caplog
+):
     starts: list[float] = []
     late: list[float] = []
 
@@ -320,7 +326,8 @@ async def test_a_record_whose_holders_keep_dying_stops_worker_lost(autojump_cloc
 
 
 async def test_a_progress_write_that_finds_the_token_gone_cancels_the_step_at_once(
-        autojump_clock, caplog):
+    autojump_clock, caplog
+):
     steal = trio.Event()
     after: list[str] = []
 
@@ -368,15 +375,18 @@ async def test_stop_record_stops_with_its_reason(autojump_clock, caplog):
     rec = queue.records[rid]
     assert runs == [1]
     assert (rec.milestone, rec.stop_reason, rec.stop_error) == (
-        RECEIVED, "undecodable_audio", "no audio stream")
+        RECEIVED,
+        "undecodable_audio",
+        "no audio stream",
+    )
     assert rec.attempts == 1 and queue.events("attempt_failed") == []
     assert [e.detail["reason"] for e in queue.events("stopped")] == ["undecodable_audio"]
-    assert any(r.levelno == logging.ERROR and "undecodable_audio" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        r.levelno == logging.ERROR and "undecodable_audio" in r.getMessage() for r in caplog.records
+    )
 
 
-async def test_a_failing_step_retries_with_backoff_then_stops_attempts_exhausted(
-        autojump_clock):
+async def test_a_failing_step_retries_with_backoff_then_stops_attempts_exhausted(autojump_clock):
     runs: list[float] = []
 
     async def broken(job, progress):
@@ -402,8 +412,7 @@ async def test_a_failing_step_retries_with_backoff_then_stops_attempts_exhausted
     assert len(queue.events("stopped")) == 1
 
 
-async def test_a_record_over_its_milestone_time_limit_is_stopped_without_running(
-        autojump_clock):
+async def test_a_record_over_its_milestone_time_limit_is_stopped_without_running(autojump_clock):
     ran: list[str] = []
 
     async def step(job, progress):
@@ -423,4 +432,3 @@ async def test_a_record_over_its_milestone_time_limit_is_stopped_without_running
     assert (rec.milestone, rec.stop_reason) == (RECEIVED, "milestone_time_limit")
     assert "limit 3600s" in rec.stop_error
     assert queue.records[fresh].milestone == NORMALIZED
-

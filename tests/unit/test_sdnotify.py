@@ -18,8 +18,11 @@ def test_ready_status_stopping(systemd: tuple[socket.socket, str]) -> None:
     n.ready("serving")
     n.status("3 waiting")
     n.stopping()
-    assert received(sock) == [{"READY": "1", "STATUS": "serving"}, {"STATUS": "3 waiting"},
-                              {"STOPPING": "1"}]
+    assert received(sock) == [
+        {"READY": "1", "STATUS": "serving"},
+        {"STATUS": "3 waiting"},
+        {"STOPPING": "1"},
+    ]
 
 
 def test_abstract_socket_address() -> None:
@@ -46,8 +49,9 @@ def test_watchdog_interval_is_ours_only() -> None:
 
 
 @pytest.mark.scenario("operations", "The watchdog is petted only while the database answers")
-async def test_watchdog_pets_only_while_healthy(systemd: tuple[socket.socket, str],
-                                                autojump_clock: trio.abc.Clock) -> None:
+async def test_watchdog_pets_only_while_healthy(
+    systemd: tuple[socket.socket, str], autojump_clock: trio.abc.Clock
+) -> None:
     sock, path = systemd
     notifier = Notifier({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "10000000"})
     health = [True, True, False, False, True]

@@ -16,8 +16,9 @@ STABLE_S = 60.0
 
 
 def supervisor() -> Supervisor:
-    return Supervisor(restart=Backoff(base_s=BASE_S, cap_s=30.0), stable_s=STABLE_S,
-                      rng=random.Random(7))
+    return Supervisor(
+        restart=Backoff(base_s=BASE_S, cap_s=30.0), stable_s=STABLE_S, rng=random.Random(7)
+    )
 
 
 class Crash(Exception):

@@ -16,11 +16,20 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 UNIT = DEPLOY / "transcriber.service"
 SYSUSERS = DEPLOY / "transcriber.sysusers"
 HARDENING = {
-    "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
-    "PrivateTmp": "yes", "PrivateDevices": "yes", "SystemCallFilter": "@system-service",
-    "SystemCallArchitectures": "native", "ProtectProc": "invisible", "ProcSubset": "pid",
-    "RemoveIPC": "yes", "PrivateMounts": "yes", "CapabilityBoundingSet": "",
-    "RestrictSUIDSGID": "yes", "RestrictNamespaces": "yes",
+    "NoNewPrivileges": "yes",
+    "ProtectSystem": "strict",
+    "ProtectHome": "yes",
+    "PrivateTmp": "yes",
+    "PrivateDevices": "yes",
+    "SystemCallFilter": "@system-service",
+    "SystemCallArchitectures": "native",
+    "ProtectProc": "invisible",
+    "ProcSubset": "pid",
+    "RemoveIPC": "yes",
+    "PrivateMounts": "yes",
+    "CapabilityBoundingSet": "",
+    "RestrictSUIDSGID": "yes",
+    "RestrictNamespaces": "yes",
 }
 
 
@@ -53,18 +62,27 @@ def test_the_unit_asks_for_notify_watchdog_restart_and_hardening() -> None:
 
 
 def test_the_sysusers_file_makes_the_units_user() -> None:
-    entries = [line.split() for line in SYSUSERS.read_text().splitlines()
-               if line.strip() and not line.startswith("#")]
+    entries = [
+        line.split()
+        for line in SYSUSERS.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert [(e[0], e[1]) for e in entries] == [("u", unit()["Service"]["User"])]
 
 
 def test_systemd_sysusers_creates_the_user_in_a_scratch_root(tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
-    result = subprocess.run([tool("systemd-sysusers"), f"--root={tmp_path}", str(SYSUSERS)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [tool("systemd-sysusers"), f"--root={tmp_path}", str(SYSUSERS)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
-    user = next(line.split(":") for line in (tmp_path / "etc" / "passwd").read_text()
-                .splitlines() if line.startswith("transcriber:"))
+    user = next(
+        line.split(":")
+        for line in (tmp_path / "etc" / "passwd").read_text().splitlines()
+        if line.startswith("transcriber:")
+    )
     assert user[5] == "/var/lib/transcriber" and user[6].endswith("nologin")
 
 
@@ -74,7 +92,8 @@ def test_systemd_analyze_verifies_the_unit(tmp_path: Path) -> None:
     text = UNIT.read_text().replace("/opt/transcriber/.venv/bin/transcriber", str(command))
     copy = tmp_path / "transcriber.service"
     copy.write_text(text)
-    result = subprocess.run([tool("systemd-analyze"), "verify", str(copy)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [tool("systemd-analyze"), "verify", str(copy)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     assert "transcriber.service" not in result.stderr, result.stderr  # no warning of ours

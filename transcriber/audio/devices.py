@@ -26,13 +26,16 @@ def choose_device(device: str, compute_type: str, cuda_devices: int) -> DeviceCh
     """auto: CUDA with float16 when CTranslate2 sees a GPU, else the CPU with int8 (the
     fastest each has for Whisper at a word error rate within noise of float32)."""
     if device not in DEVICES:
-        raise DeviceUnavailable(f"TRANSCRIBER_DEVICE must be one of {', '.join(DEVICES)}, "
-                                f"not {device!r}")
+        raise DeviceUnavailable(
+            f"TRANSCRIBER_DEVICE must be one of {', '.join(DEVICES)}, not {device!r}"
+        )
     if device == "auto":
         device = "cuda" if cuda_devices > 0 else "cpu"
     elif device == "cuda" and cuda_devices == 0:
-        raise DeviceUnavailable("TRANSCRIBER_DEVICE=cuda, but CTranslate2 sees no CUDA device "
-                                "(set TRANSCRIBER_DEVICE=auto or cpu)")
+        raise DeviceUnavailable(
+            "TRANSCRIBER_DEVICE=cuda, but CTranslate2 sees no CUDA device "
+            "(set TRANSCRIBER_DEVICE=auto or cpu)"
+        )
     if compute_type == "auto":
         compute_type = "float16" if device == "cuda" else "int8"
     return DeviceChoice(device, compute_type)
@@ -40,8 +43,9 @@ def choose_device(device: str, compute_type: str, cuda_devices: int) -> DeviceCh
 
 def device_for(config: Config) -> DeviceChoice:
     """The configured choice on this machine (CTranslate2 asked only when it matters)."""
-    return choose_device(config.device, config.compute_type,
-                         cuda_devices() if config.device != "cpu" else 0)
+    return choose_device(
+        config.device, config.compute_type, cuda_devices() if config.device != "cpu" else 0
+    )
 
 
 def cuda_devices() -> int:

@@ -18,9 +18,27 @@ from transcriber.audio.recognize import BUNDLED_NAME, ModelUnavailable, bundled_
 from transcriber.config import Config
 from transcriber.storage.files import private_dir
 
-NAMES = ("tiny", "tiny.en", "base", "base.en", "small", "small.en", "medium", "medium.en",
-         "large-v1", "large-v2", "large-v3", "large", "distil-large-v2", "distil-large-v3",
-         "distil-large-v3.5", "distil-medium.en", "distil-small.en", "large-v3-turbo", "turbo")
+NAMES = (
+    "tiny",
+    "tiny.en",
+    "base",
+    "base.en",
+    "small",
+    "small.en",
+    "medium",
+    "medium.en",
+    "large-v1",
+    "large-v2",
+    "large-v3",
+    "large",
+    "distil-large-v2",
+    "distil-large-v3",
+    "distil-large-v3.5",
+    "distil-medium.en",
+    "distil-small.en",
+    "large-v3-turbo",
+    "turbo",
+)
 """faster-whisper's model names (faster_whisper.utils.available_models())."""
 BUNDLED_ALIASES = (None, "base", BUNDLED_NAME)
 
@@ -57,9 +75,9 @@ def make_private(folder: Path) -> None:
             path.chmod(0o700 if path.is_dir() else 0o600)
 
 
-def resolve_model(config: Config,
-                  fetch: Callable[[str, Path], None] = fetch_with_faster_whisper
-                  ) -> ResolvedModel:
+def resolve_model(
+    config: Config, fetch: Callable[[str, Path], None] = fetch_with_faster_whisper
+) -> ResolvedModel:
     """The model's folder. Blocking (joins the bundled model, or fetches a named one on
     first use): call it from a thread. Raises ModelUnavailable with one line that says
     what to do."""
@@ -71,8 +89,10 @@ def resolve_model(config: Config,
         path = Path(wanted).expanduser()
         return ResolvedModel(path, path.name)
     if wanted not in NAMES:
-        raise ModelUnavailable(f"TRANSCRIBER_MODEL={wanted!r} is neither a model folder nor "
-                               f"a faster-whisper model name ({', '.join(NAMES)})")
+        raise ModelUnavailable(
+            f"TRANSCRIBER_MODEL={wanted!r} is neither a model folder nor "
+            f"a faster-whisper model name ({', '.join(NAMES)})"
+        )
     target = config.models / wanted
     if (target / "model.bin").exists():
         return ResolvedModel(target, wanted)
@@ -92,7 +112,8 @@ def resolve_model(config: Config,
         raise ModelUnavailable(
             f"model {wanted!r} is not in {target} and could not be fetched "
             f"({type(e).__name__}); without network, copy a CTranslate2 Whisper model "
-            f"folder there or set TRANSCRIBER_MODEL to its folder") from e
+            f"folder there or set TRANSCRIBER_MODEL to its folder"
+        ) from e
     return ResolvedModel(target, wanted)
 
 
@@ -100,8 +121,7 @@ def present_models(models: Path) -> list[tuple[str, int]]:
     """The model folders under `models` (name, bytes), by name."""
     found = []
     for folder in sorted(models.iterdir()) if models.is_dir() else []:
-        if folder.is_dir() and not folder.name.startswith(".") and \
-                (folder / "model.bin").exists():
+        if folder.is_dir() and not folder.name.startswith(".") and (folder / "model.bin").exists():
             size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
             found.append((folder.name, size))
     return found

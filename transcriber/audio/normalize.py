@@ -30,8 +30,9 @@ class Rejected(Exception):
     error: str
 
 
-def decode_to_wav(src: Path, dest: Path, *, max_duration_s: float,
-                  control: Control | None = None) -> float:
+def decode_to_wav(
+    src: Path, dest: Path, *, max_duration_s: float, control: Control | None = None
+) -> float:
     """Stream `src` through the decoder into `dest` (16 kHz mono s16 WAV); return the
     duration in seconds. Memory stays bounded: one packet's frames at a time.
 
@@ -48,12 +49,15 @@ def decode_to_wav(src: Path, dest: Path, *, max_duration_s: float,
     with container:
         if not container.streams.audio:
             kinds = ", ".join(sorted({s.type for s in container.streams})) or "no streams"
-            raise Rejected("no_audio_stream",
-                           f"{container.format.name} container with {kinds}, no audio")
+            raise Rejected(
+                "no_audio_stream", f"{container.format.name} container with {kinds}, no audio"
+            )
         stream = container.streams.audio[0]
         if container.duration is not None and container.duration / 1e6 > max_duration_s + 1:
-            raise Rejected("too_long", f"{container.duration / 1e6:.0f}s of audio, "
-                                       f"the limit is {max_duration_s:.0f}s")
+            raise Rejected(
+                "too_long",
+                f"{container.duration / 1e6:.0f}s of audio, the limit is {max_duration_s:.0f}s",
+            )
         resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
         limit = int(max_duration_s * RATE)
         written = 0
@@ -68,8 +72,9 @@ def decode_to_wav(src: Path, dest: Path, *, max_duration_s: float,
                     samples = frame.to_ndarray().reshape(-1)
                     written += len(samples)
                     if written > limit:
-                        raise Rejected("too_long", f"more than {max_duration_s:.0f}s of "
-                                                   "audio, the limit")
+                        raise Rejected(
+                            "too_long", f"more than {max_duration_s:.0f}s of audio, the limit"
+                        )
                     out.writeframes(samples.tobytes())
 
             bad_packets = 0
@@ -94,9 +99,14 @@ def decode_to_wav(src: Path, dest: Path, *, max_duration_s: float,
             if last_error is not None:
                 if written == 0:
                     raise Rejected("undecodable_audio", decoder_message(last_error))
-                event(logging.WARNING, "decode_damaged", file=src.name,
-                      kept_s=round(written / RATE, 3), bad_packets=bad_packets,
-                      error=decoder_message(last_error))
+                event(
+                    logging.WARNING,
+                    "decode_damaged",
+                    file=src.name,
+                    kept_s=round(written / RATE, 3),
+                    bad_packets=bad_packets,
+                    error=decoder_message(last_error),
+                )
             emit(resampler.resample(None))
         if written == 0:
             raise Rejected("empty_audio", "the audio stream decodes to no samples")

@@ -66,9 +66,16 @@ class ChildSpec:
     @classmethod
     def of(cls, config: Config, model: ResolvedModel) -> ChildSpec:
         choice = device_for(config)
-        return cls(str(model.path), model.name, choice.device, choice.compute_type,
-                   config.cpu_threads, config.decoding, config.batch_size,
-                   config.recognizer_nice)
+        return cls(
+            str(model.path),
+            model.name,
+            choice.device,
+            choice.compute_type,
+            config.cpu_threads,
+            config.decoding,
+            config.batch_size,
+            config.recognizer_nice,
+        )
 
 
 class _Child:
@@ -76,9 +83,12 @@ class _Child:
 
     def __init__(self, spec: ChildSpec):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "transcriber.audio.processes",
-             json.dumps(attrs.asdict(spec))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+            [sys.executable, "-m", "transcriber.audio.processes", json.dumps(attrs.asdict(spec))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
         self.ready: dict[str, Any] | None = None
 
     @property
@@ -151,10 +161,17 @@ class ProcessRecognizer:
         with self._lock:
             if self._spec is None:
                 self._spec = ChildSpec.of(self.config, resolve_model(self.config))
-                event(logging.INFO, "recognizer_chosen", model=self._spec.model_name,
-                      path=self._spec.model_path, device=self._spec.device,
-                      compute_type=self._spec.compute_type, decoding=self._spec.decoding,
-                      batch_size=self._spec.batch_size, cpu_threads=self._spec.cpu_threads)
+                event(
+                    logging.INFO,
+                    "recognizer_chosen",
+                    model=self._spec.model_name,
+                    path=self._spec.model_path,
+                    device=self._spec.device,
+                    compute_type=self._spec.compute_type,
+                    decoding=self._spec.decoding,
+                    batch_size=self._spec.batch_size,
+                    cpu_threads=self._spec.cpu_threads,
+                )
             return self._spec
 
     @property
@@ -180,9 +197,14 @@ class ProcessRecognizer:
         with self._lock:
             return [c.pid for c in self._idle]
 
-    def transcribe(self, audio: Path, duration_s: float, language: str | None,
-                   control: Control | None = None,
-                   options: RecognitionOptions = RecognitionOptions()) -> Transcript:
+    def transcribe(
+        self,
+        audio: Path,
+        duration_s: float,
+        language: str | None,
+        control: Control | None = None,
+        options: RecognitionOptions = RecognitionOptions(),
+    ) -> Transcript:
         """Blocking, in a worker thread. A stop of `control` kills the child at once (the
         model reloads in a fresh one for the next attempt: about a second for base),
         so the CPU is free within moments."""
@@ -191,8 +213,14 @@ class ProcessRecognizer:
         control.on_stop(child.kill)
         try:
             self._await_ready(child, control)
-            child.send({"audio": str(audio), "duration_s": duration_s, "language": language,
-                        "options": options.to_json()})
+            child.send(
+                {
+                    "audio": str(audio),
+                    "duration_s": duration_s,
+                    "language": language,
+                    "options": options.to_json(),
+                }
+            )
             while True:
                 answer = self._read(child, control)
                 if "progress" in answer:
@@ -246,6 +274,7 @@ class ProcessRecognizer:
 
 # --- The child ---------------------------------------------------------------------------
 
+
 class _Reporter(Control):
     """The child's control: progress goes to the parent, at most every REPORT_EVERY_S."""
 
@@ -280,24 +309,38 @@ def child_main(argv: list[str]) -> int:
         out.flush()
 
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
-    config = Config(cpu_threads=spec.cpu_threads, decoding=spec.decoding,
-                    batch_size=spec.batch_size)
-    recognizer = WhisperRecognizer(config, model_path=spec.model_path, device=spec.device,
-                                   compute_type=spec.compute_type)
+    config = Config(
+        cpu_threads=spec.cpu_threads, decoding=spec.decoding, batch_size=spec.batch_size
+    )
+    recognizer = WhisperRecognizer(
+        config, model_path=spec.model_path, device=spec.device, compute_type=spec.compute_type
+    )
     recognizer.name = spec.model_name
     try:
         recognizer.model()
     except Exception as e:
         send({"error": f"{type(e).__name__}: {e}"})
         return 1
-    send({"ready": {"model": spec.model_name, "device": spec.device,
-                    "compute_type": spec.compute_type, "nice": os.nice(0)}})
+    send(
+        {
+            "ready": {
+                "model": spec.model_name,
+                "device": spec.device,
+                "compute_type": spec.compute_type,
+                "nice": os.nice(0),
+            }
+        }
+    )
     for line in sys.stdin:
         request = json.loads(line)
         try:
             transcript = recognizer.transcribe(
-                Path(request["audio"]), request["duration_s"], request["language"],
-                _Reporter(send), RecognitionOptions.from_json(request["options"]))
+                Path(request["audio"]),
+                request["duration_s"],
+                request["language"],
+                _Reporter(send),
+                RecognitionOptions.from_json(request["options"]),
+            )
         except Exception as e:
             send({"error": f"{type(e).__name__}: {e}"})
         else:

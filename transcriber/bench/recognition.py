@@ -38,14 +38,16 @@ KNOBS = ("CPU_THREADS", "BATCH_SIZE", "DECODING", "WORKERS", "RECOGNIZER_NICE")
 """Settings passed on to the service, from this process's environment."""
 
 
-def make_audio(dest: Path, minutes: float, pauses_s: tuple[float, ...] = (2.0,)
-               ) -> tuple[float, str]:
+def make_audio(
+    dest: Path, minutes: float, pauses_s: tuple[float, ...] = (2.0,)
+) -> tuple[float, str]:
     """About `minutes` of speech as FLAC (the sample, then a pause — the next of
     `pauses_s` in turn — a whole number of times); returns the duration and the text
     spoken."""
     speech_wav = dest.with_suffix(".sample.wav")
     decode_to_wav(SAMPLES / "en.ogg", speech_wav, max_duration_s=3600)
     import wave
+
     with wave.open(str(speech_wav), "rb") as w:
         speech = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
     speech_wav.unlink()
@@ -71,8 +73,7 @@ def make_audio(dest: Path, minutes: float, pauses_s: tuple[float, ...] = (2.0,)
 
 OTHER_PAUSES = {
     "0.3 s pauses": (0.3,),
-    "pauses of 0.2-3 s": tuple(round(x, 2) for x in
-                               np.random.default_rng(1).uniform(0.2, 3.0, 12)),
+    "pauses of 0.2-3 s": tuple(round(x, 2) for x in np.random.default_rng(1).uniform(0.2, 3.0, 12)),
 }
 """Other ways to lay the same speech out, for the word error rates alone: how the VAD
 cuts the speech, and so the batched decoding's errors, depends on the pauses."""
@@ -119,8 +120,9 @@ class Tree:
                     if b"postgres" in f.read().split(b"\0")[0]:
                         continue
                 with open(f"/proc/{pid}/status") as f:
-                    total += next((int(line.split()[1]) for line in f
-                                   if line.startswith("VmRSS:")), 0)
+                    total += next(
+                        (int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0
+                    )
                 with open(f"/proc/{pid}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
                 self._cpu[pid] = (int(fields[11]) + int(fields[12])) / TICK
@@ -156,12 +158,21 @@ def transcriber(*args: str) -> list[str]:
 def queue_throughput(files: list[Path], env: dict[str, str]) -> tuple[float, Tree]:
     """Submit `files` at once to a running daemon (`serve --no-api`); the wall seconds
     until every one is transcribed, and the daemon's tree meanwhile."""
-    daemon = subprocess.Popen(transcriber("serve", "--no-api"), env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    daemon = subprocess.Popen(
+        transcriber("serve", "--no-api"),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         t0 = time.perf_counter()
-        submit = subprocess.Popen(transcriber("submit", *map(str, files), "--wait"), env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        submit = subprocess.Popen(
+            transcriber("submit", *map(str, files), "--wait"),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         tree = Tree(daemon.pid)
         while submit.poll() is None:
             tree.sample()
@@ -176,8 +187,12 @@ def queue_throughput(files: list[Path], env: dict[str, str]) -> tuple[float, Tre
     return wall, tree
 
 
-def main(minutes: float = 5.0, long_minutes: float = 60.0, queue_files: int = 6,
-         queue_minutes: float = 5.0) -> int:
+def main(
+    minutes: float = 5.0,
+    long_minutes: float = 60.0,
+    queue_files: int = 6,
+    queue_minutes: float = 5.0,
+) -> int:
     work = Path(tempfile.mkdtemp(prefix="transcriber-bench-audio-"))
     try:
         return run(work, minutes, long_minutes, queue_files, queue_minutes)
@@ -185,21 +200,31 @@ def main(minutes: float = 5.0, long_minutes: float = 60.0, queue_files: int = 6,
         shutil.rmtree(work, ignore_errors=True)  # the audio, the model, the database
 
 
-def run(work: Path, minutes: float, long_minutes: float, queue_files: int,
-        queue_minutes: float) -> int:
+def run(
+    work: Path, minutes: float, long_minutes: float, queue_files: int, queue_minutes: float
+) -> int:
     work.chmod(0o755)  # the embedded database's own user must reach the home inside
     models = bundled_model(work / "models")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("TRANSCRIBER_") or k[len("TRANSCRIBER_"):] in KNOBS}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TRANSCRIBER_") or k[len("TRANSCRIBER_") :] in KNOBS
+    }
     env.update(TRANSCRIBER_HOME=str(work / "home"), TRANSCRIBER_MODEL=str(models))
     config = Config.from_env(env)
     load = os.getloadavg()[0]
-    print(f"settings: cpu_threads={config.cpu_threads} batch_size={config.batch_size} "
-          f"decoding={config.decoding} workers={env.get('TRANSCRIBER_WORKERS', '2')} "
-          f"nice={config.recognizer_nice}; load average {load:.1f} on {os.cpu_count()} cores",
-          flush=True)
-    report: dict[str, object] = {"load_before": load, "cpu_threads": config.cpu_threads,
-                                 "batch_size": config.batch_size, "decoding": config.decoding}
+    print(
+        f"settings: cpu_threads={config.cpu_threads} batch_size={config.batch_size} "
+        f"decoding={config.decoding} workers={env.get('TRANSCRIBER_WORKERS', '2')} "
+        f"nice={config.recognizer_nice}; load average {load:.1f} on {os.cpu_count()} cores",
+        flush=True,
+    )
+    report: dict[str, object] = {
+        "load_before": load,
+        "cpu_threads": config.cpu_threads,
+        "batch_size": config.batch_size,
+        "decoding": config.decoding,
+    }
 
     if minutes > 0:
         short = work / "short.flac"
@@ -217,22 +242,36 @@ def run(work: Path, minutes: float, long_minutes: float, queue_files: int,
         for label, (args, parse) in runs.items():
             wall, tree, out = measured(args, env)
             wer = word_error_rate(reference, parse(out))
-            report[label] = {"s": wall, "rtf": wall / duration, "wer": wer,
-                             "cpu_s": tree.cpu_s, "rss_mib": tree.peak_mib}
-            print(f"{label:16} {wall:8.1f} {wall / duration:7.3f} {wer:7.1%} "
-                  f"{tree.cpu_s:7.1f} {tree.peak_mib:9.0f}", flush=True)
+            report[label] = {
+                "s": wall,
+                "rtf": wall / duration,
+                "wer": wer,
+                "cpu_s": tree.cpu_s,
+                "rss_mib": tree.peak_mib,
+            }
+            print(
+                f"{label:16} {wall:8.1f} {wall / duration:7.3f} {wer:7.1%} "
+                f"{tree.cpu_s:7.1f} {tree.peak_mib:9.0f}",
+                flush=True,
+            )
         service, batched = report["service"], report["raw batched"]
         assert isinstance(service, dict) and isinstance(batched, dict)
         print(f"service / raw batched: {service['s'] / batched['s']:.3f}", flush=True)
         for label, pauses in OTHER_PAUSES.items():
             other = work / "other.flac"
             _, reference = make_audio(other, minutes / 2, pauses)
-            wers = {how: word_error_rate(reference, json.loads(measured(
-                raw[:-1] + [str(other), how, *knobs], env)[2]))
-                for how in ("sequential", "batched")}
+            wers = {
+                how: word_error_rate(
+                    reference, json.loads(measured(raw[:-1] + [str(other), how, *knobs], env)[2])
+                )
+                for how in ("sequential", "batched")
+            }
             report[f"wer, {label}"] = wers
-            print(f"WER with {label}: raw sequential {wers['sequential']:.1%}, "
-                  f"raw batched {wers['batched']:.1%}", flush=True)
+            print(
+                f"WER with {label}: raw sequential {wers['sequential']:.1%}, "
+                f"raw batched {wers['batched']:.1%}",
+                flush=True,
+            )
 
     if queue_files > 0:
         one, _ = make_audio(work / "queue-0.flac", queue_minutes)
@@ -242,26 +281,41 @@ def run(work: Path, minutes: float, long_minutes: float, queue_files: int,
             files[-1].write_bytes(files[0].read_bytes())
         wall, tree = queue_throughput(files, env)
         audio_min = one * queue_files / 60
-        report["queue"] = {"files": queue_files, "audio_min": audio_min, "s": wall,
-                           "audio_min_per_min": audio_min / (wall / 60),
-                           "cpu_s_per_audio_min": tree.cpu_s / audio_min,
-                           "rss_mib": tree.peak_mib}
-        print(f"queue: {queue_files} files of {one / 60:.1f} min at once: {wall:.0f}s, "
-              f"{audio_min / (wall / 60):.1f} audio minutes per minute, "
-              f"{tree.cpu_s / audio_min:.1f} CPU s per audio minute, "
-              f"daemon peak {tree.peak_mib:.0f} MiB", flush=True)
+        report["queue"] = {
+            "files": queue_files,
+            "audio_min": audio_min,
+            "s": wall,
+            "audio_min_per_min": audio_min / (wall / 60),
+            "cpu_s_per_audio_min": tree.cpu_s / audio_min,
+            "rss_mib": tree.peak_mib,
+        }
+        print(
+            f"queue: {queue_files} files of {one / 60:.1f} min at once: {wall:.0f}s, "
+            f"{audio_min / (wall / 60):.1f} audio minutes per minute, "
+            f"{tree.cpu_s / audio_min:.1f} CPU s per audio minute, "
+            f"daemon peak {tree.peak_mib:.0f} MiB",
+            flush=True,
+        )
 
     if long_minutes > 0:
         long = work / "long.flac"
         long_s, reference = make_audio(long, long_minutes)
         wall, tree, text = measured(transcriber("transcribe", str(long)), env)
         rss = tree.peak_mib
-        report["long"] = {"audio_s": long_s, "s": wall, "rtf": wall / long_s, "rss_mib": rss,
-                          "cpu_s": tree.cpu_s, "wer": word_error_rate(reference, text)}
-        print(f"{long_s / 60:.0f} min recording: {wall:.0f}s end to end "
-              f"(real-time factor {wall / long_s:.3f}), peak RSS {rss:.0f} MiB "
-              f"(the service and its recognizer), WER {report['long']['wer']:.1%}",
-              flush=True)
+        report["long"] = {
+            "audio_s": long_s,
+            "s": wall,
+            "rtf": wall / long_s,
+            "rss_mib": rss,
+            "cpu_s": tree.cpu_s,
+            "wer": word_error_rate(reference, text),
+        }
+        print(
+            f"{long_s / 60:.0f} min recording: {wall:.0f}s end to end "
+            f"(real-time factor {wall / long_s:.3f}), peak RSS {rss:.0f} MiB "
+            f"(the service and its recognizer), WER {report['long']['wer']:.1%}",
+            flush=True,
+        )
     report["load_after"] = os.getloadavg()[0]
     print(json.dumps(report))
     out = Path(f"/tmp/transcriber-bench-audio-{time.strftime('%Y%m%d-%H%M%S')}.json")

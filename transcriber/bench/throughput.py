@@ -97,9 +97,15 @@ def summary_ms(values_s: list[float]) -> dict[str, float]:
     xs = sorted(v * 1e3 for v in values_s)
     if not xs:
         return {"n": 0}
-    return {"n": len(xs), "p50_ms": percentile(xs, 50), "p90_ms": percentile(xs, 90),
-            "p99_ms": percentile(xs, 99), "max_ms": xs[-1], "min_ms": xs[0],
-            "mean_ms": statistics.fmean(xs)}
+    return {
+        "n": len(xs),
+        "p50_ms": percentile(xs, 50),
+        "p90_ms": percentile(xs, 90),
+        "p99_ms": percentile(xs, 99),
+        "max_ms": xs[-1],
+        "min_ms": xs[0],
+        "mean_ms": statistics.fmean(xs),
+    }
 
 
 def with_database(url: str, name: str) -> str:
@@ -143,15 +149,15 @@ class Server:
     async def fresh_database(self, phase: str) -> str:
         # Database names cannot be query parameters; this one is made here, never typed.
         name = f"transcriber_bench_{os.getpid()}_{phase}"
-        await self._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-                          f'CREATE DATABASE "{name}"')
+        await self._admin(
+            f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"'
+        )
         self._made.append(name)
         return with_database(self.admin_url, name)
 
     async def drop_databases(self) -> None:
         with trio.CancelScope(shield=True):
-            await self._admin(*(f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)'
-                                for n in self._made))
+            await self._admin(*(f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)' for n in self._made))
             self._made.clear()
 
 
@@ -206,8 +212,9 @@ class TimedQueue:
         self._count(ok, job, step)
         return ok
 
-    async def commit_then_next(self, job: Job, step: Step, result: Saved | None
-                               ) -> tuple[bool, Job | None]:
+    async def commit_then_next(
+        self, job: Job, step: Step, result: Saved | None
+    ) -> tuple[bool, Job | None]:
         t = time.perf_counter()
         ok, following = await self.inner.commit_then_next(job, step, result)
         self._count(ok, job, step)
@@ -253,8 +260,14 @@ def claim_args(steps: StepTable) -> tuple[Any, ...]:
     """The claim's parameters as PgQueue passes them for one worker ($4 now: NULL, the
     server's clock; $5: one record's token; $6: none excluded)."""
     s = list(steps.steps.values())
-    return ([x.milestone for x in s], [x.lease.base_s for x in s],
-            [x.lease.per_audio_s for x in s], None, [uuid.uuid4()], [])
+    return (
+        [x.milestone for x in s],
+        [x.lease.base_s for x in s],
+        [x.lease.per_audio_s for x in s],
+        None,
+        [uuid.uuid4()],
+        [],
+    )
 
 
 def counts(rows: list[asyncpg.Record], key: str) -> dict[str, int]:
@@ -264,8 +277,9 @@ def counts(rows: list[asyncpg.Record], key: str) -> dict[str, int]:
 # --------------------------------------------------------------------------------------
 # Drain and wake-up
 # --------------------------------------------------------------------------------------
-async def pipeline_phase(server: Server, records: int, workers: int, samples: int,
-                         analyze: bool) -> dict[str, Any]:
+async def pipeline_phase(
+    server: Server, records: int, workers: int, samples: int, analyze: bool
+) -> dict[str, Any]:
     res: dict[str, Any] = {}
     # One connection per worker, one for this bench's own queries, one spare; the
     # LISTEN connection is separate (db.listen opens its own).
@@ -283,8 +297,10 @@ async def pipeline_phase(server: Server, records: int, workers: int, samples: in
         assert row is not None and row["accepted"] == records, row
         if analyze:
             await db.execute("bench_analyze")
-        note(f"drain: {records} records accepted{', analyzed' if analyze else ''}; "
-             f"starting {workers} workers")
+        note(
+            f"drain: {records} records accepted{', analyzed' if analyze else ''}; "
+            f"starting {workers} workers"
+        )
 
         async with trio.open_nursery() as nursery:
             t_start = time.perf_counter()
@@ -305,12 +321,19 @@ async def pipeline_phase(server: Server, records: int, workers: int, samples: in
 
             ms = counts(await db.fetch("bench_milestones"), "milestone")
             kinds = counts(await db.fetch("bench_journal_kinds"), "kind")
-            verified = (ms == {TRANSCRIBED: records}
-                        and kinds.get("milestone_reached") == 2 * records
-                        and set(kinds) == {"accepted", "milestone_reached"} and lost == 0)
+            verified = (
+                ms == {TRANSCRIBED: records}
+                and kinds.get("milestone_reached") == 2 * records
+                and set(kinds) == {"accepted", "milestone_reached"}
+                and lost == 0
+            )
             res["drain"] = {
-                "records": records, "workers": workers, "analyze": analyze, "pool": pool,
-                "seconds": drain_s, "transitions": 2 * records,
+                "records": records,
+                "workers": workers,
+                "analyze": analyze,
+                "pool": pool,
+                "seconds": drain_s,
+                "transitions": 2 * records,
                 "transitions_per_s": 2 * records / drain_s,
                 "records_per_s": records / drain_s,
                 "process_cpu_s": cpu_s,
@@ -319,25 +342,33 @@ async def pipeline_phase(server: Server, records: int, workers: int, samples: in
                 "commit_then_claim": summary_ms(drain_chained),
                 "empty_claims": queue.empty_claims,
                 "lost_commits": lost,
-                "trips": trips, "asks_per_trip": trip_asks / trips if trips else None,
+                "trips": trips,
+                "asks_per_trip": trip_asks / trips if trips else None,
                 "trips_at_once": pg_queue.trips_at_once,
-                "milestones": ms, "journal": kinds, "verified": verified,
+                "milestones": ms,
+                "journal": kinds,
+                "verified": verified,
             }
-            note(f"drain: {drain_s:.2f}s = {2 * records / drain_s:.0f} transitions/s, "
-                 f"verified={verified}")
+            note(
+                f"drain: {drain_s:.2f}s = {2 * records / drain_s:.0f} transitions/s, "
+                f"verified={verified}"
+            )
 
             if samples > 0:
                 await trio.sleep(SETTLE_S)
                 await _until_idle(pipeline, workers)
-                res["wake_in_process"] = await _wake_in_process(db, owner_id, queue, probe,
-                                                                samples, pipeline, workers)
-                note(f"wake (producer in process): "
-                     f"p50 {res['wake_in_process']['p50_ms']:.2f} ms")
+                res["wake_in_process"] = await _wake_in_process(
+                    db, owner_id, queue, probe, samples, pipeline, workers
+                )
+                note(f"wake (producer in process): p50 {res['wake_in_process']['p50_ms']:.2f} ms")
                 await _until_idle(pipeline, workers)
                 res["wake_child_producer"] = await _wake_child_producer(
-                    db.url, owner_id, queue, probe, samples)
-                note(f"wake (producer in a child process): "
-                     f"p50 {res['wake_child_producer']['p50_ms']:.2f} ms")
+                    db.url, owner_id, queue, probe, samples
+                )
+                note(
+                    f"wake (producer in a child process): "
+                    f"p50 {res['wake_child_producer']['p50_ms']:.2f} ms"
+                )
 
             finished = await pipeline.drain(5.0)
             res["pipeline_drained_in_grace"] = finished
@@ -346,8 +377,9 @@ async def pipeline_phase(server: Server, records: int, workers: int, samples: in
         ms = counts(await db.fetch("bench_milestones"), "milestone")
         kinds = counts(await db.fetch("bench_journal_kinds"), "kind")
         total = records + 2 * max(samples, 0)
-        res["verified_after_wake"] = (ms == {TRANSCRIBED: total}
-                                      and kinds.get("milestone_reached") == 2 * total)
+        res["verified_after_wake"] = (
+            ms == {TRANSCRIBED: total} and kinds.get("milestone_reached") == 2 * total
+        )
     return res
 
 
@@ -358,38 +390,63 @@ async def _until_idle(pipeline: Pipeline, workers: int) -> None:
             await trio.sleep(0.01)
 
 
-async def _wake_in_process(db: Database, owner_id: int, queue: TimedQueue, probe: Probe,
-                           samples: int, pipeline: Pipeline, workers: int) -> dict[str, Any]:
+async def _wake_in_process(
+    db: Database,
+    owner_id: int,
+    queue: TimedQueue,
+    probe: Probe,
+    samples: int,
+    pipeline: Pipeline,
+    workers: int,
+) -> dict[str, Any]:
     rng = random.Random(1)
     lat: list[float] = []
     for i in range(samples):
         await trio.sleep(rng.uniform(*PAUSE_MS) / 1e3)
         t0 = time.monotonic()
-        row = await db.fetchrow("accept", owner_id, f"wake-{i}", None, None, None, None,
-                                None)
+        row = await db.fetchrow("accept", owner_id, f"wake-{i}", None, None, None, None, None)
         assert row is not None
         with trio.fail_after(SAMPLE_TIMEOUT_S):
             await queue.final(row["id"]).wait()
         lat.append(probe.t1[row["id"]] - t0)
-    return {"producer": "same process and trio loop as the workers", **summary_ms(lat),
-            "latencies_ms": [x * 1e3 for x in lat]}
+    return {
+        "producer": "same process and trio loop as the workers",
+        **summary_ms(lat),
+        "latencies_ms": [x * 1e3 for x in lat],
+    }
 
 
-async def _wake_child_producer(url: str, owner_id: int, queue: TimedQueue, probe: Probe,
-                               samples: int) -> dict[str, Any]:
+async def _wake_child_producer(
+    url: str, owner_id: int, queue: TimedQueue, probe: Probe, samples: int
+) -> dict[str, Any]:
     params = {"url": url, "owner_id": owner_id, "samples": samples, "seed": 2}
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(PROJECT_DIR)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [str(PROJECT_DIR)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+        ),
+    )
     done = await trio.run_process(
-        [sys.executable, "-c", "from transcriber.bench.throughput import producer_child; producer_child()"],
-        stdin=json.dumps(params).encode(), capture_stdout=True, cwd=str(PROJECT_DIR), env=env)
+        [
+            sys.executable,
+            "-c",
+            "from transcriber.bench.throughput import producer_child; producer_child()",
+        ],
+        stdin=json.dumps(params).encode(),
+        capture_stdout=True,
+        cwd=str(PROJECT_DIR),
+        env=env,
+    )
     sent = json.loads(done.stdout)
     lat = []
     for rid, t0 in sent:
         lat.append(probe.t1[uuid.UUID(rid)] - t0)
-    return {"producer": "child process (asyncio + asyncpg, own connection); "
-                        "t0 and t1 both time.monotonic()", **summary_ms(lat),
-            "latencies_ms": [x * 1e3 for x in lat]}
+    return {
+        "producer": "child process (asyncio + asyncpg, own connection); "
+        "t0 and t1 both time.monotonic()",
+        **summary_ms(lat),
+        "latencies_ms": [x * 1e3 for x in lat],
+    }
 
 
 def producer_child() -> None:
@@ -408,8 +465,9 @@ async def _produce(url: str, owner_id: int, samples: int, seed: int) -> list[lis
         for i in range(samples):
             await asyncio.sleep(rng.uniform(*PAUSE_MS) / 1e3)
             t0 = time.monotonic()
-            rid = await con.fetchval(queries["accept"], owner_id, f"wake-child-{i}",
-                                     None, None, None, None, None)
+            rid = await con.fetchval(
+                queries["accept"], owner_id, f"wake-child-{i}", None, None, None, None, None
+            )
             deadline = time.monotonic() + SAMPLE_TIMEOUT_S
             # Polled like the peers' bench polls its tables: it paces the samples only,
             # t1 is taken inside the step.
@@ -439,6 +497,7 @@ def _plan_nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
 def _literals(args: tuple[Any, ...]) -> str:
     """The claim's arguments as SQL literals: EXPLAIN EXECUTE takes no bound parameters.
     They come from the step table in code, never from input."""
+
     def lit(v: Any) -> str:
         if v is None:
             return "NULL"
@@ -485,8 +544,12 @@ async def explain_claim(db: Database, args: tuple[Any, ...]) -> dict[str, Any]:
             await con.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             await con.execute("PREPARE bench_claim AS " + claim)
             try:
-                generic = [r[0] for r in await con.fetch(
-                    f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim({_literals(args)})")]
+                generic = [
+                    r[0]
+                    for r in await con.fetch(
+                        f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim({_literals(args)})"
+                    )
+                ]
             finally:
                 await con.execute("DEALLOCATE bench_claim")
         finally:
@@ -500,17 +563,20 @@ async def explain_claim(db: Database, args: tuple[Any, ...]) -> dict[str, Any]:
     top = doc[0]
     nodes = _plan_nodes(top["Plan"])
     out["indexes"] = sorted({n["Index Name"] for n in nodes if "Index Name" in n})
-    out["seq_scans"] = sorted({n["Relation Name"] for n in nodes
-                               if n["Node Type"] == "Seq Scan" and "Relation Name" in n})
+    out["seq_scans"] = sorted(
+        {n["Relation Name"] for n in nodes if n["Node Type"] == "Seq Scan" and "Relation Name" in n}
+    )
     out["execution_ms"] = top.get("Execution Time")
     out["planning_ms"] = top.get("Planning Time")
-    out["generic_indexes"] = sorted({m.group(1) for line in out["generic_text"]
-                                     if (m := _INDEX_IN_TEXT.search(line))})
+    out["generic_indexes"] = sorted(
+        {m.group(1) for line in out["generic_text"] if (m := _INDEX_IN_TEXT.search(line))}
+    )
     return out
 
 
-async def plan_phase(server: Server, phase: str,
-                     setup: Callable[[Database, int], Awaitable[str]]) -> dict[str, Any]:
+async def plan_phase(
+    server: Server, phase: str, setup: Callable[[Database, int], Awaitable[str]]
+) -> dict[str, Any]:
     async with fresh_db(server, phase, 2) as (db, owner_id):
         condition = await setup(db, owner_id)
         steps = Probe().steps()
@@ -522,9 +588,12 @@ async def plan_phase(server: Server, phase: str,
             claim = await queue.claim()
             times.append(time.perf_counter() - t)
             assert claim is not None, "the claim found no eligible record"
-        res = {"condition": condition, "plan": plan,
-               "uses_claim_index": CLAIM_INDEX in plan["indexes"],
-               "claims": summary_ms(times)}
+        res = {
+            "condition": condition,
+            "plan": plan,
+            "uses_claim_index": CLAIM_INDEX in plan["indexes"],
+            "claims": summary_ms(times),
+        }
     note(f"plan {phase} ({condition}):\n  " + "\n  ".join(plan["text"]))
     note(f"plan {phase}: indexes {plan['indexes']}, claim p50 {res['claims']['p50_ms']:.2f} ms")
     return res
@@ -574,23 +643,30 @@ def drain_child(url: str, workers: int) -> None:
                             break
                         await pipeline.drain(5.0)
                         nursery.cancel_scope.cancel()
-                print(json.dumps({"commits": queue.commits, "lost": queue.lost_commits}),
-                      flush=True)
+                print(
+                    json.dumps({"commits": queue.commits, "lost": queue.lost_commits}), flush=True
+                )
 
     trio.run(main)
 
 
-async def scaleout_phase(server: Server, records: int, workers: int, processes: int,
-                         analyze: bool) -> dict[str, Any]:
+async def scaleout_phase(
+    server: Server, records: int, workers: int, processes: int, analyze: bool
+) -> dict[str, Any]:
     per = max(1, workers // processes)
     async with fresh_db(server, "scaleout", 2) as (db, owner_id):
         await db.fetchrow("accept_many", owner_id, records)
         if analyze:
             await db.execute("bench_analyze")
         note(f"scale-out: {records} records, {processes} processes x {per} workers")
-        procs = [await trio.lowlevel.open_process(
-            [sys.executable, "-c", CHILD, db.url, str(per)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE) for _ in range(processes)]
+        procs = [
+            await trio.lowlevel.open_process(
+                [sys.executable, "-c", CHILD, db.url, str(per)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+            for _ in range(processes)
+        ]
         try:
             for p in procs:  # connected and waiting
                 assert (await _line(p)) == "ready"
@@ -598,8 +674,10 @@ async def scaleout_phase(server: Server, records: int, workers: int, processes: 
             for p in procs:
                 await p.stdin.send_all(b"go\n")
             # Polled from here: the children only know their own share.
-            while counts(await db.fetch("bench_milestones"), "milestone").get(
-                    TRANSCRIBED, 0) < records:
+            while (
+                counts(await db.fetch("bench_milestones"), "milestone").get(TRANSCRIBED, 0)
+                < records
+            ):
                 await trio.sleep(0.01)
             seconds = time.perf_counter() - t0
             for p in procs:
@@ -612,15 +690,23 @@ async def scaleout_phase(server: Server, records: int, workers: int, processes: 
                 if p.returncode is None:
                     p.kill()
         kinds = counts(await db.fetch("bench_journal_kinds"), "kind")
-        verified = (kinds.get("milestone_reached") == 2 * records
-                    and sum(d["commits"] for d in done) == 2 * records
-                    and all(d["commits"] > 0 for d in done))
+        verified = (
+            kinds.get("milestone_reached") == 2 * records
+            and sum(d["commits"] for d in done) == 2 * records
+            and all(d["commits"] > 0 for d in done)
+        )
     note(f"scale-out: {2 * records / seconds:.0f} transitions/s, verified={verified}")
-    return {"processes": processes, "workers_per_process": per, "records": records,
-            "seconds": seconds, "transitions_per_s": 2 * records / seconds,
-            "commits_per_process": [d["commits"] for d in done],
-            "lost_commits": sum(d["lost"] for d in done), "journal": kinds,
-            "verified": verified}
+    return {
+        "processes": processes,
+        "workers_per_process": per,
+        "records": records,
+        "seconds": seconds,
+        "transitions_per_s": 2 * records / seconds,
+        "commits_per_process": [d["commits"] for d in done],
+        "lost_commits": sum(d["lost"] for d in done),
+        "journal": kinds,
+        "verified": verified,
+    }
 
 
 async def _line(proc: trio.Process) -> str:
@@ -637,24 +723,41 @@ async def _line(proc: trio.Process) -> str:
 # --------------------------------------------------------------------------------------
 # The whole run
 # --------------------------------------------------------------------------------------
-async def _run(server: Server, records: int, workers: int, samples: int, analyze: bool,
-               plans: bool, processes: int) -> dict[str, Any]:
+async def _run(
+    server: Server,
+    records: int,
+    workers: int,
+    samples: int,
+    analyze: bool,
+    plans: bool,
+    processes: int,
+) -> dict[str, Any]:
     report: dict[str, Any] = {
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "python": platform.python_version(),
-        "cpus": os.cpu_count(), "postgres": server.source,
-        "args": {"records": records, "workers": workers, "samples": samples,
-                 "analyze": analyze, "plans": plans, "processes": processes}}
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "postgres": server.source,
+        "args": {
+            "records": records,
+            "workers": workers,
+            "samples": samples,
+            "analyze": analyze,
+            "plans": plans,
+            "processes": processes,
+        },
+    }
     async with trio_asyncio.open_loop():
         try:
             report.update(await pipeline_phase(server, records, workers, samples, analyze))
             if processes > 1:
-                report["scaleout"] = await scaleout_phase(server, records, workers, processes,
-                                                          analyze)
+                report["scaleout"] = await scaleout_phase(
+                    server, records, workers, processes, analyze
+                )
             if plans:
                 report["plan_finished_history"] = await plan_phase(
-                    server, "finished", _finished_history)
-                report["plan_burst"] = await plan_phase(
-                    server, "burst", _burst_after_empty_analyze)
+                    server, "finished", _finished_history
+                )
+                report["plan_burst"] = await plan_phase(server, "burst", _burst_after_empty_analyze)
         finally:
             await server.drop_databases()
     return report
@@ -662,53 +765,78 @@ async def _run(server: Server, records: int, workers: int, samples: int, analyze
 
 def _print_report(r: dict[str, Any]) -> None:
     d = r["drain"]
-    say(f"server        {r['postgres']} PostgreSQL {r['server'].get('server_version')} "
+    say(
+        f"server        {r['postgres']} PostgreSQL {r['server'].get('server_version')} "
         f"fsync={r['server'].get('fsync')} synchronous_commit="
-        f"{r['server'].get('synchronous_commit')} cpus={r['cpus']}")
-    say(f"drain         {d['transitions_per_s']:.0f} transitions/s "
+        f"{r['server'].get('synchronous_commit')} cpus={r['cpus']}"
+    )
+    say(
+        f"drain         {d['transitions_per_s']:.0f} transitions/s "
         f"({d['records_per_s']:.0f} records/s, {d['transitions']} transitions in "
         f"{d['seconds']:.2f}s, N={d['records']} W={d['workers']} "
-        f"analyze={'yes' if d['analyze'] else 'no'} pool={d['pool']})")
-    say(f"drain cpu     this process {d['process_cpu_s']:.2f}s of {d['seconds']:.2f}s = "
-        f"{d['process_cpu_ms_per_transition']:.2f} ms per transition")
-    say(f"verified      {d['verified']} (milestones {d['milestones']}, journal {d['journal']}, "
-        f"lost commits {d['lost_commits']})")
-    for key, label in (("claim", "claim+read (drain)"),
-                       ("commit_then_claim", "commit+claim+read")):
+        f"analyze={'yes' if d['analyze'] else 'no'} pool={d['pool']})"
+    )
+    say(
+        f"drain cpu     this process {d['process_cpu_s']:.2f}s of {d['seconds']:.2f}s = "
+        f"{d['process_cpu_ms_per_transition']:.2f} ms per transition"
+    )
+    say(
+        f"verified      {d['verified']} (milestones {d['milestones']}, journal {d['journal']}, "
+        f"lost commits {d['lost_commits']})"
+    )
+    for key, label in (("claim", "claim+read (drain)"), ("commit_then_claim", "commit+claim+read")):
         c = d[key]
         if c.get("n"):
-            say(f"{label:<19} p50 {c['p50_ms']:.2f} ms  p99 {c['p99_ms']:.2f} ms  max "
-                f"{c['max_ms']:.2f} ms over {c['n']} trips")
+            say(
+                f"{label:<19} p50 {c['p50_ms']:.2f} ms  p99 {c['p99_ms']:.2f} ms  max "
+                f"{c['max_ms']:.2f} ms over {c['n']} trips"
+            )
     say(f"empty claims  {d['empty_claims']}")
     if d.get("trips"):
-        say(f"shared trips  {d['trips']} trips, {d['asks_per_trip']:.1f} asks per trip "
-            f"(at most {d['trips_at_once']} out at once)")
-    for key, label in (("wake_in_process", "wake (same process producer)"),
-                       ("wake_child_producer", "wake (child process producer)")):
+        say(
+            f"shared trips  {d['trips']} trips, {d['asks_per_trip']:.1f} asks per trip "
+            f"(at most {d['trips_at_once']} out at once)"
+        )
+    for key, label in (
+        ("wake_in_process", "wake (same process producer)"),
+        ("wake_child_producer", "wake (child process producer)"),
+    ):
         if key not in r:
             continue
         w = r[key]
-        say(f"{label:<31} p50 {w['p50_ms']:.2f} ms  p99 {w['p99_ms']:.2f} ms  max "
-            f"{w['max_ms']:.2f} ms over {w['n']} samples")
+        say(
+            f"{label:<31} p50 {w['p50_ms']:.2f} ms  p99 {w['p99_ms']:.2f} ms  max "
+            f"{w['max_ms']:.2f} ms over {w['n']} samples"
+        )
     if "scaleout" in r:
         so = r["scaleout"]
-        say(f"scale-out     {so['transitions_per_s']:.0f} transitions/s with {so['processes']} "
+        say(
+            f"scale-out     {so['transitions_per_s']:.0f} transitions/s with {so['processes']} "
             f"worker processes x {so['workers_per_process']} workers (commits per process "
-            f"{so['commits_per_process']}, verified {so['verified']})")
+            f"{so['commits_per_process']}, verified {so['verified']})"
+        )
     for key in ("plan_finished_history", "plan_burst"):
         if key not in r:
             continue
         p = r[key]
-        say(f"plan {key[5:]:<16} index {','.join(p['plan']['indexes']) or 'NONE'} "
+        say(
+            f"plan {key[5:]:<16} index {','.join(p['plan']['indexes']) or 'NONE'} "
             f"(uses {CLAIM_INDEX}: {p['uses_claim_index']}; generic plan: "
             f"{','.join(p['plan']['generic_indexes']) or 'none'}; seq scans "
             f"{p['plan']['seq_scans'] or 'none'}) execution "
             f"{p['plan']['execution_ms']:.2f} ms; claim p50 {p['claims']['p50_ms']:.2f} ms "
-            f"p99 {p['claims']['p99_ms']:.2f} ms [{p['condition']}]")
+            f"p99 {p['claims']['p99_ms']:.2f} ms [{p['condition']}]"
+        )
 
 
-def main(records: int = 5000, workers: int = 8, samples: int = 200, analyze: bool = True,
-         plans: bool = True, processes: int = 2) -> int:
+def main(
+    records: int = 5000,
+    workers: int = 8,
+    samples: int = 200,
+    analyze: bool = True,
+    plans: bool = True,
+    processes: int = 2,
+) -> int:
     """Run the benchmark; 0 when every check held (targets are reported, not enforced)."""
     server = Server()
     note(f"starting PostgreSQL ({server.source})")
@@ -726,8 +854,10 @@ def main(records: int = 5000, workers: int = 8, samples: int = 200, analyze: boo
             compact[key] = {k: v for k, v in report[key].items() if k != "latencies_ms"}
     for key in ("plan_finished_history", "plan_burst"):
         if key in compact:
-            compact[key] = {**compact[key], "plan": {
-                k: v for k, v in compact[key]["plan"].items() if "text" not in k}}
+            compact[key] = {
+                **compact[key],
+                "plan": {k: v for k, v in compact[key]["plan"].items() if "text" not in k},
+            }
     out = Path(f"/tmp/transcriber-bench-{time.strftime('%Y%m%d-%H%M%S')}.json")
     out.write_text(json.dumps(report, indent=1, default=str))
     say(json.dumps(compact, default=str))

@@ -33,8 +33,11 @@ from transcriber.owners import NoSuchOwner, OwnerExists, add_owner, revoke, rota
 from transcriber.pipeline.pg_queue import NotStopped, PgQueue
 from transcriber.storage.blobs import StorageError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Audio recordings in, text out, on a durable PostgreSQL pipeline.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Audio recordings in, text out, on a durable PostgreSQL pipeline.",
+)
 owner_app = typer.Typer(no_args_is_help=True, help="Owners of recordings and their API tokens.")
 app.add_typer(owner_app, name="owner")
 storage_app = typer.Typer(no_args_is_help=True, help="Where the recordings' bytes live.")
@@ -71,8 +74,16 @@ def environment_failures() -> tuple[type[BaseException], ...]:
     from transcriber.audio.devices import DeviceUnavailable
     from transcriber.audio.recognize import ModelUnavailable
     from transcriber.daemon import ListenFailed
-    return (DatabaseUnreachable, HomeUnusable, EmbeddedFailed, ModelUnavailable,
-            DeviceUnavailable, ListenFailed, StorageError)
+
+    return (
+        DatabaseUnreachable,
+        HomeUnusable,
+        EmbeddedFailed,
+        ModelUnavailable,
+        DeviceUnavailable,
+        ListenFailed,
+        StorageError,
+    )
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -159,6 +170,7 @@ def ago(seconds: float | None) -> str:
 @app.command()
 def migrate() -> None:
     """Apply the database migrations that are missing."""
+
     async def work(db: Database) -> list[str]:
         return await apply_migrations(db)  # open_session migrated already; says so
 
@@ -169,6 +181,7 @@ def migrate() -> None:
 @owner_app.command("add")
 def owner_add(name: str) -> None:
     """Create an owner and print their API token (shown once, only its hash is kept)."""
+
     async def work(db: Database) -> Any:
         try:
             return await add_owner(db, name)
@@ -180,26 +193,31 @@ def owner_add(name: str) -> None:
 
 def show_token(owner: Any) -> None:
     typer.echo(owner.token)
-    typer.echo(f"owner {owner.name} (id {owner.id}): keep this token, it is not shown again",
-               err=True)
+    typer.echo(
+        f"owner {owner.name} (id {owner.id}): keep this token, it is not shown again", err=True
+    )
 
 
 @owner_app.command("list")
 def owner_list() -> None:
     """Owners: name, since when, revoked or not, their recordings and stored bytes."""
     rows = with_database(lambda db: db.fetch("owner_list"))
-    typer.echo(f"{'name':<20} {'created':<20} {'revoked':<20} {'recordings':>10} "
-               f"{'stored_bytes':>14}")
+    typer.echo(
+        f"{'name':<20} {'created':<20} {'revoked':<20} {'recordings':>10} {'stored_bytes':>14}"
+    )
     for r in rows:
         revoked = r["revoked_at"].isoformat(timespec="seconds") if r["revoked_at"] else "-"
-        typer.echo(f"{r['name']:<20} {r['created_at'].isoformat(timespec='seconds'):<20} "
-                   f"{revoked:<20} {r['recordings']:>10} {r['stored_bytes']:>14}")
+        typer.echo(
+            f"{r['name']:<20} {r['created_at'].isoformat(timespec='seconds'):<20} "
+            f"{revoked:<20} {r['recordings']:>10} {r['stored_bytes']:>14}"
+        )
 
 
 @owner_app.command("revoke")
 def owner_revoke(name: str) -> None:
     """Stop NAME's token at once; their recordings and journal stay for the operator
     (`rotate` gives them a new token)."""
+
     async def work(db: Database) -> None:
         try:
             await revoke(db, name)
@@ -213,6 +231,7 @@ def owner_revoke(name: str) -> None:
 @owner_app.command("rotate")
 def owner_rotate(name: str) -> None:
     """Give NAME a new token (printed once); the old one stops working at once."""
+
     async def work(db: Database) -> Any:
         try:
             return await rotate_token(db, name)
@@ -226,28 +245,38 @@ def owner_rotate(name: str) -> None:
 def status() -> None:
     """Per milestone: waiting, in flight, pausing before a retry, stopped; oldest waiting."""
     rows = with_database(lambda db: db.fetch("status"))
-    typer.echo(f"{'milestone':<12} {'waiting':>8} {'in_flight':>9} {'pausing':>8} "
-               f"{'stopped':>8} {'oldest_waiting':>15}")
+    typer.echo(
+        f"{'milestone':<12} {'waiting':>8} {'in_flight':>9} {'pausing':>8} "
+        f"{'stopped':>8} {'oldest_waiting':>15}"
+    )
     for r in rows:
-        typer.echo(f"{r['milestone']:<12} {r['waiting']:>8} {r['in_flight']:>9} "
-                   f"{r['pausing']:>8} {r['stopped']:>8} {ago(r['oldest_waiting_s']):>15}")
+        typer.echo(
+            f"{r['milestone']:<12} {r['waiting']:>8} {r['in_flight']:>9} "
+            f"{r['pausing']:>8} {r['stopped']:>8} {ago(r['oldest_waiting_s']):>15}"
+        )
 
 
 @app.command()
-def stopped(reason: Annotated[str | None, typer.Option(help="only this stop reason")] = None
-            ) -> None:
+def stopped(
+    reason: Annotated[str | None, typer.Option(help="only this stop reason")] = None,
+) -> None:
     """Stopped records: id, milestone, reason, since, first line of the error."""
     rows = with_database(lambda db: db.fetch("stopped", reason))
     for r in rows:
         error = (r["stop_error"] or "").strip().splitlines()
-        typer.echo(f"{r['id']}  {r['milestone']:<11} {r['stop_reason']:<22} "
-                   f"{r['stopped_at'].isoformat(timespec='seconds')}  {error[0] if error else ''}")
+        typer.echo(
+            f"{r['id']}  {r['milestone']:<11} {r['stop_reason']:<22} "
+            f"{r['stopped_at'].isoformat(timespec='seconds')}  {error[0] if error else ''}"
+        )
 
 
 @app.command()
-def resume(recordings: Annotated[list[str] | None, typer.Argument(metavar="ID...")] = None,
-           reason: Annotated[str | None, typer.Option(
-               help="also every record stopped with this reason")] = None) -> None:
+def resume(
+    recordings: Annotated[list[str] | None, typer.Argument(metavar="ID...")] = None,
+    reason: Annotated[
+        str | None, typer.Option(help="also every record stopped with this reason")
+    ] = None,
+) -> None:
     """Return stopped records to work from the milestone each reached (journaled as
     human). Exit 1 if any could not be resumed; the others are."""
     if not recordings and reason is None:
@@ -268,9 +297,12 @@ def resume(recordings: Annotated[list[str] | None, typer.Argument(metavar="ID...
             except NotStopped:
                 refused += 1
                 row = await db.fetchrow("recording", rid)
-                why = (f"no recording {rid}" if row is None else
-                       f"recording {rid} is not stopped (at {row['milestone']}), "
-                       "nothing to resume")
+                why = (
+                    f"no recording {rid}"
+                    if row is None
+                    else f"recording {rid} is not stopped (at {row['milestone']}), "
+                    "nothing to resume"
+                )
                 typer.echo(f"transcriber: {why}", err=True)
                 continue
             typer.echo(f"resumed {done.id} at {done.milestone}")
@@ -282,11 +314,13 @@ def resume(recordings: Annotated[list[str] | None, typer.Argument(metavar="ID...
 
 def _no_steps() -> Any:
     from actors import StepTable
+
     return StepTable({})
 
 
 def _operator() -> str:
     import getpass
+
     try:
         return getpass.getuser()
     except Exception:  # noqa: BLE001 - no user name is not a reason to refuse
@@ -295,26 +329,38 @@ def _operator() -> str:
 
 def format_event(e: Any, as_json: bool) -> str:
     if as_json:
-        return json.dumps({"id": e["id"], "recording_id": str(e["recording_id"]),
-                           "at": e["at"].isoformat(), "origin": e["origin"], "kind": e["kind"],
-                           "milestone": e["milestone"],
-                           "claim_token": str(e["claim_token"]) if e["claim_token"] else None,
-                           "detail": e["detail"]})
+        return json.dumps(
+            {
+                "id": e["id"],
+                "recording_id": str(e["recording_id"]),
+                "at": e["at"].isoformat(),
+                "origin": e["origin"],
+                "kind": e["kind"],
+                "milestone": e["milestone"],
+                "claim_token": str(e["claim_token"]) if e["claim_token"] else None,
+                "detail": e["detail"],
+            }
+        )
     at = e["at"].astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     detail = " ".join(f"{k}={logfmt_value(v)}" for k, v in (e["detail"] or {}).items())
     token = f" token={str(e['claim_token'])[:8]}" if e["claim_token"] else ""
-    return (f"{at} {e['recording_id']} {e['origin']:<8} {e['kind']:<17} "
-            f"{e['milestone'] or '-':<11}{token} {detail}").rstrip()
+    return (
+        f"{at} {e['recording_id']} {e['origin']:<8} {e['kind']:<17} "
+        f"{e['milestone'] or '-':<11}{token} {detail}"
+    ).rstrip()
 
 
 @app.command()
-def journal(recording: Annotated[str | None, typer.Argument(metavar="[ID]")] = None,
-            follow: Annotated[bool, typer.Option("--follow", "-f",
-                                                 help="keep printing new events")] = False,
-            as_json: Annotated[bool, typer.Option("--json", help="one JSON object a line")
-                               ] = False,
-            since: Annotated[str | None, typer.Option(
-                help="only events of the last DURATION: 90s, 15m, 2h, 3d")] = None) -> None:
+def journal(
+    recording: Annotated[str | None, typer.Argument(metavar="[ID]")] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="keep printing new events")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object a line")] = False,
+    since: Annotated[
+        str | None, typer.Option(help="only events of the last DURATION: 90s, 15m, 2h, 3d")
+    ] = None,
+) -> None:
     """The record journal of one record, or of all; live with --follow."""
     rid = None if recording is None else record_id(recording)
     window = None
@@ -359,15 +405,19 @@ def journal(recording: Annotated[str | None, typer.Argument(metavar="[ID]")] = N
 
 @app.command()
 def serve(
-        http: Annotated[str, typer.Option(help="HOST:PORT of the HTTP API",
-                                          envvar="TRANSCRIBER_HTTP")] = "127.0.0.1:8080",
-        workers: Annotated[int, typer.Option(help="worker actors (0: the API only)",
-                                             envvar="TRANSCRIBER_WORKERS")] = 2,
-        api: Annotated[bool, typer.Option(help="serve the HTTP API (--no-api: workers only)")
-                       ] = True,
-        grace: Annotated[float, typer.Option(help="seconds running steps may finish after "
-                                                  "SIGTERM", envvar="TRANSCRIBER_GRACE_S")
-                         ] = 30.0,
+    http: Annotated[
+        str, typer.Option(help="HOST:PORT of the HTTP API", envvar="TRANSCRIBER_HTTP")
+    ] = "127.0.0.1:8080",
+    workers: Annotated[
+        int, typer.Option(help="worker actors (0: the API only)", envvar="TRANSCRIBER_WORKERS")
+    ] = 2,
+    api: Annotated[bool, typer.Option(help="serve the HTTP API (--no-api: workers only)")] = True,
+    grace: Annotated[
+        float,
+        typer.Option(
+            help="seconds running steps may finish after SIGTERM", envvar="TRANSCRIBER_GRACE_S"
+        ),
+    ] = 30.0,
 ) -> None:
     """The daemon: HTTP API, workers and the systemd watchdog, until SIGTERM."""
     from transcriber.daemon import ServeOptions, parse_http
@@ -385,23 +435,25 @@ def serve(
     async def main() -> None:
         async with trio_asyncio.open_loop():
             # One warm recognizer child per worker, loading while the service starts.
-            await run_serve(config, options,
-                            steps_for=functools.partial(audio_steps, warm=workers))
+            await run_serve(config, options, steps_for=functools.partial(audio_steps, warm=workers))
 
     run_trio(main)
 
 
 @app.command()
-def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False,
-                                                       readable=True, metavar="FILE...")],
-           owner: Annotated[str | None, typer.Option(help="owner name (default: local)")
-                            ] = None,
-           title: Annotated[str | None, typer.Option(help="title of each recording")] = None,
-           language: Annotated[str | None, typer.Option(help="language hint")] = None,
-           task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
-           wait: Annotated[bool, typer.Option(help="wait until each is transcribed or "
-                                                   "stopped (a daemon does the work)")
-                           ] = False) -> None:
+def submit(
+    files: Annotated[
+        list[Path], typer.Argument(exists=True, dir_okay=False, readable=True, metavar="FILE...")
+    ],
+    owner: Annotated[str | None, typer.Option(help="owner name (default: local)")] = None,
+    title: Annotated[str | None, typer.Option(help="title of each recording")] = None,
+    language: Annotated[str | None, typer.Option(help="language hint")] = None,
+    task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
+    wait: Annotated[
+        bool,
+        typer.Option(help="wait until each is transcribed or stopped (a daemon does the work)"),
+    ] = False,
+) -> None:
     """Accept files as recordings for the daemon to transcribe; prints each id."""
     from transcriber.owners import local_owner
     from transcriber.records.cards import card
@@ -420,9 +472,15 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
             owner_id = row["id"]
         ids = []
         for path in files:
-            rid = await accept_file(db, config, path, owner_id,
-                                    language=language or config.language, title=title,
-                                    options=options)
+            rid = await accept_file(
+                db,
+                config,
+                path,
+                owner_id,
+                language=language or config.language,
+                title=title,
+                options=options,
+            )
             typer.echo(f"{rid}  {path.name}")
             ids.append(rid)
         stopped = 0
@@ -444,12 +502,13 @@ def submit(files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=Fal
 
 @app.command()
 def transcribe(
-        file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True,
-                                             help="an audio or video file")],
-        language: Annotated[str | None, typer.Option(help="language hint, e.g. en, ru")
-                            ] = None,
-        fmt: Annotated[str, typer.Option("--format", help="txt, srt, vtt or json")] = "txt",
-        task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
+    file: Annotated[
+        Path,
+        typer.Argument(exists=True, dir_okay=False, readable=True, help="an audio or video file"),
+    ],
+    language: Annotated[str | None, typer.Option(help="language hint, e.g. en, ru")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="txt, srt, vtt or json")] = "txt",
+    task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
 ) -> None:
     """One shot: run the pipeline on FILE and print its transcript (exit 1 if stopped)."""
     from transcriber.daemon import require_model
@@ -468,32 +527,47 @@ def transcribe(
     # The recognizer child loads the model while the database starts and the audio is
     # normalized, instead of after.
     steps = audio_steps(config, warm=1)
-    done = with_database(lambda db: transcribe_file(db, config, steps, file,
-                                                    language=language, options=options,
-                                                    on_card=ProgressBar()),
-                         needs_home=True)
+    done = with_database(
+        lambda db: transcribe_file(
+            db, config, steps, file, language=language, options=options, on_card=ProgressBar()
+        ),
+        needs_home=True,
+    )
     if done.transcript is None:
         stop = done.card["stopped"]
-        fail(f"{file.name}: stopped at {done.card['milestone']} ({stop['reason']}): "
-             f"{stop['error']}", 1)
+        fail(
+            f"{file.name}: stopped at {done.card['milestone']} ({stop['reason']}): {stop['error']}",
+            1,
+        )
     t = done.transcript
-    typer.echo(render(fmt, t["text"], t["segments"], id=done.card["id"],
-                      language=t["language"], model=t["model"],
-                      duration_s=done.card["duration_s"]), nl=False)
+    typer.echo(
+        render(
+            fmt,
+            t["text"],
+            t["segments"],
+            id=done.card["id"],
+            language=t["language"],
+            model=t["model"],
+            duration_s=done.card["duration_s"],
+        ),
+        nl=False,
+    )
 
 
 @app.command()
-def bench(records: Annotated[int, typer.Option(help="records to drain")] = 5000,
-          workers: Annotated[int, typer.Option(help="worker actors")] = 8,
-          samples: Annotated[int, typer.Option(help="wake-up latency samples")] = 200,
-          analyze: Annotated[bool, typer.Option(help="ANALYZE after the enqueue")] = True,
-          plans: Annotated[bool, typer.Option(help="claim plans at 1M finished and a burst")
-                           ] = True,
-          processes: Annotated[int, typer.Option(
-              help="also drain with the workers split over this many processes")] = 2,
-          ) -> None:
+def bench(
+    records: Annotated[int, typer.Option(help="records to drain")] = 5000,
+    workers: Annotated[int, typer.Option(help="worker actors")] = 8,
+    samples: Annotated[int, typer.Option(help="wake-up latency samples")] = 200,
+    analyze: Annotated[bool, typer.Option(help="ANALYZE after the enqueue")] = True,
+    plans: Annotated[bool, typer.Option(help="claim plans at 1M finished and a burst")] = True,
+    processes: Annotated[
+        int, typer.Option(help="also drain with the workers split over this many processes")
+    ] = 2,
+) -> None:
     """No-op steps through both milestones on a fresh embedded database."""
     from transcriber.bench.throughput import main as run_bench
+
     raise typer.Exit(run_bench(records, workers, samples, analyze, plans, processes))
 
 
@@ -514,8 +588,10 @@ def storage_migrate() -> None:
         store = blobs_of(config)
         assert isinstance(store, S3Blobs)
         done = await migrate_to_store(db, store)
-        typer.echo(f"switched {done.switched} refs to {config.storage_url} "
-                   f"({done.copied} files copied, the rest already there and verified)")
+        typer.echo(
+            f"switched {done.switched} refs to {config.storage_url} "
+            f"({done.copied} files copied, the rest already there and verified)"
+        )
         for error in done.errors:
             typer.echo(f"not migrated: {error}", err=True)
         return len(done.errors)
@@ -525,28 +601,32 @@ def storage_migrate() -> None:
 
 
 @app.command("bench-audio")
-def bench_audio(minutes: Annotated[float, typer.Option(help="minutes for the ratio")] = 5.0,
-                long_minutes: Annotated[float, typer.Option(help="minutes for peak RSS")
-                                        ] = 60.0,
-                queue_files: Annotated[int, typer.Option(help="files submitted at once")] = 6,
-                queue_minutes: Annotated[float, typer.Option(help="minutes of each")] = 5.0,
-                ) -> None:
+def bench_audio(
+    minutes: Annotated[float, typer.Option(help="minutes for the ratio")] = 5.0,
+    long_minutes: Annotated[float, typer.Option(help="minutes for peak RSS")] = 60.0,
+    queue_files: Annotated[int, typer.Option(help="files submitted at once")] = 6,
+    queue_minutes: Annotated[float, typer.Option(help="minutes of each")] = 5.0,
+) -> None:
     """Raw faster-whisper (sequential, batched) against the service on the same file;
     the queue's throughput; peak RSS of a long recording."""
     from transcriber.bench.recognition import main as run_bench_audio
+
     raise typer.Exit(run_bench_audio(minutes, long_minutes, queue_files, queue_minutes))
 
 
 @app.command("bench-api")
-def bench_api(clients: Annotated[int, typer.Option(help="concurrent card readers")] = 50,
-              seconds: Annotated[float, typer.Option(help="how long they read")] = 20.0,
-              every: Annotated[float, typer.Option(
-                  help="seconds between one open-loop reader's reads")] = 0.5,
-              upload_gib: Annotated[float, typer.Option(help="size of the big upload")
-                                    ] = 1.0) -> None:
+def bench_api(
+    clients: Annotated[int, typer.Option(help="concurrent card readers")] = 50,
+    seconds: Annotated[float, typer.Option(help="how long they read")] = 20.0,
+    every: Annotated[
+        float, typer.Option(help="seconds between one open-loop reader's reads")
+    ] = 0.5,
+    upload_gib: Annotated[float, typer.Option(help="size of the big upload")] = 1.0,
+) -> None:
     """Card latency under concurrent clients, closed and open loop, alone and during
     recognition; upload peak memory."""
     from transcriber.bench.api_latency import main as run_bench_api
+
     raise typer.Exit(run_bench_api(clients, seconds, upload_gib, every))
 
 
@@ -571,8 +651,7 @@ def models() -> None:
     if _is_folder(config.model):
         typer.echo(f"in use: the folder {config.model}")
     elif in_use not in {name for name, _ in present}:
-        how = ("joined from its packages" if in_use == "whisper-base"
-               else "fetched (network needed)")
+        how = "joined from its packages" if in_use == "whisper-base" else "fetched (network needed)"
         typer.echo(f"in use: {in_use}, {how} into {config.models} on first use")
     typer.echo(f"names TRANSCRIBER_MODEL takes: {', '.join(NAMES)}, or a folder")
 

@@ -41,15 +41,17 @@ async def database_url(config: Config, *, needs_home: bool = False) -> AsyncIter
 
 
 @contextlib.asynccontextmanager
-async def open_session(config: Config, *, max_size: int = 10, needs_home: bool = False
-                       ) -> AsyncIterator[Database]:
+async def open_session(
+    config: Config, *, max_size: int = 10, needs_home: bool = False
+) -> AsyncIterator[Database]:
     """A migrated database. Raises DatabaseUnreachable when it does not answer,
     HomeUnusable or EmbeddedFailed when the embedded one cannot run.
 
     Cancellation: the pool closes, then the embedded server is left, under shields.
     """
     async with database_url(config, needs_home=needs_home) as url:
-        async with open_database(url, min_size=min(2, max_size), max_size=max_size,
-                                 timeout_s=config.database_timeout_s) as db:
+        async with open_database(
+            url, min_size=min(2, max_size), max_size=max_size, timeout_s=config.database_timeout_s
+        ) as db:
             await migrate(db)
             yield db

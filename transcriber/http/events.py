@@ -15,17 +15,32 @@ from transcriber.stops import owner_detail
 router = APIRouter()
 
 
-@router.get("/v1/recordings/{recording_id}/events", summary="The record's journal",
-            response_model=None,
-            responses={200: {"model": EventPage}, **documented_errors(404)})
-async def events(owner: Owner, db: Db, recording_id: str,
-                 after: Annotated[int, Query(ge=0, le=2**62)] = 0,
-                 limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
+@router.get(
+    "/v1/recordings/{recording_id}/events",
+    summary="The record's journal",
+    response_model=None,
+    responses={200: {"model": EventPage}, **documented_errors(404)},
+)
+async def events(
+    owner: Owner,
+    db: Db,
+    recording_id: str,
+    after: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JSONResponse:
     rid = await owned(db, owner, recording_id)
     rows = await db.fetch("owner_journal", owner, rid, after, limit)
-    found = [{"id": e["seq"], "at": e["at"].isoformat(), "origin": e["origin"],
-              "kind": e["kind"], "milestone": e["milestone"],
-              "detail": owner_detail(e["detail"])}
-             for e in rows]
-    return JSONResponse({"events": found,
-                         "next_after": found[-1]["id"] if len(found) == limit else None})
+    found = [
+        {
+            "id": e["seq"],
+            "at": e["at"].isoformat(),
+            "origin": e["origin"],
+            "kind": e["kind"],
+            "milestone": e["milestone"],
+            "detail": owner_detail(e["detail"]),
+        }
+        for e in rows
+    ]
+    return JSONResponse(
+        {"events": found, "next_after": found[-1]["id"] if len(found) == limit else None}
+    )

@@ -22,9 +22,12 @@ HEALTH_DOWN = "the database does not answer; the service log has the cause"
 router = APIRouter()
 
 
-@router.get("/healthz", summary="Is the database reachable; what recognizes here",
-            response_model=None,
-            responses={200: {"model": Health}, 503: {"model": Health}})
+@router.get(
+    "/healthz",
+    summary="Is the database reachable; what recognizes here",
+    response_model=None,
+    responses={200: {"model": Health}, 503: {"model": Health}},
+)
 async def healthz(db: Db, config: Settings) -> JSONResponse:
     try:
         with trio.fail_after(HEALTH_TIMEOUT_S):
@@ -32,25 +35,37 @@ async def healthz(db: Db, config: Settings) -> JSONResponse:
     except Exception as e:  # noqa: BLE001 - whatever fails, the answer is "unavailable"
         # The cause (a host, a database name) is the operator's: in the log only.
         event(logging.WARNING, "health_unavailable", error=describe(e))
-        return JSONResponse({"status": "unavailable", "error": HEALTH_DOWN,
-                             "recognizer": recognizer_info(config)}, status_code=503)
+        return JSONResponse(
+            {"status": "unavailable", "error": HEALTH_DOWN, "recognizer": recognizer_info(config)},
+            status_code=503,
+        )
     return JSONResponse({"status": "ok", "recognizer": recognizer_info(config)})
 
 
 def operator_token_given(request: Request, token: str | None) -> bool:
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
-    return (token is not None and scheme.lower() == "bearer"
-            and hmac.compare_digest(given.strip().encode(), token.encode()))
+    return (
+        token is not None
+        and scheme.lower() == "bearer"
+        and hmac.compare_digest(given.strip().encode(), token.encode())
+    )
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_model=None,
-            description="Counts across all owners, for the operator: served to loopback, "
-                        "or with `Authorization: Bearer <TRANSCRIBER_METRICS_TOKEN>`.",
-            responses={200: {"content": {"text/plain": {}}}, 403: {"model": Error}})
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_model=None,
+    description="Counts across all owners, for the operator: served to loopback, "
+    "or with `Authorization: Bearer <TRANSCRIBER_METRICS_TOKEN>`.",
+    responses={200: {"content": {"text/plain": {}}}, 403: {"model": Error}},
+)
 async def metrics(request: Request, db: Db, config: Settings) -> Response:
-    if not (is_loopback(request.client and request.client.host)
-            or operator_token_given(request, config.metrics_token)):
-        raise ApiError(403, "metrics are served to this host, or with the operator's "
-                            "metrics token")
-    return Response(await render_metrics(db, recognizer_info(config)),
-                    media_type="text/plain; version=0.0.4; charset=utf-8")
+    if not (
+        is_loopback(request.client and request.client.host)
+        or operator_token_given(request, config.metrics_token)
+    ):
+        raise ApiError(403, "metrics are served to this host, or with the operator's metrics token")
+    return Response(
+        await render_metrics(db, recognizer_info(config)),
+        media_type="text/plain; version=0.0.4; charset=utf-8",
+    )

@@ -39,23 +39,34 @@ class BodyIdle(HTTPException):
     """The client sent no byte of the body for the idle bound."""
 
     def __init__(self, idle_s: float):
-        super().__init__(408, f"the request body sent nothing for {idle_s:g} s",
-                         headers={"Connection": "close"})
+        super().__init__(
+            408, f"the request body sent nothing for {idle_s:g} s", headers={"Connection": "close"}
+        )
 
 
 class BodyTooLarge(HTTPException):
     def __init__(self, limit: int):
-        super().__init__(413, f"the request body is larger than {limit} bytes",
-                         headers={"Connection": "close"})
+        super().__init__(
+            413, f"the request body is larger than {limit} bytes", headers={"Connection": "close"}
+        )
 
 
-async def send_error(send: Any, shape: ErrorShape, status: int, message: str,
-                     headers: Iterable[tuple[str, str]] = ()) -> None:
+async def send_error(
+    send: Any, shape: ErrorShape, status: int, message: str, headers: Iterable[tuple[str, str]] = ()
+) -> None:
     """A whole error answer in `shape`, sent from ASGI middleware."""
     body = json.dumps(shape(status, message)).encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        *((k.lower().encode(), v.encode()) for k, v in headers)]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *((k.lower().encode(), v.encode()) for k, v in headers),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -137,9 +148,15 @@ class Guard:
     Cancellation: the token lookup is a plain query; nothing to undo.
     """
 
-    def __init__(self, app: Any, db: Database, max_requests: int,
-                 public: Callable[[str], bool], streamed: Callable[[str, str], bool],
-                 shapes: ErrorShapes = ErrorShapes()):
+    def __init__(
+        self,
+        app: Any,
+        db: Database,
+        max_requests: int,
+        public: Callable[[str], bool],
+        streamed: Callable[[str, str], bool],
+        shapes: ErrorShapes = ErrorShapes(),
+    ):
         self.app = app
         self.shapes = shapes
         self.db = db
@@ -153,9 +170,13 @@ class Guard:
             await self.app(scope, receive, send)
             return
         if self.in_flight >= self.max_requests:
-            await send_error(send, self.shapes.of(scope["path"]), 503,
-                             "the service is busy; retry shortly",
-                             [("Retry-After", "1"), ("Connection", "close")])
+            await send_error(
+                send,
+                self.shapes.of(scope["path"]),
+                503,
+                "the service is busy; retry shortly",
+                [("Retry-After", "1"), ("Connection", "close")],
+            )
             return
         self.in_flight += 1
         try:
@@ -171,12 +192,22 @@ class Guard:
                 owner = await self._owner(headers.get(b"authorization", b""))
             except DATABASE_AWAY_ERRORS:
                 # Outside the application: its handler for these cannot answer here.
-                await send_error(send, shape, 503, DATABASE_AWAY,
-                                 [("Retry-After", str(RETRY_AFTER_S)), ("Connection", "close")])
+                await send_error(
+                    send,
+                    shape,
+                    503,
+                    DATABASE_AWAY,
+                    [("Retry-After", str(RETRY_AFTER_S)), ("Connection", "close")],
+                )
                 return
             if owner is None:
-                await send_error(send, shape, 401, UNAUTHORIZED,
-                                 [("WWW-Authenticate", "Bearer"), ("Connection", "close")])
+                await send_error(
+                    send,
+                    shape,
+                    401,
+                    UNAUTHORIZED,
+                    [("WWW-Authenticate", "Bearer"), ("Connection", "close")],
+                )
                 return
             scope[OWNER] = owner
         if self.streamed(scope["method"], scope["path"]):
@@ -184,9 +215,13 @@ class Guard:
             return
         declared = headers.get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > JSON_BODY_MAX:
-            await send_error(send, shape, 413,
-                             f"the request body is larger than {JSON_BODY_MAX} bytes",
-                             [("Connection", "close")])
+            await send_error(
+                send,
+                shape,
+                413,
+                f"the request body is larger than {JSON_BODY_MAX} bytes",
+                [("Connection", "close")],
+            )
             return
         received = 0
 

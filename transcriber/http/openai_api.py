@@ -81,13 +81,22 @@ FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 GRANULARITIES = ("segment", "word")
 MODEL_MAX = 200
 
-COMMON_FIELDS = frozenset({"model", "prompt", "response_format", "temperature",
-                           "language"})
-IGNORED_FIELDS = frozenset({
-    "stream", "include[]", "chunking_strategy", "chunking_strategy[type]",
-    "chunking_strategy[prefix_padding_ms]", "chunking_strategy[silence_duration_ms]",
-    "chunking_strategy[threshold]", "known_speaker_names[]", "known_speaker_references[]",
-    "keywords[]", "languages[]"})
+COMMON_FIELDS = frozenset({"model", "prompt", "response_format", "temperature", "language"})
+IGNORED_FIELDS = frozenset(
+    {
+        "stream",
+        "include[]",
+        "chunking_strategy",
+        "chunking_strategy[type]",
+        "chunking_strategy[prefix_padding_ms]",
+        "chunking_strategy[silence_duration_ms]",
+        "chunking_strategy[threshold]",
+        "known_speaker_names[]",
+        "known_speaker_references[]",
+        "keywords[]",
+        "languages[]",
+    }
+)
 """OpenAI's fields for its newer models that no Whisper recognizer can honour: taken, so
 a client that always sends them works, and otherwise unused (see the README)."""
 TRANSCRIPTION_FIELDS = COMMON_FIELDS | {"timestamp_granularities[]"} | IGNORED_FIELDS
@@ -96,32 +105,59 @@ TRANSCRIPTION_FIELDS = COMMON_FIELDS | {"timestamp_granularities[]"} | IGNORED_F
 TRANSLATION_FIELDS = COMMON_FIELDS
 
 # Why a record stopped → the status OpenAI's clients expect for it.
-STOP_STATUS = {"undecodable_audio": 400, "empty_audio": 400,
-               "recognizer_refused_audio": 400, "too_long": 413}
+STOP_STATUS = {
+    "undecodable_audio": 400,
+    "empty_audio": 400,
+    "recognizer_refused_audio": 400,
+    "too_long": 413,
+}
 STOP_STATUS_OTHER = 503
 
 
-CODE_OF_STATUS = {400: "invalid_request", 401: "invalid_api_key", 404: "not_found",
-                  405: "method_not_allowed", 408: "request_timeout", 413: "file_too_large",
-                  415: "invalid_content_type", 422: "invalid_request",
-                  429: "rate_limit_exceeded", 500: "server_error",
-                  503: "service_unavailable", 507: "insufficient_storage"}
+CODE_OF_STATUS = {
+    400: "invalid_request",
+    401: "invalid_api_key",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    413: "file_too_large",
+    415: "invalid_content_type",
+    422: "invalid_request",
+    429: "rate_limit_exceeded",
+    500: "server_error",
+    503: "service_unavailable",
+    507: "insufficient_storage",
+}
 
 
-def error_body(status: int, message: str, *, code: str | None = None,
-               param: str | None = None) -> dict[str, Any]:
+def error_body(
+    status: int, message: str, *, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
     """OpenAI's error shape; `code` by default the one of `status`."""
     # As OpenAI types them: a bad key is an invalid request too (code invalid_api_key).
     kind = "server_error" if status >= 500 else "invalid_request_error"
-    return {"error": {"message": message, "type": kind, "param": param,
-                      "code": code if code is not None else CODE_OF_STATUS.get(status)}}
+    return {
+        "error": {
+            "message": message,
+            "type": kind,
+            "param": param,
+            "code": code if code is not None else CODE_OF_STATUS.get(status),
+        }
+    }
 
 
 class OpenAIError(Exception):
     """An answer in OpenAI's error shape."""
 
-    def __init__(self, status: int, message: str, *, code: str | None = None,
-                 param: str | None = None, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
@@ -130,9 +166,11 @@ class OpenAIError(Exception):
         self.headers = headers or {}
 
     def response(self) -> JSONResponse:
-        return JSONResponse(error_body(self.status, self.message, code=self.code,
-                                       param=self.param),
-                            status_code=self.status, headers=self.headers)
+        return JSONResponse(
+            error_body(self.status, self.message, code=self.code, param=self.param),
+            status_code=self.status,
+            headers=self.headers,
+        )
 
 
 def as_openai(exc: Exception) -> OpenAIError | None:
@@ -184,6 +222,7 @@ router = APIRouter(route_class=OpenAIRoute, tags=["OpenAI-compatible"])
 
 # --- the request ---------------------------------------------------------------------
 
+
 @attrs.frozen
 class AudioRequest:
     """What an OpenAI client asked for, checked."""
@@ -201,10 +240,10 @@ def form_value(fields: dict[str, str], name: str) -> str | None:
     return None if value is None or value == "" else value
 
 
-def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
-                  ) -> AudioRequest:
+def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]) -> AudioRequest:
     """The form's fields as an AudioRequest; OpenAIError 400 naming the field that is
     wrong."""
+
     def bad(param: str, message: str) -> OpenAIError:
         return OpenAIError(400, message, code="invalid_value", param=param)
 
@@ -213,8 +252,10 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
         raise bad("model", f"model is longer than {MODEL_MAX} characters")
     response_format = form_value(fields, "response_format") or "json"
     if response_format not in FORMATS:
-        raise bad("response_format", f"response_format must be one of {', '.join(FORMATS)}, "
-                                     f"not {response_format!r}")
+        raise bad(
+            "response_format",
+            f"response_format must be one of {', '.join(FORMATS)}, not {response_format!r}",
+        )
     try:
         language = clean_language(form_value(fields, "language"))
     except ValueError as e:
@@ -238,17 +279,25 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
         temperature = temperature or None
     granularities = frozenset(lists.get("timestamp_granularities[]", ()))
     if unknown := granularities - set(GRANULARITIES):
-        raise bad("timestamp_granularities", "timestamp_granularities takes segment and "
-                                             f"word, not {', '.join(sorted(unknown))}")
+        raise bad(
+            "timestamp_granularities",
+            f"timestamp_granularities takes segment and word, not {', '.join(sorted(unknown))}",
+        )
     if (form_value(fields, "stream") or "false").lower() not in ("false", "0"):
         raise bad("stream", "streaming is not supported: leave stream out or false")
-    return AudioRequest(task, model, language,
-                        RecognitionOptions(task=task, prompt=prompt, temperature=temperature),
-                        response_format, granularities)
+    return AudioRequest(
+        task,
+        model,
+        language,
+        RecognitionOptions(task=task, prompt=prompt, temperature=temperature),
+        response_format,
+        granularities,
+    )
 
 
-async def receive_request(request: Request, owner: int, db: Database, config: Config,
-                          task: str) -> tuple[uuid.UUID, AudioRequest]:
+async def receive_request(
+    request: Request, owner: int, db: Database, config: Config, task: str
+) -> tuple[uuid.UUID, AudioRequest]:
     """Store the form's file and commit its record; the record's id and the request.
     Bounded as `POST /v1/recordings` is: one of the owner's upload slots while it is
     received (429), the owner's quota and the disk's room (507).
@@ -258,33 +307,50 @@ async def receive_request(request: Request, owner: int, db: Database, config: Co
     """
     content_type = request.headers.get("content-type", "")
     if not is_form(content_type):
-        raise OpenAIError(400, "send multipart/form-data with a 'file' field",
-                          code="invalid_content_type")
+        raise OpenAIError(
+            400, "send multipart/form-data with a 'file' field", code="invalid_content_type"
+        )
     fields = TRANSCRIPTION_FIELDS if task == "transcribe" else TRANSLATION_FIELDS
     with request.app.state.upload_slots.take(owner):
         room = await upload_room(db, config, owner, request.app.state.max_upload_bytes)
         try:
             with room_refusals(room, owner):
                 declared = request.headers.get("content-length")
-                if (declared is not None and declared.isdigit()
-                        and int(declared) > room.limit + FORM_SLACK):
+                if (
+                    declared is not None
+                    and declared.isdigit()
+                    and int(declared) > room.limit + FORM_SLACK
+                ):
                     raise UploadRefused(413, f"the file is larger than {room.limit} bytes")
-                async with blobs_of(config).incoming() as into, \
-                        contextlib.aclosing(request.stream()) as body:
+                async with (
+                    blobs_of(config).incoming() as into,
+                    contextlib.aclosing(request.stream()) as body,
+                ):
                     form = await receive_form(body, content_type, into, room.limit, fields)
                     if into.size == 0:
-                        raise OpenAIError(400, "the file is empty", code="empty_file",
-                                          param="file")
+                        raise OpenAIError(400, "the file is empty", code="empty_file", param="file")
                     asked = parse_request(task, form.fields, form.lists)
                     await into.finish()
-                    up = Upload(into.ref, into.size, clean_filename(form.filename), None,
-                                asked.language, asked.options)
+                    up = Upload(
+                        into.ref,
+                        into.size,
+                        clean_filename(form.filename),
+                        None,
+                        asked.language,
+                        asked.options,
+                    )
                     rid, _ = await accept(db, owner, up, None, None, into, via="openai")
         except ClientDisconnect:
-            raise OpenAIError(400, "the upload was interrupted",
-                              code="invalid_request") from None
-    event(logging.INFO, "openai_accepted", id=rid, owner=owner, size=up.size, task=task,
-          model=asked.model)
+            raise OpenAIError(400, "the upload was interrupted", code="invalid_request") from None
+    event(
+        logging.INFO,
+        "openai_accepted",
+        id=rid,
+        owner=owner,
+        size=up.size,
+        task=task,
+        model=asked.model,
+    )
     return rid, asked
 
 
@@ -294,8 +360,9 @@ STOPPING = "stopping"
 TIMED_OUT = "timed_out"
 
 
-async def outcome(db: Database, owner: int, rid: uuid.UUID, wait_s: float,
-                  waiting: Waiting) -> dict[str, Any] | str:
+async def outcome(
+    db: Database, owner: int, rid: uuid.UUID, wait_s: float, waiting: Waiting
+) -> dict[str, Any] | str:
     """The owner's record's card (as the owner reads it) once it is transcribed or
     stopped; STOPPING when the service stops first, TIMED_OUT after `wait_s`.
 
@@ -316,8 +383,9 @@ async def outcome(db: Database, owner: int, rid: uuid.UUID, wait_s: float,
     return TIMED_OUT
 
 
-async def outcome_unless_gone(request: Request, db: Database, owner: int, rid: uuid.UUID,
-                              wait_s: float) -> dict[str, Any] | str | None:
+async def outcome_unless_gone(
+    request: Request, db: Database, owner: int, rid: uuid.UUID, wait_s: float
+) -> dict[str, Any] | str | None:
     """`outcome`, or None as soon as the client disconnects (nobody would read the
     answer; the record goes on).
 
@@ -348,11 +416,15 @@ def stopped_error(c: dict[str, Any], headers: dict[str, str]) -> OpenAIError:
     stop = c["stopped"]
     return OpenAIError(
         STOP_STATUS.get(stop["reason"], STOP_STATUS_OTHER),
-        f"recording {c['id']} stopped at {c['milestone']} ({stop['reason']}): "
-        f"{stop['message']}", code=stop["reason"], param="file", headers=headers)
+        f"recording {c['id']} stopped at {c['milestone']} ({stop['reason']}): {stop['message']}",
+        code=stop["reason"],
+        param="file",
+        headers=headers,
+    )
 
 
 # --- the answer ----------------------------------------------------------------------
+
 
 def verbose(c: dict[str, Any], t: Any, asked: AudioRequest) -> dict[str, Any]:
     """OpenAI's verbose_json, from what the record keeps. What it does not keep
@@ -360,18 +432,34 @@ def verbose(c: dict[str, Any], t: Any, asked: AudioRequest) -> dict[str, Any]:
     is the recognizer that made the transcript, whatever the request named."""
     segments = t["segments"]
     body: dict[str, Any] = {
-        "task": asked.task, "language": language_name(t["language"]),
-        "duration": c["duration_s"], "text": t["text"], "model": t["model"],
+        "task": asked.task,
+        "language": language_name(t["language"]),
+        "duration": c["duration_s"],
+        "text": t["text"],
+        "model": t["model"],
     }
     if not asked.granularities or "segment" in asked.granularities:
         body["segments"] = [
-            {"id": i, "seek": None, "start": s["start"], "end": s["end"], "text": s["text"],
-             "tokens": None, "temperature": None, "avg_logprob": None,
-             "compression_ratio": None, "no_speech_prob": None}
-            for i, s in enumerate(segments)]
+            {
+                "id": i,
+                "seek": None,
+                "start": s["start"],
+                "end": s["end"],
+                "text": s["text"],
+                "tokens": None,
+                "temperature": None,
+                "avg_logprob": None,
+                "compression_ratio": None,
+                "no_speech_prob": None,
+            }
+            for i, s in enumerate(segments)
+        ]
     if "word" in asked.granularities:
-        body["words"] = [{"word": w["word"].strip(), "start": w["start"], "end": w["end"]}
-                         for s in segments for w in s.get("words") or ()]
+        body["words"] = [
+            {"word": w["word"].strip(), "start": w["start"], "end": w["end"]}
+            for s in segments
+            for w in s.get("words") or ()
+        ]
     body["usage"] = usage(c)
     return body
 
@@ -380,8 +468,7 @@ def usage(c: dict[str, Any]) -> dict[str, Any]:
     return {"type": "duration", "seconds": math.ceil(c["duration_s"] or 0)}
 
 
-def answer(c: dict[str, Any], t: Any, asked: AudioRequest, headers: dict[str, str]
-           ) -> Response:
+def answer(c: dict[str, Any], t: Any, asked: AudioRequest, headers: dict[str, str]) -> Response:
     text, segments = t["text"], t["segments"]
     fmt = asked.response_format
     if fmt == "json":
@@ -392,20 +479,21 @@ def answer(c: dict[str, Any], t: Any, asked: AudioRequest, headers: dict[str, st
         return PlainTextResponse(to_text(text, segments), headers=headers)
     if fmt == "srt":
         return PlainTextResponse(to_srt(text, segments), headers=headers)
-    return PlainTextResponse(to_vtt(text, segments), headers=headers,
-                             media_type="text/vtt")
+    return PlainTextResponse(to_vtt(text, segments), headers=headers, media_type="text/vtt")
 
 
-async def recognize(request: Request, owner: int, db: Database, config: Config, task: str
-                    ) -> Response:
+async def recognize(
+    request: Request, owner: int, db: Database, config: Config, task: str
+) -> Response:
     """Take the request's audio as a record, wait for it, answer as OpenAI would.
 
     Cancellation (the server cut at once): before the commit nothing is kept, the commit
     is shielded, and after it the record goes on without the request.
     """
     if waiting_of(request.app).stopping.is_set():
-        raise OpenAIError(503, "the service is stopping; try again shortly",
-                          code="service_unavailable")
+        raise OpenAIError(
+            503, "the service is stopping; try again shortly", code="service_unavailable"
+        )
     rid, asked = await receive_request(request, owner, db, config, task)
     headers = {RECORDING_HEADER: str(rid)}
     where = card_path(rid)
@@ -414,14 +502,22 @@ async def recognize(request: Request, owner: int, db: Database, config: Config, 
         event(logging.INFO, "openai_client_gone", id=rid)
         return Response(status_code=499, headers=headers)  # nobody reads it
     if found == STOPPING:
-        raise OpenAIError(503, f"the service is stopping; recording {rid} is kept and will "
-                               f"be transcribed when it is back: read it at {where}",
-                          code="service_stopping", headers={**headers, **NO_RETRY})
+        raise OpenAIError(
+            503,
+            f"the service is stopping; recording {rid} is kept and will "
+            f"be transcribed when it is back: read it at {where}",
+            code="service_stopping",
+            headers={**headers, **NO_RETRY},
+        )
     if found == TIMED_OUT:
-        raise OpenAIError(504, f"recording {rid} is not transcribed after "
-                               f"{config.openai_wait_s:g} s; it goes on: read it at {where}"
-                               f" (its text at {where}/{TRANSCRIPT_PATHS['text']})",
-                          code="still_working", headers={**headers, **NO_RETRY})
+        raise OpenAIError(
+            504,
+            f"recording {rid} is not transcribed after "
+            f"{config.openai_wait_s:g} s; it goes on: read it at {where}"
+            f" (its text at {where}/{TRANSCRIPT_PATHS['text']})",
+            code="still_working",
+            headers={**headers, **NO_RETRY},
+        )
     assert isinstance(found, dict)
     if found["stopped"]:
         raise stopped_error(found, {**headers, **NO_RETRY})
@@ -443,55 +539,95 @@ class ErrorBody(BaseModel):
 
 
 AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "the transcript in the asked response_format; the record's id in "
-                         f"the {RECORDING_HEADER} header",
-          "content": {"application/json": {}, "text/plain": {}, "text/vtt": {}}},
-    **{code: {"description": what, "model": ErrorBody,
-              **({"headers": RETRY_AFTER} if code in MAY_RETRY else {})}
-       for code, what in (
-        (400, "unreadable or empty file, a bad field"), (401, "bad API token"),
-        (408, "the upload sent nothing for TRANSCRIBER_HTTP_BODY_IDLE_S"),
-        (413, "file too large"), (429, "the owner's uploads at once are all in progress"),
-        (500, "an unexpected error"),
-        (503, "cannot take work now (busy, the database away), or stopped for a reason "
-              "retrying cannot help"),
-        (504, "not transcribed within TRANSCRIBER_OPENAI_WAIT_S; the record goes on"),
-        (507, "past the owner's quota or the disk's room"))},
+    200: {
+        "description": "the transcript in the asked response_format; the record's id in "
+        f"the {RECORDING_HEADER} header",
+        "content": {"application/json": {}, "text/plain": {}, "text/vtt": {}},
+    },
+    **{
+        code: {
+            "description": what,
+            "model": ErrorBody,
+            **({"headers": RETRY_AFTER} if code in MAY_RETRY else {}),
+        }
+        for code, what in (
+            (400, "unreadable or empty file, a bad field"),
+            (401, "bad API token"),
+            (408, "the upload sent nothing for TRANSCRIBER_HTTP_BODY_IDLE_S"),
+            (413, "file too large"),
+            (429, "the owner's uploads at once are all in progress"),
+            (500, "an unexpected error"),
+            (
+                503,
+                "cannot take work now (busy, the database away), or stopped for a reason "
+                "retrying cannot help",
+            ),
+            (504, "not transcribed within TRANSCRIBER_OPENAI_WAIT_S; the record goes on"),
+            (507, "past the owner's quota or the disk's room"),
+        )
+    },
 }
 
 
 def openai_form(fields: frozenset[str]) -> dict[str, Any]:
     properties: dict[str, Any] = {"file": {"type": "string", "format": "binary"}}
     properties.update({name: {"type": "string"} for name in sorted(fields)})
-    return {"required": True, "content": {"multipart/form-data": {"schema": {
-        "type": "object", "required": ["file"], "properties": properties}}}}
+    return {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {"type": "object", "required": ["file"], "properties": properties}
+            }
+        },
+    }
 
 
-@router.post("/v1/audio/transcriptions", response_model=None,
-             summary="Transcribe (OpenAI-compatible)", responses=AUDIO_RESPONSES,
-             openapi_extra={"requestBody": openai_form(TRANSCRIPTION_FIELDS)})
-async def transcriptions(request: Request, owner: Owner, db: Db, config: Settings
-                         ) -> Response:
+@router.post(
+    "/v1/audio/transcriptions",
+    response_model=None,
+    summary="Transcribe (OpenAI-compatible)",
+    responses=AUDIO_RESPONSES,
+    openapi_extra={"requestBody": openai_form(TRANSCRIPTION_FIELDS)},
+)
+async def transcriptions(request: Request, owner: Owner, db: Db, config: Settings) -> Response:
     """OpenAI's `audio.transcriptions.create`: the speech as text in its own language."""
     return await recognize(request, owner, db, config, "transcribe")
 
 
-@router.post("/v1/audio/translations", response_model=None,
-             summary="Translate to English (OpenAI-compatible)", responses=AUDIO_RESPONSES,
-             openapi_extra={"requestBody": openai_form(TRANSLATION_FIELDS)})
-async def translations(request: Request, owner: Owner, db: Db, config: Settings
-                       ) -> Response:
+@router.post(
+    "/v1/audio/translations",
+    response_model=None,
+    summary="Translate to English (OpenAI-compatible)",
+    responses=AUDIO_RESPONSES,
+    openapi_extra={"requestBody": openai_form(TRANSLATION_FIELDS)},
+)
+async def translations(request: Request, owner: Owner, db: Db, config: Settings) -> Response:
     """OpenAI's `audio.translations.create`: speech in any language as English text."""
     return await recognize(request, owner, db, config, "translate")
 
 
-@router.get("/v1/models", response_model=None, summary="Models (OpenAI-compatible)",
-            responses={401: {"description": "bad API token", "model": ErrorBody},
-                       503: {"description": "busy, or the database away",
-                             "model": ErrorBody, "headers": RETRY_AFTER}})
+@router.get(
+    "/v1/models",
+    response_model=None,
+    summary="Models (OpenAI-compatible)",
+    responses={
+        401: {"description": "bad API token", "model": ErrorBody},
+        503: {
+            "description": "busy, or the database away",
+            "model": ErrorBody,
+            "headers": RETRY_AFTER,
+        },
+    },
+)
 async def models(owner: Owner, config: Settings) -> JSONResponse:
     """What the `model` field may name: `whisper-1` and the configured recognizer's own
     name, both recognized by the configured recognizer."""
-    return JSONResponse({"object": "list", "data": [
-        {"id": name, "object": "model", "created": 0, "owned_by": "transcriber"}
-        for name in dict.fromkeys([WHISPER_1, recognizer_name(config)])]})
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": [
+                {"id": name, "object": "model", "created": 0, "owned_by": "transcriber"}
+                for name in dict.fromkeys([WHISPER_1, recognizer_name(config)])
+            ],
+        }
+    )

@@ -12,8 +12,12 @@ from transcriber.http.errors import not_found
 from transcriber.records.cards import card_from_row
 
 # Where a card's transcript renderings live, by the `links` key.
-TRANSCRIPT_PATHS = {"text": "text", "srt": "transcript.srt", "vtt": "transcript.vtt",
-                    "json": "transcript.json"}
+TRANSCRIPT_PATHS = {
+    "text": "text",
+    "srt": "transcript.srt",
+    "vtt": "transcript.vtt",
+    "json": "transcript.json",
+}
 
 
 def parse_id(text: str) -> uuid.UUID | None:
@@ -32,8 +36,11 @@ def with_links(c: dict[str, Any]) -> dict[str, Any]:
     its reason and plain words, without the error text, which is the operator's."""
     base = card_path(c["id"])
     stopped = c["stopped"] and {k: v for k, v in c["stopped"].items() if k != "error"}
-    return {**c, "stopped": stopped,
-            "links": {k: f"{base}/{p}" for k, p in TRANSCRIPT_PATHS.items()}}
+    return {
+        **c,
+        "stopped": stopped,
+        "links": {k: f"{base}/{p}" for k, p in TRANSCRIPT_PATHS.items()},
+    }
 
 
 async def owned_card(db: Database, owner: int, recording_id: Any) -> dict[str, Any]:
@@ -50,7 +57,7 @@ async def owned(db: Database, owner: int, recording_id: str) -> uuid.UUID:
     return uuid.UUID((await owned_card(db, owner, recording_id))["id"])
 
 
-async def card_response(db: Database, owner: int, rid: uuid.UUID, status: int
-                        ) -> JSONResponse:
-    return JSONResponse(await owned_card(db, owner, rid), status_code=status,
-                        headers={"Location": card_path(rid)})
+async def card_response(db: Database, owner: int, rid: uuid.UUID, status: int) -> JSONResponse:
+    return JSONResponse(
+        await owned_card(db, owner, rid), status_code=status, headers={"Location": card_path(rid)}
+    )

@@ -61,8 +61,8 @@ DOWNLOADS = {"txt": "text", "srt": "srt", "vtt": "vtt", "json": "json"}
 SECURITY_HEADERS = {
     # Only this site's own files: no inline script or style, no framing.
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
-                               "img-src 'self' data:; media-src 'self'; "
-                               "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "img-src 'self' data:; media-src 'self'; "
+    "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
     "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-store",
@@ -84,9 +84,13 @@ def is_page_path(path: str) -> bool:
 
 # --- static files and templates --------------------------------------------------------
 
+
 def _load_static() -> dict[str, tuple[bytes, str, str]]:
-    types = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-             ".svg": "image/svg+xml"}
+    types = {
+        ".css": "text/css; charset=utf-8",
+        ".js": "text/javascript; charset=utf-8",
+        ".svg": "image/svg+xml",
+    }
     found = {}
     for path in sorted((HERE / "static").iterdir()):
         if path.suffix in types:
@@ -106,19 +110,29 @@ def static_url(name: str) -> str:
 
 templates = jinja2.Environment(
     loader=jinja2.FileSystemLoader(HERE / "templates"),
-    autoescape=jinja2.select_autoescape(["html"]), undefined=jinja2.StrictUndefined,
-    trim_blocks=True, lstrip_blocks=True)
-templates.globals.update(static_url=static_url, state_of=page_text.state_of,
-                         stop_words=page_text.stop_words, progress_words=page_text.progress_words,
-                         CORRECTION_MAX=CORRECTION_MAX, TITLE_MAX=TITLE_MAX,
-                         SUMMARY_MAX=SUMMARY_MAX)
-templates.filters.update(duration=page_text.duration, clock=page_text.clock,
-                         when=page_text.when, size=page_text.size)
+    autoescape=jinja2.select_autoescape(["html"]),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+templates.globals.update(
+    static_url=static_url,
+    state_of=page_text.state_of,
+    stop_words=page_text.stop_words,
+    progress_words=page_text.progress_words,
+    CORRECTION_MAX=CORRECTION_MAX,
+    TITLE_MAX=TITLE_MAX,
+    SUMMARY_MAX=SUMMARY_MAX,
+)
+templates.filters.update(
+    duration=page_text.duration, clock=page_text.clock, when=page_text.when, size=page_text.size
+)
 
 
 def html(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    return HTMLResponse(templates.get_template(name).render(**context), status_code=status,
-                        headers=SECURITY_HEADERS)
+    return HTMLResponse(
+        templates.get_template(name).render(**context), status_code=status, headers=SECURITY_HEADERS
+    )
 
 
 def not_found_page(session: Any) -> HTMLResponse:
@@ -139,24 +153,28 @@ async def static(name: str) -> Response:
     if name not in STATIC:
         raise ApiError(404, "no such file")
     body, media_type, _ = STATIC[name]
-    return Response(body, media_type=media_type,
-                    headers={"Cache-Control": "public, max-age=31536000, immutable",
-                             "X-Content-Type-Options": "nosniff"})
+    return Response(
+        body,
+        media_type=media_type,
+        headers={
+            "Cache-Control": "public, max-age=31536000, immutable",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
 
 
 # --- signing in and out ----------------------------------------------------------------
 
+
 def safe_next(target: str | None) -> str:
     """Where to go after signing in: a path of this site only, never another site."""
-    if not target or not target.startswith("/") or target.startswith("//") \
-            or "\\" in target:
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
         return "/"
     return target
 
 
 @router.get(SIGNIN_PATH)
-async def signin_page(next: Annotated[str | None, Query(max_length=2000)] = None
-                      ) -> HTMLResponse:
+async def signin_page(next: Annotated[str | None, Query(max_length=2000)] = None) -> HTMLResponse:
     return html("signin.html", next=safe_next(next), error=None)
 
 
@@ -178,8 +196,9 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
             return JSONResponse({"error": message}, status_code=401)
         return html("signin.html", 401, next=target, error=message)
     secret, csrf = made
-    response: Response = (JSONResponse({"csrf": csrf}) if script
-                          else RedirectResponse(target, status_code=303))
+    response: Response = (
+        JSONResponse({"csrf": csrf}) if script else RedirectResponse(target, status_code=303)
+    )
     set_cookie(response, request, secret, lifetime_s)
     return response
 
@@ -196,6 +215,7 @@ async def signout(request: Request, db: Db, session: Session) -> Response:
 
 # --- my recordings --------------------------------------------------------------------
 
+
 def search_query(text: str) -> str | None:
     """A tsquery (the 'simple' configuration) for what the owner typed: every word, each
     as a prefix, so a word being typed is found. Only word characters reach it, so no
@@ -206,28 +226,45 @@ def search_query(text: str) -> str | None:
 
 @router.get("/")
 async def recordings_page(
-        request: Request, db: Db, session: Session,
-        state: Annotated[str | None, Query(max_length=20)] = None,
-        q: Annotated[str | None, Query(max_length=200)] = None,
-        cursor: Annotated[str | None, Query(max_length=200)] = None,
-        fragment: Annotated[str | None, Query(max_length=20)] = None) -> HTMLResponse:
+    request: Request,
+    db: Db,
+    session: Session,
+    state: Annotated[str | None, Query(max_length=20)] = None,
+    q: Annotated[str | None, Query(max_length=200)] = None,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    fragment: Annotated[str | None, Query(max_length=20)] = None,
+) -> HTMLResponse:
     state = state if state in page_text.STATES else None
     after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
-    rows = await db.fetch("page_recordings", session.owner, after_at, after_id,
-                          PAGE_SIZE + 1, state, search_query(q or ""))
+    rows = await db.fetch(
+        "page_recordings",
+        session.owner,
+        after_at,
+        after_id,
+        PAGE_SIZE + 1,
+        state,
+        search_query(q or ""),
+    )
     cards = [card_from_row(r) for r in rows[:PAGE_SIZE]]
     last = rows[PAGE_SIZE - 1] if len(rows) > PAGE_SIZE else None
-    context = {"cards": cards, "csrf": session.csrf, "state": state or "", "q": q or "",
-               "cursor": cursor, "states": page_text.STATES,
-               "older": None if last is None else encode_cursor(last["created_at"], last["id"]),
-               "live": any(page_text.state_of(c) == "working" for c in cards),
-               "max_upload_bytes": request.app.state.max_upload_bytes}
+    context = {
+        "cards": cards,
+        "csrf": session.csrf,
+        "state": state or "",
+        "q": q or "",
+        "cursor": cursor,
+        "states": page_text.STATES,
+        "older": None if last is None else encode_cursor(last["created_at"], last["id"]),
+        "live": any(page_text.state_of(c) == "working" for c in cards),
+        "max_upload_bytes": request.app.state.max_upload_bytes,
+    }
     return html("_rows.html" if fragment == "rows" else "recordings.html", **context)
 
 
 @router.post("/upload")
-async def upload(request: Request, db: Db, config: Settings, session: ChangingSession
-                 ) -> JSONResponse:
+async def upload(
+    request: Request, db: Db, config: Settings, session: ChangingSession
+) -> JSONResponse:
     """One file of the upload form, sent by the page's script: `multipart/form-data`
     with `file`, `title`, `language`, like the API's upload. 201 with the card, or the
     reason it was refused in words (`{"error": ...}`)."""
@@ -241,28 +278,43 @@ async def upload(request: Request, db: Db, config: Settings, session: ChangingSe
 
 # --- one recording --------------------------------------------------------------------
 
-async def record_context(db: Database, owner: int, card: dict[str, Any], csrf: str
-                         ) -> dict[str, Any]:
+
+async def record_context(
+    db: Database, owner: int, card: dict[str, Any], csrf: str
+) -> dict[str, Any]:
     """What the record page shows of the owner's record `card`. Cancellation: plain
     reads."""
     segments: list[dict[str, Any]] = []
     if card["done"]:
         t = await db.fetchrow("owner_transcript", owner, card["id"])
         if t is not None:
-            _, segments = corrected(t["text"], t["segments"],
-                                    await corrections_of(db, owner, card["id"]))
+            _, segments = corrected(
+                t["text"], t["segments"], await corrections_of(db, owner, card["id"])
+            )
     # Numbered within the record, as `/events` numbers them; the operator's detail left out.
-    journal = [{**e, "detail": owner_detail(e["detail"])}
-               for e in await db.fetch("owner_journal", owner, card["id"], 0, JOURNAL_SHOWN)]
-    return {"card": card, "segments": segments, "journal": journal, "csrf": csrf,
-            "downloads": list(DOWNLOADS), "has_audio": card["duration_s"] is not None,
-            "errors": {}, "values": None}
+    journal = [
+        {**e, "detail": owner_detail(e["detail"])}
+        for e in await db.fetch("owner_journal", owner, card["id"], 0, JOURNAL_SHOWN)
+    ]
+    return {
+        "card": card,
+        "segments": segments,
+        "journal": journal,
+        "csrf": csrf,
+        "downloads": list(DOWNLOADS),
+        "has_audio": card["duration_s"] is not None,
+        "errors": {},
+        "values": None,
+    }
 
 
 @router.get("/recordings/{recording_id}")
-async def record_page(db: Db, session: Session, recording_id: str,
-                      fragment: Annotated[str | None, Query(max_length=20)] = None
-                      ) -> HTMLResponse:
+async def record_page(
+    db: Db,
+    session: Session,
+    recording_id: str,
+    fragment: Annotated[str | None, Query(max_length=20)] = None,
+) -> HTMLResponse:
     card = await mine(db, session.owner, recording_id)
     if card is None:
         return not_found_page(session)
@@ -271,8 +323,9 @@ async def record_page(db: Db, session: Session, recording_id: str,
 
 
 @router.api_route("/recordings/{recording_id}/audio", methods=["GET", "HEAD"])
-async def record_audio(request: Request, db: Db, config: Settings, owner: PageOwner,
-                       recording_id: str) -> Response:
+async def record_audio(
+    request: Request, db: Db, config: Settings, owner: PageOwner, recording_id: str
+) -> Response:
     rid = parse_id(recording_id)
     audio = None if rid is None else await open_audio(db, config, owner, rid)
     if audio is None:
@@ -281,12 +334,12 @@ async def record_audio(request: Request, db: Db, config: Settings, owner: PageOw
 
 
 @router.get("/recordings/{recording_id}/transcript.{ext}")
-async def download(db: Db, owner: PageOwner, recording_id: str, ext: str,
-                   machine: Annotated[bool, Query()] = False) -> Response:
+async def download(
+    db: Db, owner: PageOwner, recording_id: str, ext: str, machine: Annotated[bool, Query()] = False
+) -> Response:
     if ext not in DOWNLOADS:
         raise ApiError(404, "no such recording")
-    response = await transcript_response(db, owner, recording_id, DOWNLOADS[ext],
-                                         machine=machine)
+    response = await transcript_response(db, owner, recording_id, DOWNLOADS[ext], machine=machine)
     if response.status_code == 200:
         rid = parse_id(recording_id)
         name = f"{rid}{'.machine' if machine else ''}.{ext}"
@@ -294,8 +347,7 @@ async def download(db: Db, owner: PageOwner, recording_id: str, ext: str,
     return response
 
 
-def field_errors(title: str, summary: str, topics_text: str
-                 ) -> tuple[dict[str, str], list[str]]:
+def field_errors(title: str, summary: str, topics_text: str) -> tuple[dict[str, str], list[str]]:
     errors: dict[str, str] = {}
     for name, value, limit in (("title", title, TITLE_MAX), ("summary", summary, SUMMARY_MAX)):
         try:
@@ -327,16 +379,27 @@ async def edit(request: Request, db: Db, session: Session, recording_id: str) ->
     if errors:
         context = await record_context(db, session.owner, card, session.csrf)
         return html("record.html", 422, **{**context, "errors": errors, "values": values})
-    await db.fetchval("edit_owner_fields", session.owner, card["id"], values["title"],
-                      values["summary"], topics,
-                      {"by": "owner", "owner_id": session.owner, "via": "page",
-                       "fields": ["summary", "title", "topics"]})
+    await db.fetchval(
+        "edit_owner_fields",
+        session.owner,
+        card["id"],
+        values["title"],
+        values["summary"],
+        topics,
+        {
+            "by": "owner",
+            "owner_id": session.owner,
+            "via": "page",
+            "fields": ["summary", "title", "topics"],
+        },
+    )
     return RedirectResponse(f"/recordings/{card['id']}", status_code=303)
 
 
 @router.post("/recordings/{recording_id}/segments/{index}")
-async def correct(request: Request, db: Db, session: ChangingSession, recording_id: str,
-                  index: int) -> JSONResponse:
+async def correct(
+    request: Request, db: Db, session: ChangingSession, recording_id: str, index: int
+) -> JSONResponse:
     """The owner's text for segment `index`, from the record page's script (form field
     `text`, or `restore` to go back to the machine's): JSON with the text now shown, or
     `{"error": ...}` (422) saying why the text was refused."""
@@ -352,9 +415,11 @@ async def correct(request: Request, db: Db, session: ChangingSession, recording_
     except BadCorrection as e:
         return JSONResponse({"error": str(e)}, status_code=422)
     if text in ("", machine_text.strip()):
-        await db.fetchval("correction_clear", session.owner, rid, index,
-                          {**detail, "restored": True})
-        return JSONResponse({"text": machine_text, "machine_text": machine_text,
-                             "corrected": False})
+        await db.fetchval(
+            "correction_clear", session.owner, rid, index, {**detail, "restored": True}
+        )
+        return JSONResponse(
+            {"text": machine_text, "machine_text": machine_text, "corrected": False}
+        )
     await db.fetchval("correction_set", session.owner, rid, index, text, detail)
     return JSONResponse({"text": text, "machine_text": machine_text, "corrected": True})

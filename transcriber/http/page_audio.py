@@ -28,8 +28,7 @@ class Audio:
     """`read(start, end)`: bytes start..end (inclusive), in chunks."""
 
 
-async def open_audio(db: Database, config: Config, owner: int, recording_id: Any
-                     ) -> Audio | None:
+async def open_audio(db: Database, config: Config, owner: int, recording_id: Any) -> Audio | None:
     """The owner's record's normalized audio (16 kHz mono WAV), or None while there is
     none (or the record is not theirs).
 
@@ -75,15 +74,20 @@ def audio_response(request: Request, audio: Audio) -> Response:
     headers = {"Accept-Ranges": "bytes", "Cache-Control": "private, max-age=3600"}
     wanted = byte_range(request.headers.get("range"), audio.size)
     if wanted == "unsatisfiable":
-        return Response(status_code=416,
-                        headers={**headers, "Content-Range": f"bytes */{audio.size}"})
+        return Response(
+            status_code=416, headers={**headers, "Content-Range": f"bytes */{audio.size}"}
+        )
     start, end = (0, audio.size - 1) if wanted is None else wanted
     headers["Content-Length"] = str(end - start + 1)
     if wanted is not None:
         headers["Content-Range"] = f"bytes {start}-{end}/{audio.size}"
     body = audio.read(start, end) if request.method != "HEAD" else _nothing()
-    return StreamingResponse(body, status_code=200 if wanted is None else 206,
-                             media_type=audio.media_type, headers=headers)
+    return StreamingResponse(
+        body,
+        status_code=200 if wanted is None else 206,
+        media_type=audio.media_type,
+        headers=headers,
+    )
 
 
 async def _nothing() -> AsyncIterator[bytes]:

@@ -73,13 +73,21 @@ async def sign_in(db: Database, token: str, lifetime_s: float) -> tuple[str, str
 
 
 def set_cookie(response: Response, request: Request, secret: str, lifetime_s: float) -> None:
-    response.set_cookie(COOKIE, secret, max_age=int(lifetime_s), path="/", httponly=True,
-                        samesite="strict", secure=is_https(request))
+    response.set_cookie(
+        COOKIE,
+        secret,
+        max_age=int(lifetime_s),
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=is_https(request),
+    )
 
 
 def clear_cookie(response: Response, request: Request) -> None:
-    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict",
-                           secure=is_https(request))
+    response.delete_cookie(
+        COOKIE, path="/", httponly=True, samesite="strict", secure=is_https(request)
+    )
 
 
 async def session_of(db: Database, request: Request) -> PageSession | None:
@@ -102,8 +110,11 @@ def wants_html(request: Request) -> bool:
     """A page the browser navigates to (answered with a redirect to sign in), not a
     request of the page's script (answered 401, which the script handles in place, so
     nothing typed is lost)."""
-    return (request.method == "GET" and "text/html" in request.headers.get("accept", "")
-            and not request.headers.get(CSRF_HEADER))
+    return (
+        request.method == "GET"
+        and "text/html" in request.headers.get("accept", "")
+        and not request.headers.get(CSRF_HEADER)
+    )
 
 
 def sign_in_first(request: Request) -> ApiError:

@@ -41,9 +41,12 @@ class UploadSlots:
     def take(self, owner: int) -> Iterator[None]:
         """One slot of `owner` for the block; 429 when they are all taken."""
         if self.taken.get(owner, 0) >= self.per_owner:
-            raise ApiError(429, f"{self.per_owner} uploads of yours are in progress "
-                                "already; retry when one has ended",
-                           {"Retry-After": str(BUSY_RETRY_AFTER_S)})
+            raise ApiError(
+                429,
+                f"{self.per_owner} uploads of yours are in progress "
+                "already; retry when one has ended",
+                {"Retry-After": str(BUSY_RETRY_AFTER_S)},
+            )
         self.taken[owner] = self.taken.get(owner, 0) + 1
         try:
             yield
@@ -74,8 +77,11 @@ async def upload_room(db: Database, config: Config, owner: int, max_upload: int)
     Cancellation: a plain query and a stat; nothing to undo.
     """
     stored = await db.fetchval("owner_stored_bytes", owner)
-    quota = ApiError(507, f"your recordings take {stored} bytes of your quota of "
-                          f"{config.owner_max_bytes}; this upload does not fit")
+    quota = ApiError(
+        507,
+        f"your recordings take {stored} bytes of your quota of "
+        f"{config.owner_max_bytes}; this upload does not fit",
+    )
     disk = ApiError(507, DISK_FULL, {"Retry-After": str(DISK_RETRY_AFTER_S)})
     bounds = [(config.owner_max_bytes - stored, quota)]
     folder = blobs_of(config).upload_folder

@@ -35,32 +35,50 @@ from transcriber.storage.configured import blobs_of
 
 ACCEPT_TIMEOUT_S = 30.0
 
-TASK_SCHEMA = {"type": "string", "enum": list(TASKS),
-               "description": "transcribe (text in the speech's language, the default) "
-                              "or translate (English text)"}
-PROMPT_SCHEMA = {"type": "string", "maxLength": PROMPT_MAX,
-                 "description": "text the recognizer takes as coming before the audio: "
-                                "names, spelling, style"}
+TASK_SCHEMA = {
+    "type": "string",
+    "enum": list(TASKS),
+    "description": "transcribe (text in the speech's language, the default) "
+    "or translate (English text)",
+}
+PROMPT_SCHEMA = {
+    "type": "string",
+    "maxLength": PROMPT_MAX,
+    "description": "text the recognizer takes as coming before the audio: names, spelling, style",
+}
 
 UPLOAD_BODY = {
     "required": True,
     "content": {
-        "multipart/form-data": {"schema": {
-            "type": "object", "required": ["file"],
-            "properties": {
-                "file": {"type": "string", "format": "binary"},
-                "title": {"type": "string", "maxLength": TITLE_MAX},
-                "language": {"type": "string", "pattern": "^[A-Za-z]{2,3}$",
-                             "description": "a language hint such as en or ru"},
-                "task": TASK_SCHEMA, "prompt": PROMPT_SCHEMA,
-            }}},
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "file": {"type": "string", "format": "binary"},
+                    "title": {"type": "string", "maxLength": TITLE_MAX},
+                    "language": {
+                        "type": "string",
+                        "pattern": "^[A-Za-z]{2,3}$",
+                        "description": "a language hint such as en or ru",
+                    },
+                    "task": TASK_SCHEMA,
+                    "prompt": PROMPT_SCHEMA,
+                },
+            }
+        },
         "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
         "audio/*": {"schema": {"type": "string", "format": "binary"}},
     },
 }
 
-LOCATION = {"Location": {"description": "the card's address", "required": True,
-                         "schema": {"type": "string"}}}
+LOCATION = {
+    "Location": {
+        "description": "the card's address",
+        "required": True,
+        "schema": {"type": "string"},
+    }
+}
 
 router = APIRouter()
 
@@ -126,51 +144,83 @@ def same_request(first: Any, fingerprint: bytes) -> bool:
 
 
 def key_reused(key: str) -> ApiError:
-    return ApiError(422, f"the Idempotency-Key {key!r} was used before with a different "
-                         "request (title, language, task, prompt, filename or content); "
-                         "send a new recording with a new key")
+    return ApiError(
+        422,
+        f"the Idempotency-Key {key!r} was used before with a different "
+        "request (title, language, task, prompt, filename or content); "
+        "send a new recording with a new key",
+    )
 
 
 # --- intake ---
 
-@router.post("/v1/recordings", status_code=201, summary="Upload a recording",
-             response_model=None, openapi_extra={"requestBody": UPLOAD_BODY},
-             responses={201: {"model": Card, "description": "accepted", "headers": LOCATION},
-                        200: {"model": Card, "headers": LOCATION,
-                              "description": "this Idempotency-Key was used before: "
-                                             "the first recording"},
-                        **documented_errors(400, 408, 413, 415, 429, 503, 507)})
+
+@router.post(
+    "/v1/recordings",
+    status_code=201,
+    summary="Upload a recording",
+    response_model=None,
+    openapi_extra={"requestBody": UPLOAD_BODY},
+    responses={
+        201: {"model": Card, "description": "accepted", "headers": LOCATION},
+        200: {
+            "model": Card,
+            "headers": LOCATION,
+            "description": "this Idempotency-Key was used before: the first recording",
+        },
+        **documented_errors(400, 408, 413, 415, 429, 503, 507),
+    },
+)
 async def upload(
-        request: Request, owner: Owner, db: Db, config: Settings,
-        title: Annotated[str | None, Query(max_length=TITLE_MAX,
-                                           description="for a raw body")] = None,
-        language: Annotated[str | None, Query(pattern="^[A-Za-z]{2,3}$",
-                                              description="for a raw body")] = None,
-        filename: Annotated[str | None, Query(max_length=1000,
-                                              description="for a raw body")] = None,
-        task: Annotated[Literal["transcribe", "translate"] | None, Query(
-            description="for a raw body: transcribe (the default) or translate")] = None,
-        prompt: Annotated[str | None, Query(max_length=PROMPT_MAX,
-                                            description="for a raw body")] = None,
-        idempotency_key: Annotated[str | None, Header(
-            min_length=1, max_length=200,
+    request: Request,
+    owner: Owner,
+    db: Db,
+    config: Settings,
+    title: Annotated[str | None, Query(max_length=TITLE_MAX, description="for a raw body")] = None,
+    language: Annotated[
+        str | None, Query(pattern="^[A-Za-z]{2,3}$", description="for a raw body")
+    ] = None,
+    filename: Annotated[str | None, Query(max_length=1000, description="for a raw body")] = None,
+    task: Annotated[
+        Literal["transcribe", "translate"] | None,
+        Query(description="for a raw body: transcribe (the default) or translate"),
+    ] = None,
+    prompt: Annotated[
+        str | None, Query(max_length=PROMPT_MAX, description="for a raw body")
+    ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            min_length=1,
+            max_length=200,
             description="retrying with the same key returns the first recording; the "
-                        "same key with another request is 422")] = None,
+            "same key with another request is 422",
+        ),
+    ] = None,
 ) -> JSONResponse:
     """A multipart form (`file`, `title`, `language`, `task`, `prompt`) or the audio
     itself as the body. The recording is stored (on disk, or whole in the object
     store) and its record committed before the answer; 503 with Retry-After when
     the store is unavailable."""
-    rid, status = await store_upload(request, db, config, owner, idempotency_key,
-                                     title, language, filename, task, prompt)
+    rid, status = await store_upload(
+        request, db, config, owner, idempotency_key, title, language, filename, task, prompt
+    )
     return await card_response(db, owner, rid, status)
 
 
-async def store_upload(request: Request, db: Database, config: Config, owner: int,
-                       key: str | None, title: str | None = None,
-                       language: str | None = None, filename: str | None = None,
-                       task: str | None = None, prompt: str | None = None,
-                       via: str = "api") -> tuple[uuid.UUID, int]:
+async def store_upload(
+    request: Request,
+    db: Database,
+    config: Config,
+    owner: int,
+    key: str | None,
+    title: str | None = None,
+    language: str | None = None,
+    filename: str | None = None,
+    task: str | None = None,
+    prompt: str | None = None,
+    via: str = "api",
+) -> tuple[uuid.UUID, int]:
     """Receive the request's body as `owner`'s upload, within their bounds (uploads at
     once 429, stored bytes and the disk's room 507), and commit its record: (id, 201),
     or (the first id, 200) when `key` was used before by the same request (422 by
@@ -191,43 +241,88 @@ async def store_upload(request: Request, db: Database, config: Config, owner: in
                     if first is not None:
                         # A retry: its body is only compared with the first request's.
                         hashed = Hashed(None)
-                        up = await receive_into(request, body, hashed, max_upload,
-                                                title, language, filename, task, prompt)
+                        up = await receive_into(
+                            request,
+                            body,
+                            hashed,
+                            max_upload,
+                            title,
+                            language,
+                            filename,
+                            task,
+                            prompt,
+                        )
                         if not same_request(first, hashed.fingerprint(up)):
                             raise key_reused(str(key))
                         rid, status = first["id"], 200
                     else:
                         async with blobs_of(config).incoming() as into:
                             hashed = Hashed(into)
-                            up = await receive_into(request, body, hashed, room.limit,
-                                                    title, language, filename, task,
-                                                    prompt)
-                            rid, status = await accept(db, owner, up, key,
-                                                       hashed.fingerprint(up), into, via=via)
+                            up = await receive_into(
+                                request,
+                                body,
+                                hashed,
+                                room.limit,
+                                title,
+                                language,
+                                filename,
+                                task,
+                                prompt,
+                            )
+                            rid, status = await accept(
+                                db, owner, up, key, hashed.fingerprint(up), into, via=via
+                            )
         except ClientDisconnect:
             event(logging.INFO, "upload_interrupted", owner=owner, via=via)
             raise ApiError(400, "the upload was interrupted") from None
-    event(logging.INFO, "upload_accepted" if status == 201 else "upload_replayed",
-          id=rid, owner=owner, size=up.size, via=via)
+    event(
+        logging.INFO,
+        "upload_accepted" if status == 201 else "upload_replayed",
+        id=rid,
+        owner=owner,
+        size=up.size,
+        via=via,
+    )
     return rid, status
 
 
-async def receive_into(request: Request, body: Any, into: Hashed, limit: int,
-                       title: str | None, language: str | None, filename: str | None,
-                       task: str | None, prompt: str | None) -> Upload:
+async def receive_into(
+    request: Request,
+    body: Any,
+    into: Hashed,
+    limit: int,
+    title: str | None,
+    language: str | None,
+    filename: str | None,
+    task: str | None,
+    prompt: str | None,
+) -> Upload:
     # `Hashed` writes as `Incoming` does, which is all `receive` asks of its target.
     return await receive(
-        body, content_type=request.headers.get("content-type", ""),
+        body,
+        content_type=request.headers.get("content-type", ""),
         content_length=request.headers.get("content-length"),
         disposition=request.headers.get("content-disposition"),
         into=into,  # type: ignore[arg-type]
-        limit=limit, title=title, language=language, filename=filename,
-        task=task, prompt=prompt)
+        limit=limit,
+        title=title,
+        language=language,
+        filename=filename,
+        task=task,
+        prompt=prompt,
+    )
 
 
-async def accept(db: Database, owner: int, up: Upload, key: str | None,
-                 fingerprint: bytes | None, into: Incoming, *, via: str
-                 ) -> tuple[uuid.UUID, int]:
+async def accept(
+    db: Database,
+    owner: int,
+    up: Upload,
+    key: str | None,
+    fingerprint: bytes | None,
+    into: Incoming,
+    *,
+    via: str,
+) -> tuple[uuid.UUID, int]:
     """Commit the record of a received upload; (id, 201), or (the first id, 200)
     when `key` was used meanwhile by the same request (422 by another). `via` names the
     route in the journal's `accepted`.
@@ -239,10 +334,19 @@ async def accept(db: Database, owner: int, up: Upload, key: str | None,
     with trio.CancelScope(shield=True) as scope:
         scope.deadline = trio.current_time() + ACCEPT_TIMEOUT_S
         try:
-            rid = await db.fetchval("accept_upload", owner, up.filename, up.size,
-                                    up.ref, up.language, up.title, key,
-                                    up.options.to_json(),
-                                    fingerprint if key is not None else None, via)
+            rid = await db.fetchval(
+                "accept_upload",
+                owner,
+                up.filename,
+                up.size,
+                up.ref,
+                up.language,
+                up.title,
+                key,
+                up.options.to_json(),
+                fingerprint if key is not None else None,
+                via,
+            )
         except asyncpg.PostgresError:
             raise  # refused by the database: surely no record; the file goes
         except BaseException:
@@ -263,33 +367,58 @@ async def accept(db: Database, owner: int, up: Upload, key: str | None,
 
 # --- the archive ---
 
-@router.get("/v1/recordings", summary="My recordings, newest first", response_model=None,
-            responses={200: {"model": CardPage}, **documented_errors(400)})
+
+@router.get(
+    "/v1/recordings",
+    summary="My recordings, newest first",
+    response_model=None,
+    responses={200: {"model": CardPage}, **documented_errors(400)},
+)
 async def list_recordings(
-        owner: Owner, db: Db, limit: Annotated[int, Query(ge=1, le=100)] = 20,
-        cursor: Annotated[str | None, Query(max_length=200)] = None) -> JSONResponse:
+    owner: Owner,
+    db: Db,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> JSONResponse:
     after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
     rows = await db.fetch("recordings_of_owner", owner, after_at, after_id, limit + 1)
     items = [with_links(card_from_row(r)) for r in rows[:limit]]
     last = rows[limit - 1] if len(rows) > limit else None
-    return JSONResponse({"items": items, "next_cursor": None if last is None
-                         else encode_cursor(last["created_at"], last["id"])})
+    return JSONResponse(
+        {
+            "items": items,
+            "next_cursor": None if last is None else encode_cursor(last["created_at"], last["id"]),
+        }
+    )
 
 
-@router.get("/v1/recordings/{recording_id}", summary="The record card", response_model=None,
-            responses={200: {"model": Card}, **documented_errors(404)})
+@router.get(
+    "/v1/recordings/{recording_id}",
+    summary="The record card",
+    response_model=None,
+    responses={200: {"model": Card}, **documented_errors(404)},
+)
 async def get_card(owner: Owner, db: Db, recording_id: str) -> JSONResponse:
     return JSONResponse(await owned_card(db, owner, recording_id))
 
 
-@router.patch("/v1/recordings/{recording_id}", summary="Edit title, summary, topics",
-              response_model=None,
-              responses={200: {"model": Card},
-                         **documented_errors(400, 404, 408, 413)})
+@router.patch(
+    "/v1/recordings/{recording_id}",
+    summary="Edit title, summary, topics",
+    response_model=None,
+    responses={200: {"model": Card}, **documented_errors(400, 404, 408, 413)},
+)
 async def edit(owner: Owner, db: Db, recording_id: str, body: Edit) -> JSONResponse:
     rid = await owned(db, owner, recording_id)
     changed = sorted(body.model_fields_set)
     if changed:
-        await db.fetchval("edit_owner_fields", owner, rid, body.title, body.summary,
-                          body.topics, {"by": "owner", "owner_id": owner, "fields": changed})
+        await db.fetchval(
+            "edit_owner_fields",
+            owner,
+            rid,
+            body.title,
+            body.summary,
+            body.topics,
+            {"by": "owner", "owner_id": owner, "fields": changed},
+        )
     return JSONResponse(await owned_card(db, owner, rid))

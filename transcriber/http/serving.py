@@ -30,15 +30,26 @@ async def _send_json_error(self: H11Protocol, status_code: int) -> None:
     trio refuses that with an error that ends the whole server.)"""
     if self.stream is not None:
         return
-    body = json.dumps({"error": f"{http.HTTPStatus(status_code).phrase.lower()}: "
-                                "the request could not be parsed"}).encode()
+    body = json.dumps(
+        {"error": f"{http.HTTPStatus(status_code).phrase.lower()}: the request could not be parsed"}
+    ).encode()
     try:
-        data = b"".join(self.connection.send(event) or b"" for event in (
-            h11.Response(status_code=status_code, headers=[
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()), (b"connection", b"close"),
-                *self.config.response_headers("h11")]),
-            h11.Data(data=body), h11.EndOfMessage()))
+        data = b"".join(
+            self.connection.send(event) or b""
+            for event in (
+                h11.Response(
+                    status_code=status_code,
+                    headers=[
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"connection", b"close"),
+                        *self.config.response_headers("h11"),
+                    ],
+                ),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            )
+        )
     except h11.LocalProtocolError:
         return  # h11 cannot answer in this state; the connection closes unanswered
     await self.send(RawData(data=data))
@@ -48,8 +59,9 @@ async def _send_json_error(self: H11Protocol, status_code: int) -> None:
 H11Protocol._send_error_response = _send_json_error  # type: ignore[method-assign]
 
 
-def server_config(host: str = "127.0.0.1", port: int = 8080, *,
-                  head_timeout_s: float = 5.0) -> hypercorn.config.Config:
+def server_config(
+    host: str = "127.0.0.1", port: int = 8080, *, head_timeout_s: float = 5.0
+) -> hypercorn.config.Config:
     """Hypercorn's settings for the service: the service log's logger, no access log,
     a connection closed when it has no whole request head for `head_timeout_s` (so a
     connection that dribbles its head, or idles between requests, is not kept)."""
@@ -63,24 +75,27 @@ def server_config(host: str = "127.0.0.1", port: int = 8080, *,
     return config
 
 
-async def serve_app(app: FastAPI, host: str = "127.0.0.1", port: int = 0, *,
-                    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+async def serve_app(
+    app: FastAPI,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
     """Serve `app` on `host:port` (0: any free port) until cancelled; for
     `await nursery.start(serve_app, app, host, port)`, which returns the base URL.
 
     Must run inside `trio_asyncio.open_loop()`. Cancellation stops the server at once:
     requests in flight are cancelled like at a crash (an upload removes its file).
     """
-    settings = server_config(host, port,
-                             head_timeout_s=app.state.config.http_head_timeout_s)
+    settings = server_config(host, port, head_timeout_s=app.state.config.http_head_timeout_s)
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(functools.partial(hypercorn.trio.serve, app, settings))
         task_status.started(binds[0])
 
 
 @contextlib.asynccontextmanager
-async def serving(app: FastAPI, host: str = "127.0.0.1", port: int = 0
-                  ) -> AsyncIterator[str]:
+async def serving(app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
     """`serve_app` for the length of a block, which gets the base URL; leaving the
     block stops the server as a cancellation does."""
     async with trio.open_nursery() as nursery:

@@ -50,8 +50,9 @@ class Card(BaseModel):
 
 class CardPage(BaseModel):
     items: list[Card]
-    next_cursor: str | None = Field(description="pass as `cursor` for the next page; "
-                                                "null on the last page")
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page; null on the last page"
+    )
 
 
 class Event(BaseModel):
@@ -65,8 +66,9 @@ class Event(BaseModel):
 
 class EventPage(BaseModel):
     events: list[Event]
-    next_after: int | None = Field(description="pass as `after` for the next page; "
-                                               "null when there is no more")
+    next_after: int | None = Field(
+        description="pass as `after` for the next page; null when there is no more"
+    )
 
 
 class Segment(BaseModel):

@@ -38,7 +38,11 @@ class RenderedJsonResponse(Response):
 
 
 RESPONSE_CLASSES: dict[str, type[Response]] = {
-    "text": TextResponse, "srt": SrtResponse, "vtt": VttResponse, "json": RenderedJsonResponse}
+    "text": TextResponse,
+    "srt": SrtResponse,
+    "vtt": VttResponse,
+    "json": RenderedJsonResponse,
+}
 
 router = APIRouter()
 
@@ -48,12 +52,12 @@ MACHINE = Query(description="true: the recognizer's text, without the owner's co
 async def corrections_of(db: Database, owner: int, rid: Any) -> dict[int, str]:
     """The owner's text of their record `rid` by segment index. Cancellation: a plain
     read."""
-    return {r["segment"]: r["text"]
-            for r in await db.fetch("owner_corrections", owner, rid)}
+    return {r["segment"]: r["text"] for r in await db.fetch("owner_corrections", owner, rid)}
 
 
-async def transcript_response(db: Database, owner: int, recording_id: str | uuid.UUID,
-                              kind: str, *, machine: bool = False) -> Response:
+async def transcript_response(
+    db: Database, owner: int, recording_id: str | uuid.UUID, kind: str, *, machine: bool = False
+) -> Response:
     """The owner's record's transcript as `kind` (a key of TRANSCRIPT_PATHS), corrected
     unless `machine`; 409 with the card until it is transcribed; 404 if the record is
     not the owner's. Cancellation: plain reads."""
@@ -63,11 +67,17 @@ async def transcript_response(db: Database, owner: int, recording_id: str | uuid
     t = await db.fetchrow("owner_transcript", owner, c["id"])
     text, segments = ("", []) if t is None else (t["text"], t["segments"])
     if not machine:
-        text, segments = corrected(text, segments,
-                                   await corrections_of(db, owner, c["id"]))
-    extra = {} if kind != "json" else {
-        "id": c["id"], "language": t["language"] if t else c["language"],
-        "model": t["model"] if t else None, "duration_s": c["duration_s"]}
+        text, segments = corrected(text, segments, await corrections_of(db, owner, c["id"]))
+    extra = (
+        {}
+        if kind != "json"
+        else {
+            "id": c["id"],
+            "language": t["language"] if t else c["language"],
+            "model": t["model"] if t else None,
+            "duration_s": c["duration_s"],
+        }
+    )
     return RESPONSE_CLASSES[kind](render(FORMAT_OF[kind], text, segments, **extra))
 
 
@@ -78,17 +88,24 @@ def transcript_route(kind: str) -> None:
     if kind == "json":
         ok["model"] = Transcript
 
-    async def get_transcript(owner: Owner, db: Db, recording_id: str,
-                             machine: Annotated[bool, MACHINE] = False) -> Response:
+    async def get_transcript(
+        owner: Owner, db: Db, recording_id: str, machine: Annotated[bool, MACHINE] = False
+    ) -> Response:
         return await transcript_response(db, owner, recording_id, kind, machine=machine)
 
-    router.get(path, summary=f"The transcript ({FORMAT_OF[kind]})", response_model=None,
-               name=f"transcript_{kind}",
-               # For the schema: JSON is documented by its model, the rest as text.
-               response_class=JSONResponse if kind == "json" else response_class,
-               responses={200: ok,
-                          409: {"model": Card, "description": "not transcribed (yet): the card"},
-                          **documented_errors(404)})(get_transcript)
+    router.get(
+        path,
+        summary=f"The transcript ({FORMAT_OF[kind]})",
+        response_model=None,
+        name=f"transcript_{kind}",
+        # For the schema: JSON is documented by its model, the rest as text.
+        response_class=JSONResponse if kind == "json" else response_class,
+        responses={
+            200: ok,
+            409: {"model": Card, "description": "not transcribed (yet): the card"},
+            **documented_errors(404),
+        },
+    )(get_transcript)
 
 
 for _kind in TRANSCRIPT_PATHS:

@@ -53,6 +53,7 @@ class Upload:
 
 # --- values the client sends --------------------------------------------------------
 
+
 def check_text(value: str, what: str, max_chars: int) -> str:
     """`value` if PostgreSQL can store it as text and it is not too long; else ValueError
     with a message for the client."""
@@ -124,6 +125,7 @@ def disposition_filename(header: str | None) -> str | None:
 
 # --- reading the request body -----------------------------------------------------------
 
+
 async def receive_raw(chunks: AsyncIterable[bytes], into: Incoming, limit: int) -> None:
     """The body itself is the audio. Refuses with 413 as soon as it passes `limit`."""
     async for chunk in chunks:
@@ -145,12 +147,21 @@ class _Form:
         values are in `lists`, the others in `fields`."""
         self.text_fields = text_fields
         self.lists: dict[str, list[str]] = {}
-        self.parser = MultipartParser(boundary, callbacks={
-            "on_part_begin": self._part_begin, "on_header_field": self._header_field,
-            "on_header_value": self._header_value, "on_header_end": self._header_end,
-            "on_headers_finished": self._headers_finished, "on_part_data": self._part_data,
-            "on_part_end": self._part_end, "on_end": self._end,
-        }, max_header_count=16, max_header_size=8192)
+        self.parser = MultipartParser(
+            boundary,
+            callbacks={
+                "on_part_begin": self._part_begin,
+                "on_header_field": self._header_field,
+                "on_header_value": self._header_value,
+                "on_header_end": self._header_end,
+                "on_headers_finished": self._headers_finished,
+                "on_part_data": self._part_data,
+                "on_part_end": self._part_end,
+                "on_end": self._end,
+            },
+            max_header_count=16,
+            max_header_size=8192,
+        )
         self.fields: dict[str, str] = {}
         self.filename: str | None = None
         self.has_file = False
@@ -203,8 +214,11 @@ class _Form:
                 raise UploadRefused(422, f"form field {self._name!r} given twice")
         else:
             names = ["file", *sorted(self.text_fields)]
-            raise UploadRefused(422, f"unexpected form field {self._name!r}; "
-                                     f"send {', '.join(names[:-1])} and {names[-1]}")
+            raise UploadRefused(
+                422,
+                f"unexpected form field {self._name!r}; "
+                f"send {', '.join(names[:-1])} and {names[-1]}",
+            )
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
         if self._in_file:
@@ -212,8 +226,9 @@ class _Form:
             return
         self._text += data[start:end]
         if len(self._text) > TEXT_FIELD_MAX:
-            raise UploadRefused(422, f"form field {self._name!r} is longer than "
-                                     f"{TEXT_FIELD_MAX} bytes")
+            raise UploadRefused(
+                422, f"form field {self._name!r} is longer than {TEXT_FIELD_MAX} bytes"
+            )
 
     def _part_end(self) -> None:
         if self._in_file or self._name is None:
@@ -239,8 +254,13 @@ def _decode_header(raw: bytes) -> str:
         return raw.decode("latin-1")
 
 
-async def receive_form(chunks: AsyncIterable[bytes], content_type: str, into: Incoming,
-                       limit: int, text_fields: frozenset[str] = _Form.TEXT_FIELDS) -> _Form:
+async def receive_form(
+    chunks: AsyncIterable[bytes],
+    content_type: str,
+    into: Incoming,
+    limit: int,
+    text_fields: frozenset[str] = _Form.TEXT_FIELDS,
+) -> _Form:
     """A multipart/form-data body with one `file` part and optional text fields of
     these names (by default those of `POST /v1/recordings`). Refuses with 413 as soon
     as the file passes `limit`."""
@@ -274,11 +294,20 @@ def is_audio(content_type: str) -> bool:
     return kind.startswith(b"audio/") or kind == b"application/octet-stream"
 
 
-async def receive(chunks: AsyncIterable[bytes], *, content_type: str,
-                  content_length: str | None, disposition: str | None, into: Incoming,
-                  limit: int, title: str | None, language: str | None,
-                  filename: str | None, task: str | None = None,
-                  prompt: str | None = None) -> Upload:
+async def receive(
+    chunks: AsyncIterable[bytes],
+    *,
+    content_type: str,
+    content_length: str | None,
+    disposition: str | None,
+    into: Incoming,
+    limit: int,
+    title: str | None,
+    language: str | None,
+    filename: str | None,
+    task: str | None = None,
+    prompt: str | None = None,
+) -> Upload:
     """Read a whole upload — a form or a raw audio body — into `into` and fsync it.
 
     `title`, `language`, `filename`, `task` and `prompt` come from the query; a form's
@@ -302,14 +331,21 @@ async def receive(chunks: AsyncIterable[bytes], *, content_type: str,
         await receive_raw(chunks, into, limit)
         filename = filename if filename is not None else disposition_filename(disposition)
     else:
-        raise UploadRefused(415, "send multipart/form-data with a 'file' field, or the audio "
-                                 "itself as audio/* or application/octet-stream")
+        raise UploadRefused(
+            415,
+            "send multipart/form-data with a 'file' field, or the audio "
+            "itself as audio/* or application/octet-stream",
+        )
     if into.size == 0:
         raise UploadRefused(400, "the upload is empty")
-    upload = Upload(into.ref, into.size, clean_filename(filename),
-                    _refuse_invalid(clean_title, title),
-                    _refuse_invalid(clean_language, language),
-                    recognition_options(task, prompt))
+    upload = Upload(
+        into.ref,
+        into.size,
+        clean_filename(filename),
+        _refuse_invalid(clean_title, title),
+        _refuse_invalid(clean_language, language),
+        recognition_options(task, prompt),
+    )
     await into.finish()
     return upload
 

@@ -81,8 +81,7 @@ class Waiting:
                 async with db.listen(JOURNAL_CHANNEL) as listener:
                     self._news()  # anything may have happened while not listening
                     async with trio.open_nursery() as nursery:
-                        nursery.start_soon(_cancel_after, listener.lost.wait,
-                                           nursery.cancel_scope)
+                        nursery.start_soon(_cancel_after, listener.lost.wait, nursery.cancel_scope)
                         async for _ in listener.payloads:
                             self._news()
             except Exception as e:  # noqa: BLE001 - wake-ups are hints, the poll covers

@@ -24,8 +24,9 @@ from transcriber.storage.blobs import Blobs, audio_name
 from transcriber.storage.configured import blobs_of
 
 
-def audio_steps(config: Config, recognizer: ProcessRecognizer | None = None, *,
-                warm: int = 0) -> StepTable:
+def audio_steps(
+    config: Config, recognizer: ProcessRecognizer | None = None, *, warm: int = 0
+) -> StepTable:
     """Recognition by the remote server when TRANSCRIBER_RECOGNIZER_URL is set, else by
     the local model in child processes (`recognizer`'s, when given: warm ones shared).
 
@@ -33,16 +34,21 @@ def audio_steps(config: Config, recognizer: ProcessRecognizer | None = None, *,
     for it (about a second for base, much longer for a large model); they load at the
     children's low priority while the service starts."""
     if config.recognizer_url:
-        recognize = remote_step(config, RemoteRecognizer(config.recognizer_url,
-                                                         config.recognizer_key))
+        recognize = remote_step(
+            config, RemoteRecognizer(config.recognizer_url, config.recognizer_key)
+        )
     else:
         recognizer = recognizer or ProcessRecognizer(config)
         recognizer.warm(warm, wait=False)
         recognize = recognize_step(config, recognizer)
-    return step_table(normalize=normalize_step(config), recognize=recognize,
-                      lease_s=config.lease_s, renew_s=config.renew_s,
-                      run_limit_s=config.run_limit_s,
-                      run_limit_per_audio_s=config.run_limit_per_audio_s)
+    return step_table(
+        normalize=normalize_step(config),
+        recognize=recognize,
+        lease_s=config.lease_s,
+        renew_s=config.renew_s,
+        run_limit_s=config.run_limit_s,
+        run_limit_per_audio_s=config.run_limit_per_audio_s,
+    )
 
 
 def recognizer_name(config: Config) -> str:
@@ -64,13 +70,17 @@ def normalize_step(config: Config, store: Blobs | None = None):  # -> StepFn
     store = store or blobs_of(config)
 
     async def normalize(job: Job, progress: Progress) -> Saved:
-        async with store.local_file(job.inputs["source_path"]) as src, \
-                store.new_audio(audio_name(job.claim.id, job.claim.token)) as audio:
+        async with (
+            store.local_file(job.inputs["source_path"]) as src,
+            store.new_audio(audio_name(job.claim.id, job.claim.token)) as audio,
+        ):
             try:
                 duration = await run_in_thread(
-                    lambda control: decode_to_wav(src, audio.path,
-                                                  max_duration_s=config.max_duration_s,
-                                                  control=control), progress)
+                    lambda control: decode_to_wav(
+                        src, audio.path, max_duration_s=config.max_duration_s, control=control
+                    ),
+                    progress,
+                )
             except Rejected as e:
                 raise StopRecord(e.reason, e.error) from None
             await audio.publish()
@@ -82,13 +92,17 @@ def normalize_step(config: Config, store: Blobs | None = None):  # -> StepFn
 def recognize_step(config: Config, recognizer: Any):  # -> StepFn
     """The step, with a recognizer whose blocking `transcribe(audio, duration, language,
     control, options)` runs in a thread: the engine itself, or a process of its own."""
+
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
         options = RecognitionOptions.from_json(job.inputs.get("options"))
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
             transcript = await run_in_thread(
-                lambda control: recognizer.transcribe(audio, job.inputs["duration_s"] or 0.0,
-                                                      language, control, options), progress)
+                lambda control: recognizer.transcribe(
+                    audio, job.inputs["duration_s"] or 0.0, language, control, options
+                ),
+                progress,
+            )
         return saved_transcript(transcript)
 
     return recognize
@@ -99,7 +113,8 @@ def remote_step(config: Config, recognizer: RemoteRecognizer):  # -> StepFn
         language = job.inputs.get("language") or config.language
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
             transcript = await recognizer.transcribe(
-                audio, language, RecognitionOptions.from_json(job.inputs.get("options")))
+                audio, language, RecognitionOptions.from_json(job.inputs.get("options"))
+            )
         return saved_transcript(transcript)
 
     return recognize
@@ -109,9 +124,15 @@ def saved_transcript(transcript: Transcript) -> Saved:
     """The transcript as the commit stores it, cleaned of what PostgreSQL text and jsonb
     cannot hold (NUL, which a remote recognizer may send): what is left and still
     refused fails the attempt with the database's message."""
-    return Saved("save_transcript", (without_nul(transcript.text),
-                                     without_nul(transcript.segments),
-                                     transcript.language, transcript.model))
+    return Saved(
+        "save_transcript",
+        (
+            without_nul(transcript.text),
+            without_nul(transcript.segments),
+            transcript.language,
+            transcript.model,
+        ),
+    )
 
 
 def without_nul(value: Any) -> Any:

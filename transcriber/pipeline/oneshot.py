@@ -27,19 +27,26 @@ class Outcome:
     """The stored transcript row when the record was transcribed, else None."""
 
 
-async def transcribe_file(db: Database, config: Config, steps: StepTable, path: Path, *,
-                          language: str | None = None,
-                          options: RecognitionOptions | None = None,
-                          on_card: Callable[[dict[str, Any]], None] = lambda c: None,
-                          poll_s: float = 0.2) -> Outcome:
+async def transcribe_file(
+    db: Database,
+    config: Config,
+    steps: StepTable,
+    path: Path,
+    *,
+    language: str | None = None,
+    options: RecognitionOptions | None = None,
+    on_card: Callable[[dict[str, Any]], None] = lambda c: None,
+    poll_s: float = 0.2,
+) -> Outcome:
     """Accept `path`, run a worker until its record is transcribed or stopped.
 
     Cancellation: the worker is cancelled with the caller; the record stays accepted
     and another run (or `serve`) takes it up.
     """
     owner = await local_owner(db)
-    rid = await accept_file(db, config, path, owner, language=language or config.language,
-                            options=options)
+    rid = await accept_file(
+        db, config, path, owner, language=language or config.language, options=options
+    )
     pipeline = Pipeline(db, steps, workers=1)
     async with trio.open_nursery() as nursery:
         await nursery.start(pipeline.run)

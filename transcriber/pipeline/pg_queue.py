@@ -113,8 +113,11 @@ class PgQueue:
 
     def __attrs_post_init__(self) -> None:
         steps = list(self.steps.steps.values())
-        self._claim_args = ([s.milestone for s in steps], [s.lease.base_s for s in steps],
-                            [s.lease.per_audio_s for s in steps])
+        self._claim_args = (
+            [s.milestone for s in steps],
+            [s.lease.base_s for s in steps],
+            [s.lease.per_audio_s for s in steps],
+        )
 
     @contextlib.asynccontextmanager
     async def pinned(self) -> AsyncIterator[None]:
@@ -125,15 +128,17 @@ class PgQueue:
         Cancellation: the connections go back to the pool on the way out, shielded.
         """
         async with contextlib.AsyncExitStack() as stack:
-            self._pins = [await stack.enter_async_context(self.db.pinned())
-                          for _ in range(self.trips_at_once)]
+            self._pins = [
+                await stack.enter_async_context(self.db.pinned()) for _ in range(self.trips_at_once)
+            ]
             try:
                 yield
             finally:
                 self._pins = []
 
-    async def _run(self, work: Callable[[asyncpg.Connection], Awaitable[T]],
-                   on: Pinned | None = None) -> T:
+    async def _run(
+        self, work: Callable[[asyncpg.Connection], Awaitable[T]], on: Pinned | None = None
+    ) -> T:
         """db.run, retried with backoff while the server is away or busy (a restart, a
         network cut, no answer within the bound). A repeat is safe: every queue write is
         fenced by its token, and one whose first try committed but lost its reply finds
@@ -178,8 +183,9 @@ class PgQueue:
     async def commit(self, job: Job, step: Step, result: Saved | None) -> bool:
         return bool((await self._share(_Ask((job, step, result), wants_job=False))).committed)
 
-    async def commit_then_next(self, job: Job, step: Step, result: Saved | None
-                               ) -> tuple[bool, Job | None]:
+    async def commit_then_next(
+        self, job: Job, step: Step, result: Saved | None
+    ) -> tuple[bool, Job | None]:
         """Commit, then claim and read the next record: a worker that just finished a
         step is about to ask for more anyway."""
         ask = await self._share(_Ask((job, step, result), wants_job=True))
@@ -227,8 +233,9 @@ class PgQueue:
         """Whether a trip may leave now with the asks waiting: at once when none is out;
         beside one that is out only with a full load (a trip that left half empty would
         cost the database a round of statements for few asks)."""
-        return self._trips_out == 0 or (self._trips_out < self.trips_at_once
-                                        and len(self._asks) >= self.full_trip)
+        return self._trips_out == 0 or (
+            self._trips_out < self.trips_at_once and len(self._asks) >= self.full_trip
+        )
 
     async def _lead(self) -> None:
         """Take every waiting ask on one trip, answer them all, pass the lead on.
@@ -295,8 +302,9 @@ class PgQueue:
         if tokens:
             await self._run(lambda con: self._release_claims_on(con, tokens, why))
 
-    async def _release_claims_on(self, con: asyncpg.Connection, tokens: list[uuid.UUID],
-                                 why: str) -> None:
+    async def _release_claims_on(
+        self, con: asyncpg.Connection, tokens: list[uuid.UUID], why: str
+    ) -> None:
         """Release what claims with these tokens may have taken (nothing, if none)."""
         if tokens:
             await con.fetchrow(self.db.sql("release_claims"), tokens, why)
@@ -324,14 +332,15 @@ class PgQueue:
         if len(jobs) < len(wanting):
             jobs += await self._next_jobs_on(con, len(wanting) - len(jobs), trip)
         await self._release_claims_on(
-            con, [j.claim.token for a, j in zip(wanting, jobs) if a.gone], "worker stopping")
+            con, [j.claim.token for a, j in zip(wanting, jobs) if a.gone], "worker stopping"
+        )
         trip.take()  # every claim is answered now, or released
         for i, a in enumerate(wanting):
             a.job, a.job_answered = (jobs[i] if i < len(jobs) and not a.gone else None), True
 
-    async def _commit_on(self, con: asyncpg.Connection, asks: list[_Ask],
-                         tokens: list[uuid.UUID]
-                         ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
+    async def _commit_on(
+        self, con: asyncpg.Connection, asks: list[_Ask], tokens: list[uuid.UUID]
+    ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
         """Commit in one statement that also claims a record per token; with the
         results' saves, in one transaction. A result the database refuses (say text it
         cannot store) must not cost the other commits theirs: then each commit goes
@@ -352,30 +361,40 @@ class PgQueue:
                 outcome |= (await self._commit_on(con, [a], []))[0]
             return outcome, []
 
-    async def _commit_together_on(self, con: asyncpg.Connection, asks: list[_Ask],
-                                  tokens: list[uuid.UUID]
-                                  ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
+    async def _commit_together_on(
+        self, con: asyncpg.Connection, asks: list[_Ask], tokens: list[uuid.UUID]
+    ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
         commits = [a.commit for a in asks if a.commit is not None]
         rows = await con.fetch(
             self.db.sql("commit"),
-            [j.claim.id for j, _, _ in commits], [j.claim.token for j, _, _ in commits],
-            [j.milestone for j, _, _ in commits], [s.next_milestone for _, s, _ in commits],
-            [{"step": s.name, "attempt": j.attempt, "renewals": j.renewals}
-             for j, s, _ in commits], self.now,
-            *self._claim_args, tokens)
+            [j.claim.id for j, _, _ in commits],
+            [j.claim.token for j, _, _ in commits],
+            [j.milestone for j, _, _ in commits],
+            [s.next_milestone for _, s, _ in commits],
+            [{"step": s.name, "attempt": j.attempt, "renewals": j.renewals} for j, s, _ in commits],
+            self.now,
+            *self._claim_args,
+            tokens,
+        )
         # A commit found done by an earlier run of itself (`again`) stored its results
         # then: they are not saved twice.
-        reached = {(r["id"], r["token"]) for r in rows
-                   if r["row"] == "commit" and r["ok"] and not r["again"]}
+        reached = {
+            (r["id"], r["token"])
+            for r in rows
+            if r["row"] == "commit" and r["ok"] and not r["again"]
+        }
         answered = {(r["id"], r["token"]) for r in rows if r["row"] == "commit" and r["ok"]}
         await self._save_on(con, [(j, r) for j, _, r in commits if r is not None], reached)
         outcome: dict[_Ask, bool | Exception] = {
             a: (a.commit[0].claim.id, a.commit[0].claim.token) in answered
-            for a in asks if a.commit is not None}
+            for a in asks
+            if a.commit is not None
+        }
         return outcome, [Claim(r["id"], r["token"]) for r in rows if r["row"] == "claim"]
 
-    async def _save_on(self, con: asyncpg.Connection, saves: list[tuple[Job, Saved]],
-                       reached: set[tuple[Any, Any]]) -> None:
+    async def _save_on(
+        self, con: asyncpg.Connection, saves: list[tuple[Job, Saved]], reached: set[tuple[Any, Any]]
+    ) -> None:
         """The results of the commits that reached their milestone, in the commit's
         transaction; the results of claims that lost their token are dropped."""
         if not saves:
@@ -392,13 +411,20 @@ class PgQueue:
         return [Claim(row["id"], row["claim_token"]) for row in rows]
 
     async def _read_on(self, con: asyncpg.Connection, claims: list[Claim]) -> list[Job]:
-        rows = await con.fetch(self.db.sql("read_claimed"), [c.id for c in claims],
-                               [c.token for c in claims], self.now)
-        return [Job(claim=Claim(row["id"], row["claim_token"]), milestone=row["milestone"],
-                    attempt=row["attempts"], lease_remaining_s=row["lease_remaining_s"],
-                    in_milestone_s=row["in_milestone_s"],
-                    inputs={k: row[k] for k in _INPUTS})
-                for row in rows]
+        rows = await con.fetch(
+            self.db.sql("read_claimed"), [c.id for c in claims], [c.token for c in claims], self.now
+        )
+        return [
+            Job(
+                claim=Claim(row["id"], row["claim_token"]),
+                milestone=row["milestone"],
+                attempt=row["attempts"],
+                lease_remaining_s=row["lease_remaining_s"],
+                in_milestone_s=row["in_milestone_s"],
+                inputs={k: row[k] for k in _INPUTS},
+            )
+            for row in rows
+        ]
 
     async def _next_jobs_on(self, con: asyncpg.Connection, n: int, trip: _Trip) -> list[Job]:
         """Up to `n` claimed and read records, oldest first."""
@@ -415,27 +441,41 @@ class PgQueue:
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         pause = step.backoff.delay(job.attempt - 1, self.rng)
-        row = await self._fetchrow("fail", job.claim.id, job.claim.token, step.max_attempts,
-                                     pause, error, job.milestone, self.now)
+        row = await self._fetchrow(
+            "fail",
+            job.claim.id,
+            job.claim.token,
+            step.max_attempts,
+            pause,
+            error,
+            job.milestone,
+            self.now,
+        )
         assert row is not None
         return row["outcome"], row["pause_s"] if row["outcome"] == "retry" else None
 
     async def stop(self, job: Job, reason: str, error: str) -> bool:
-        return await self._fetchval("stop", job.claim.id, job.claim.token, reason, error,
-                                      job.milestone, self.now)
+        return await self._fetchval(
+            "stop", job.claim.id, job.claim.token, reason, error, job.milestone, self.now
+        )
 
     async def progress(self, job: Job, fraction: float) -> bool:
-        return await self._fetchval("progress", job.claim.id, job.claim.token, fraction,
-                                      job.milestone)
+        return await self._fetchval(
+            "progress", job.claim.id, job.claim.token, fraction, job.milestone
+        )
 
     async def renew(self, job: Job, step: Step) -> bool:
-        return await self._fetchval("renew", job.claim.id, job.claim.token,
-                                      step.lease.seconds(job.inputs.get("duration_s")),
-                                      job.milestone, self.now)
+        return await self._fetchval(
+            "renew",
+            job.claim.id,
+            job.claim.token,
+            step.lease.seconds(job.inputs.get("duration_s")),
+            job.milestone,
+            self.now,
+        )
 
     async def release(self, job: Job, why: str) -> bool:
-        return await self._fetchval("release", job.claim.id, job.claim.token, job.milestone,
-                                      why)
+        return await self._fetchval("release", job.claim.id, job.claim.token, job.milestone, why)
 
     async def resume(self, recording_id: Any, *, by: str) -> Resumed:
         """A person returns a stopped record to work, from the milestone it reached.

@@ -16,8 +16,11 @@ async def render_metrics(db: Database, recognizer: dict[str, str] | None = None)
     lines = []
     if recognizer is not None:
         labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(recognizer.items()))
-        lines += ["# HELP transcriber_recognizer The recognizer of this process: model, device.",
-                  "# TYPE transcriber_recognizer gauge", f"transcriber_recognizer{{{labels}}} 1"]
+        lines += [
+            "# HELP transcriber_recognizer The recognizer of this process: model, device.",
+            "# TYPE transcriber_recognizer gauge",
+            f"transcriber_recognizer{{{labels}}} 1",
+        ]
     lines += [
         "# HELP transcriber_recordings Recordings by milestone; stopped ones apart.",
         "# TYPE transcriber_recordings gauge",
@@ -26,8 +29,10 @@ async def render_metrics(db: Database, recognizer: dict[str, str] | None = None)
         m = _escape(r["milestone"])
         lines.append(f'transcriber_recordings{{milestone="{m}",stopped="false"}} {r["active"]}')
         lines.append(f'transcriber_recordings{{milestone="{m}",stopped="true"}} {r["stopped"]}')
-    lines += ["# HELP transcriber_stopped Stopped recordings by stop reason.",
-              "# TYPE transcriber_stopped gauge"]
+    lines += [
+        "# HELP transcriber_stopped Stopped recordings by stop reason.",
+        "# TYPE transcriber_stopped gauge",
+    ]
     for r in await db.fetch("metrics_stop_reasons"):
         lines.append(f'transcriber_stopped{{reason="{_escape(r["stop_reason"])}"}} {r["n"]}')
     return "\n".join(lines) + "\n" + REGISTRY.render()

@@ -58,23 +58,26 @@ class Pipeline:
         self.queue.full_trip = max(1, math.ceil(self.workers / self.queue.trips_at_once))
         self.worker_supervisor = Supervisor(rng=self.rng)
         # Reconnects quickly at first: wake-ups are missed while it is away.
-        self.listener_supervisor = Supervisor(restart=Backoff(base_s=0.1, cap_s=10.0),
-                                              rng=self.rng)
+        self.listener_supervisor = Supervisor(restart=Backoff(base_s=0.1, cap_s=10.0), rng=self.rng)
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                  ) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until drained (every worker returned), or until cancelled.
 
         Cancellation: cancels steps in flight; their claims stay until the lease ends.
         """
-        self._workers = [Worker(f"worker-{i + 1}", self.queue, self.steps, self.wakeup)
-                         for i in range(self.workers)]
+        self._workers = [
+            Worker(f"worker-{i + 1}", self.queue, self.steps, self.wakeup)
+            for i in range(self.workers)
+        ]
         async with self.queue.pinned(), trio.open_nursery() as nursery:
-            await nursery.start(self.listener_supervisor.run,
-                                [Child("listener", lambda: listen_for_work(self.db, self.wakeup))])
+            await nursery.start(
+                self.listener_supervisor.run,
+                [Child("listener", lambda: listen_for_work(self.db, self.wakeup))],
+            )
             event(logging.INFO, "pipeline_started", workers=self.workers)
             await self.worker_supervisor.run(
-                [Child(w.name, w.run) for w in self._workers], task_status=task_status)
+                [Child(w.name, w.run) for w in self._workers], task_status=task_status
+            )
             # Every worker has returned: nobody needs wake-ups any more.
             nursery.cancel_scope.cancel()
 

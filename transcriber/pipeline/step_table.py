@@ -8,9 +8,15 @@ from actors.steps import StepFn
 from transcriber.milestones import NORMALIZED, RECEIVED, TRANSCRIBED
 
 
-def step_table(*, normalize: StepFn, recognize: StepFn, lease_s: float = 30.0,
-               renew_s: float = 10.0, run_limit_s: float = 900.0,
-               run_limit_per_audio_s: float = 10.0) -> StepTable:
+def step_table(
+    *,
+    normalize: StepFn,
+    recognize: StepFn,
+    lease_s: float = 30.0,
+    renew_s: float = 10.0,
+    run_limit_s: float = 900.0,
+    run_limit_per_audio_s: float = 10.0,
+) -> StepTable:
     """The pipeline with the given step functions (the audio ones, or fakes in tests).
 
     The lease is the time without a sign of life: a live worker renews it every
@@ -18,16 +24,33 @@ def step_table(*, normalize: StepFn, recognize: StepFn, lease_s: float = 30.0,
     within it. The run limit bounds one attempt however alive its worker is.
     """
     lease = Lease(base_s=lease_s, renew_s=renew_s)
-    return StepTable.of([
-        Step(name="normalize", milestone=RECEIVED, next_milestone=NORMALIZED, run=normalize,
-             # Decoding reads the whole upload; its duration is not known before it.
-             lease=lease, run_limit=RunLimit(base_s=run_limit_s),
-             time_limit_s=24 * 3600.0, max_attempts=5, backoff=Backoff(base_s=5.0, cap_s=600.0)),
-        Step(name="recognize", milestone=NORMALIZED, next_milestone=TRANSCRIBED, run=recognize,
-             # CPU recognition runs ~10x faster than real time on one core with base; a
-             # larger model on a slow CPU may run slower than real time: its limit grows
-             # with the audio, well past that.
-             lease=lease, run_limit=RunLimit(base_s=run_limit_s,
-                                             per_audio_s=run_limit_per_audio_s),
-             time_limit_s=72 * 3600.0, max_attempts=5, backoff=Backoff(base_s=30.0, cap_s=1800.0)),
-    ])
+    return StepTable.of(
+        [
+            Step(
+                name="normalize",
+                milestone=RECEIVED,
+                next_milestone=NORMALIZED,
+                run=normalize,
+                # Decoding reads the whole upload; its duration is not known before it.
+                lease=lease,
+                run_limit=RunLimit(base_s=run_limit_s),
+                time_limit_s=24 * 3600.0,
+                max_attempts=5,
+                backoff=Backoff(base_s=5.0, cap_s=600.0),
+            ),
+            Step(
+                name="recognize",
+                milestone=NORMALIZED,
+                next_milestone=TRANSCRIBED,
+                run=recognize,
+                # CPU recognition runs ~10x faster than real time on one core with base; a
+                # larger model on a slow CPU may run slower than real time: its limit grows
+                # with the audio, well past that.
+                lease=lease,
+                run_limit=RunLimit(base_s=run_limit_s, per_audio_s=run_limit_per_audio_s),
+                time_limit_s=72 * 3600.0,
+                max_attempts=5,
+                backoff=Backoff(base_s=30.0, cap_s=1800.0),
+            ),
+        ]
+    )

@@ -21,13 +21,25 @@ def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
     flag with its time, reason, the reason in plain words and the error (which the HTTP
     API leaves out: it is the operator's), beside the milestone the record reached."""
     return {
-        "id": str(r["id"]), "title": r["title"], "summary": r["summary"],
-        "topics": list(r["topics"]), "filename": r["filename"], "size_bytes": r["size_bytes"],
-        "created_at": r["created_at"].isoformat(), "milestone": r["milestone"],
+        "id": str(r["id"]),
+        "title": r["title"],
+        "summary": r["summary"],
+        "topics": list(r["topics"]),
+        "filename": r["filename"],
+        "size_bytes": r["size_bytes"],
+        "created_at": r["created_at"].isoformat(),
+        "milestone": r["milestone"],
         "milestone_entered_at": r["milestone_entered_at"].isoformat(),
-        "done": r["milestone"] == TRANSCRIBED, "progress": r["progress"],
-        "duration_s": r["duration_s"], "language": r["language"],
-        "stopped": None if r["stopped_at"] is None else {
-            "at": r["stopped_at"].isoformat(), "reason": r["stop_reason"],
-            "message": stop_message(r["stop_reason"]), "error": r["stop_error"]},
+        "done": r["milestone"] == TRANSCRIBED,
+        "progress": r["progress"],
+        "duration_s": r["duration_s"],
+        "language": r["language"],
+        "stopped": None
+        if r["stopped_at"] is None
+        else {
+            "at": r["stopped_at"].isoformat(),
+            "reason": r["stop_reason"],
+            "message": stop_message(r["stop_reason"]),
+            "error": r["stop_error"],
+        },
     }

@@ -28,18 +28,22 @@ def check_correction(text: str) -> str:
     breaks players.
     """
     if len(text) > CORRECTION_MAX:
-        raise BadCorrection(f"the text is {len(text)} characters long; "
-                            f"a segment may have at most {CORRECTION_MAX}")
+        raise BadCorrection(
+            f"the text is {len(text)} characters long; a segment may have at most {CORRECTION_MAX}"
+        )
     bad = sorted({c for c in text if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")})
     if bad:
         names = ", ".join(f"U+{ord(c):04X}" for c in bad[:3])
-        raise BadCorrection(f"the text contains control characters ({names}); "
-                            "a segment is a single line of plain text")
+        raise BadCorrection(
+            f"the text contains control characters ({names}); "
+            "a segment is a single line of plain text"
+        )
     return text.strip()
 
 
-def corrected(text: str, segments: Sequence[Mapping[str, Any]],
-              corrections: Mapping[int, str]) -> tuple[str, list[dict[str, Any]]]:
+def corrected(
+    text: str, segments: Sequence[Mapping[str, Any]], corrections: Mapping[int, str]
+) -> tuple[str, list[dict[str, Any]]]:
     """The transcript's text and segments with the owner's corrections applied. A
     corrected segment keeps its times and words and carries `machine_text` (the
     recognizer's) and `corrected: true`. Without corrections, both come back unchanged,
@@ -49,8 +53,7 @@ def corrected(text: str, segments: Sequence[Mapping[str, Any]],
     out = []
     for i, s in enumerate(segments):
         if i in corrections:
-            out.append({**s, "text": corrections[i], "machine_text": s["text"],
-                        "corrected": True})
+            out.append({**s, "text": corrections[i], "machine_text": s["text"], "corrected": True})
         else:
             out.append(dict(s))
     return " ".join(s["text"].strip() for s in out if s["text"].strip()), out

@@ -69,6 +69,7 @@ def ref_name(ref: str) -> str:
 
 # --- the interface --------------------------------------------------------------------------
 
+
 class Incoming:
     """One upload being written into the store under a generated name. `ref` is what
     the record will point at; `size` counts the bytes so far."""
@@ -193,8 +194,7 @@ class Blobs:
         that lost its claim leaves it to the sweep, never to this block)."""
         raise NotImplementedError
 
-    async def sweep_strays(self, db: Database, *, older_than_s: float = STRAY_AGE_S
-                           ) -> list[str]:
+    async def sweep_strays(self, db: Database, *, older_than_s: float = STRAY_AGE_S) -> list[str]:
         """Remove uploads and normalized audio no record points at, older than
         `older_than_s`, and return their refs: what a process killed between storing and
         committing leaves behind, and the audio of claims that lost their commit. Run at
@@ -204,6 +204,7 @@ class Blobs:
     @contextlib.asynccontextmanager
     async def _scratch_file(self, name: str) -> AsyncIterator[Path]:
         """An empty private file in the scratch folder, removed on the way out."""
+
         def make() -> Path:
             folder = private_dir(self.scratch)
             # The same reserve as uploads into the local folder: scratch copies must not
@@ -211,9 +212,11 @@ class Blobs:
             # above it may take the disk below by one recording per worker at most.
             free = shutil.disk_usage(folder).free
             if free < self.min_free_bytes:
-                raise StorageError(f"the scratch disk of {folder} has {free} bytes free, "
-                                   f"less than the {self.min_free_bytes} kept free "
-                                   "(TRANSCRIBER_MIN_FREE_BYTES)")
+                raise StorageError(
+                    f"the scratch disk of {folder} has {free} bytes free, "
+                    f"less than the {self.min_free_bytes} kept free "
+                    "(TRANSCRIBER_MIN_FREE_BYTES)"
+                )
             path = folder / f"{uuid.uuid4().hex}.{name}"
             create_private(path).close()
             return path
@@ -225,8 +228,9 @@ class Blobs:
             path.unlink(missing_ok=True)
 
     async def _download(self, ref: str, dest: Path) -> None:
-        raise StorageError(f"{ref} is in an object store; set TRANSCRIBER_STORAGE_URL to "
-                           "it to read it")
+        raise StorageError(
+            f"{ref} is in an object store; set TRANSCRIBER_STORAGE_URL to it to read it"
+        )
 
     async def _remove(self, ref: str) -> None:
         raise StorageError(f"{ref} is not in this store")
@@ -257,4 +261,4 @@ async def unreferenced(db: Database, refs: list[str]) -> set[str]:
 
 def batches(items: list[Any], size: int = SWEEP_BATCH) -> Iterable[list[Any]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]

@@ -20,8 +20,9 @@ def blobs_of(config: Config) -> Blobs:
     if key not in _stores:
         if config.storage_url:
             try:
-                _stores[key] = S3Blobs.from_url(config.storage_url, config.home,
-                                                min_free_bytes=config.min_free_bytes)
+                _stores[key] = S3Blobs.from_url(
+                    config.storage_url, config.home, min_free_bytes=config.min_free_bytes
+                )
             except ValueError as e:
                 raise StorageError(str(e)) from None
         else:

@@ -15,9 +15,16 @@ from transcriber.options import RecognitionOptions
 from transcriber.storage.configured import blobs_of
 
 
-async def accept_file(db: Database, config: Config, path: Path, owner_id: int, *,
-                      language: str | None = None, title: str | None = None,
-                      options: RecognitionOptions | None = None) -> Any:
+async def accept_file(
+    db: Database,
+    config: Config,
+    path: Path,
+    owner_id: int,
+    *,
+    language: str | None = None,
+    title: str | None = None,
+    options: RecognitionOptions | None = None,
+) -> Any:
     """Store a local file and create its record at `received`; returns the id.
 
     Cancellation: a cancel while copying removes the partial copy; once the record
@@ -26,8 +33,16 @@ async def accept_file(db: Database, config: Config, path: Path, owner_id: int, *
     store = blobs_of(config)
     ref, size = await store.store_file(path)
     try:
-        return await db.fetchval("accept", owner_id, path.name, size, ref, language, title,
-                                 options.to_json() if options else None)
+        return await db.fetchval(
+            "accept",
+            owner_id,
+            path.name,
+            size,
+            ref,
+            language,
+            title,
+            options.to_json() if options else None,
+        )
     except asyncpg.PostgresError:
         # The insert surely failed: no record points at the copy. (After a cancel it
         # may have committed, so the copy stays.)

@@ -147,8 +147,7 @@ class LocalBlobs(Blobs):
     async def _remove(self, ref: str) -> None:
         raise StorageError(f"{ref} is in an object store, not in {self.home}")
 
-    async def sweep_strays(self, db: Database, *, older_than_s: float = STRAY_AGE_S
-                           ) -> list[str]:
+    async def sweep_strays(self, db: Database, *, older_than_s: float = STRAY_AGE_S) -> list[str]:
         old = await trio.to_thread.run_sync(self._old_files, older_than_s)
         removed: list[str] = []
         for batch in batches(old):
@@ -167,8 +166,11 @@ class LocalBlobs(Blobs):
         # Part files and scratch copies belong to steps of a process that is gone
         # (a live step's are young).
         removed += await trio.to_thread.run_sync(
-            lambda: remove_old_files([self.scratch], older_than_s)
-            + remove_old_files([self.audio], older_than_s, AUDIO_PART_NAME))
+            lambda: (
+                remove_old_files([self.scratch], older_than_s)
+                + remove_old_files([self.audio], older_than_s, AUDIO_PART_NAME)
+            )
+        )
         for folder in (self.uploads, self.audio):
             if folder.is_dir():
                 await trio.to_thread.run_sync(fsync_dir, folder)
@@ -181,14 +183,17 @@ class LocalBlobs(Blobs):
         found = []
         for folder, pattern in ((self.uploads, UPLOAD_NAME), (self.audio, AUDIO_NAME)):
             if folder.is_dir():
-                found += [p for p in sorted(folder.iterdir())
-                          if pattern.fullmatch(p.name) and p.is_file()
-                          and p.stat().st_mtime <= cutoff]
+                found += [
+                    p
+                    for p in sorted(folder.iterdir())
+                    if pattern.fullmatch(p.name) and p.is_file() and p.stat().st_mtime <= cutoff
+                ]
         return found
 
 
-def remove_old_files(folders: list[Path], older_than_s: float,
-                     pattern: re.Pattern[str] | None = None) -> list[str]:
+def remove_old_files(
+    folders: list[Path], older_than_s: float, pattern: re.Pattern[str] | None = None
+) -> list[str]:
     """Remove the files of `folders` (whose names match `pattern`, if given) older than
     `older_than_s`; their paths."""
     cutoff = time.time() - older_than_s

@@ -83,17 +83,22 @@ def make_client(env: Mapping[str, str]) -> Any:
 
     endpoint = env.get("AWS_ENDPOINT_URL") or None
     return boto3.session.Session().client(
-        "s3", endpoint_url=endpoint,
+        "s3",
+        endpoint_url=endpoint,
         region_name=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
         aws_access_key_id=env.get("AWS_ACCESS_KEY_ID") or None,
         aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
         config=botocore.config.Config(
             # A store that went away fails the step within seconds, not minutes: the
             # attempt is retried by the queue with its own backoff.
-            connect_timeout=5, read_timeout=60, retries={"max_attempts": 3, "mode": "standard"},
+            connect_timeout=5,
+            read_timeout=60,
+            retries={"max_attempts": 3, "mode": "standard"},
             max_pool_connections=32,
             # Self-hosted stores (MinIO on a LAN address) rarely have per-bucket DNS.
-            s3={"addressing_style": "path"} if endpoint else {}))
+            s3={"addressing_style": "path"} if endpoint else {},
+        ),
+    )
 
 
 @contextlib.contextmanager
@@ -127,11 +132,13 @@ class S3Blobs(Blobs):
     min_free_bytes: int = 0
 
     @classmethod
-    def from_url(cls, url: str, home: Path, env: Mapping[str, str] | None = None, *,
-                 min_free_bytes: int = 0) -> S3Blobs:
+    def from_url(
+        cls, url: str, home: Path, env: Mapping[str, str] | None = None, *, min_free_bytes: int = 0
+    ) -> S3Blobs:
         bucket, prefix = parse_url(url)
-        return cls(bucket, prefix, home, make_client(os.environ if env is None else env),
-                   min_free_bytes)
+        return cls(
+            bucket, prefix, home, make_client(os.environ if env is None else env), min_free_bytes
+        )
 
     def key(self, kind: str, name: str) -> str:
         return f"{self.prefix}/{kind}/{name}" if self.prefix else f"{kind}/{name}"
@@ -190,30 +197,32 @@ class S3Blobs(Blobs):
         # listening leaves no open stream behind.
         for at in range(start, end + 1, CHUNK):
             last = min(end, at + CHUNK - 1)
-            body = await self.call(self.client.get_object, Bucket=bucket, Key=key,
-                                   Range=f"bytes={at}-{last}")
+            body = await self.call(
+                self.client.get_object, Bucket=bucket, Key=key, Range=f"bytes={at}-{last}"
+            )
             yield await self.call(body["Body"].read)
 
     async def _remove(self, ref: str) -> None:
         bucket, key = split_ref(ref)
         await self.call(self.client.delete_object, Bucket=bucket, Key=key)
 
-    async def sweep_strays(self, db: Database, *, older_than_s: float = STRAY_AGE_S
-                           ) -> list[str]:
+    async def sweep_strays(self, db: Database, *, older_than_s: float = STRAY_AGE_S) -> list[str]:
         cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=older_than_s)
         old = await self.call(self._old_objects, cutoff)
         removed: list[str] = []
         for batch in batches(old):
             stray = sorted(await unreferenced(db, [self.ref(k) for k in batch]))
             if stray:
-                await self.call(self.client.delete_objects, Bucket=self.bucket, Delete={
-                    "Objects": [{"Key": split_ref(r)[1]} for r in stray], "Quiet": True})
+                await self.call(
+                    self.client.delete_objects,
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": split_ref(r)[1]} for r in stray], "Quiet": True},
+                )
                 removed += stray
         # Multipart uploads a killed process never completed nor aborted: invisible, but
         # the store keeps (and bills) their parts.
         await self.call(self._abort_old_uploads, cutoff)
-        removed += await trio.to_thread.run_sync(remove_old_files, [self.scratch],
-                                                 older_than_s)
+        removed += await trio.to_thread.run_sync(remove_old_files, [self.scratch], older_than_s)
         return removed
 
     def _old_objects(self, cutoff: dt.datetime) -> list[str]:
@@ -222,8 +231,10 @@ class S3Blobs(Blobs):
         for kind, pattern in (("uploads", UPLOAD_NAME), ("audio", AUDIO_NAME)):
             for page in pages.paginate(Bucket=self.bucket, Prefix=self.key(kind, "")):
                 for obj in page.get("Contents", []):
-                    if (pattern.fullmatch(obj["Key"].rsplit("/", 1)[-1])
-                            and obj["LastModified"] <= cutoff):
+                    if (
+                        pattern.fullmatch(obj["Key"].rsplit("/", 1)[-1])
+                        and obj["LastModified"] <= cutoff
+                    ):
                         found.append(obj["Key"])
         return found
 
@@ -232,8 +243,9 @@ class S3Blobs(Blobs):
         for page in pages.paginate(Bucket=self.bucket, Prefix=self.key("uploads", "")):
             for up in page.get("Uploads", []):
                 if up["Initiated"] <= cutoff:
-                    self.client.abort_multipart_upload(Bucket=self.bucket, Key=up["Key"],
-                                                       UploadId=up["UploadId"])
+                    self.client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=up["Key"], UploadId=up["UploadId"]
+                    )
 
 
 @attrs.define(eq=False)
@@ -272,8 +284,7 @@ class S3Incoming(Incoming):
         data, self._buffer = bytes(self._buffer), bytearray()
         await self._settle()
         if self._upload_id is None:
-            started = await s.call(s.client.create_multipart_upload, Bucket=s.bucket,
-                                   Key=self.key)
+            started = await s.call(s.client.create_multipart_upload, Bucket=s.bucket, Key=self.key)
             self._upload_id = started["UploadId"]
         part = self._sending = _Part(len(self._parts) + 1)
         upload_id, token = self._upload_id, trio.lowlevel.current_trio_token()
@@ -284,8 +295,11 @@ class S3Incoming(Incoming):
                 token.run_sync_soon(part.done.set)
 
         trio.lowlevel.start_thread_soon(
-            lambda: s.client.upload_part(Bucket=s.bucket, Key=self.key, UploadId=upload_id,
-                                         PartNumber=part.number, Body=data), deliver)
+            lambda: s.client.upload_part(
+                Bucket=s.bucket, Key=self.key, UploadId=upload_id, PartNumber=part.number, Body=data
+            ),
+            deliver,
+        )
 
     async def _settle(self) -> None:
         """Wait for the part on its way, if any; its failure is raised here."""
@@ -303,14 +317,20 @@ class S3Incoming(Incoming):
         """The object exists whole once this returns (S3 makes it visible at once)."""
         s = self.store
         if self._upload_id is None:
-            await s.call(s.client.put_object, Bucket=s.bucket, Key=self.key,
-                         Body=bytes(self._buffer))
+            await s.call(
+                s.client.put_object, Bucket=s.bucket, Key=self.key, Body=bytes(self._buffer)
+            )
         else:
             if self._buffer:
                 await self._send_part()
             await self._settle()
-            await s.call(s.client.complete_multipart_upload, Bucket=s.bucket, Key=self.key,
-                         UploadId=self._upload_id, MultipartUpload={"Parts": self._parts})
+            await s.call(
+                s.client.complete_multipart_upload,
+                Bucket=s.bucket,
+                Key=self.key,
+                UploadId=self._upload_id,
+                MultipartUpload={"Parts": self._parts},
+            )
         self._buffer = bytearray()
         self._complete = True
 
@@ -325,8 +345,12 @@ class S3Incoming(Incoming):
             if self._complete:
                 await s.call(s.client.delete_object, Bucket=s.bucket, Key=self.key)
             elif self._upload_id is not None:
-                await s.call(s.client.abort_multipart_upload, Bucket=s.bucket, Key=self.key,
-                             UploadId=self._upload_id)
+                await s.call(
+                    s.client.abort_multipart_upload,
+                    Bucket=s.bucket,
+                    Key=self.key,
+                    UploadId=self._upload_id,
+                )
 
 
 @attrs.define(eq=False)
@@ -345,4 +369,3 @@ class S3Audio(NewAudio):
     async def publish(self) -> None:
         s = self.store
         await s.call(s.client.upload_file, str(self.path), s.bucket, self.key)
-

@@ -22,8 +22,10 @@ from transcriber.db.database import Database
 from transcriber.storage.blobs import CHUNK, StorageError
 from transcriber.storage.s3 import S3Blobs
 
-COLUMNS = (("source_path", "uploads", "storage_switch_source"),
-           ("audio_path", "audio", "storage_switch_audio"))
+COLUMNS = (
+    ("source_path", "uploads", "storage_switch_source"),
+    ("audio_path", "audio", "storage_switch_audio"),
+)
 
 
 @attrs.define
@@ -72,9 +74,9 @@ def copy_verified(store: S3Blobs, path: Path, key: str) -> bool:
     return sent
 
 
-async def migrate_to_store(db: Database, store: S3Blobs, *,
-                           after_record: Callable[[Any], None] = lambda rid: None
-                           ) -> Migrated:
+async def migrate_to_store(
+    db: Database, store: S3Blobs, *, after_record: Callable[[Any], None] = lambda rid: None
+) -> Migrated:
     """Copy, verify and switch every local ref of every record; `after_record` is called
     after each record (the tests interrupt there).
 
@@ -93,8 +95,13 @@ async def migrate_to_store(db: Database, store: S3Blobs, *,
                 sent = await store.call(copy_verified, store, path, key)
             except (StorageError, OSError) as e:
                 done.errors.append(f"{row['id']} {column}: {e}")
-                event(logging.WARNING, "storage_migrate_failed", id=row["id"], column=column,
-                      error=str(e))
+                event(
+                    logging.WARNING,
+                    "storage_migrate_failed",
+                    id=row["id"],
+                    column=column,
+                    error=str(e),
+                )
                 continue
             done.copied += sent
             if await db.fetchval(query, row["id"], ref, store.ref(key)) is not None:
