@@ -98,7 +98,7 @@ async def database_answers(db: Database) -> bool:
     with trio.move_on_after(5):
         try:
             return await db.run(lambda con: con.fetchval("SELECT true"))
-        except Exception:  # noqa: BLE001 - any failure means "not healthy"
+        except Exception:  # any failure means "not healthy"
             return False
     return False
 

@@ -232,15 +232,15 @@ class WhisperRecognizer:
         temperature = (
             [options.temperature] if options.temperature is not None else list(TEMPERATURES)
         )
-        common = dict(
-            language=language,
-            task=options.task,
-            initial_prompt=options.prompt,
-            temperature=temperature,
-            beam_size=5,
-            word_timestamps=True,
-            condition_on_previous_text=False,
-        )
+        common = {
+            "language": language,
+            "task": options.task,
+            "initial_prompt": options.prompt,
+            "temperature": temperature,
+            "beam_size": 5,
+            "word_timestamps": True,
+            "condition_on_previous_text": False,
+        }
         if self.config.decoding == "sequential":
             return model.transcribe(samples, vad_filter=False, **common)
         if len(samples) < 16000 * 0.1:

@@ -332,7 +332,9 @@ class PgQueue:
         if len(jobs) < len(wanting):
             jobs += await self._next_jobs_on(con, len(wanting) - len(jobs), trip)
         await self._release_claims_on(
-            con, [j.claim.token for a, j in zip(wanting, jobs) if a.gone], "worker stopping"
+            con,
+            [j.claim.token for a, j in zip(wanting, jobs, strict=False) if a.gone],
+            "worker stopping",
         )
         trip.take()  # every claim is answered now, or released
         for i, a in enumerate(wanting):

@@ -132,8 +132,8 @@ class Blobs:
         Cancellation: whatever was copied is removed.
         """
         async with self.incoming() as into:
-            with open(src, "rb") as f:
-                while chunk := await trio.to_thread.run_sync(f.read, CHUNK):
+            async with await trio.open_file(src, "rb") as f:
+                while chunk := await f.read(CHUNK):
                     await into.write(chunk)
             await into.finish()
             into.keep()
