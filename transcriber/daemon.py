@@ -66,7 +66,8 @@ async def listen(nursery: trio.Nursery, app: Any, host: str, port: int) -> str:
     from transcriber.http import serve_app
 
     try:
-        return await nursery.start(serve_app, app, host, port)
+        address: str = await nursery.start(serve_app, app, host, port)
+        return address
     except* OSError as group:
         e: BaseException = group
         while isinstance(e, BaseExceptionGroup):  # the nurseries' groups, nested

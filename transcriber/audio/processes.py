@@ -109,7 +109,8 @@ class _Child:
         line = self.proc.stdout.readline()
         if not line:
             raise RecognizerDied(self.death())
-        return json.loads(line)
+        message: dict[str, Any] = json.loads(line)
+        return message
 
     def death(self) -> str:
         code = self.proc.wait()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TextIO
 
 import attrs
 import trio
@@ -71,7 +71,7 @@ class ProgressBar:
         "transcribed": "done",
     }
 
-    def __init__(self, stream: Any = sys.stderr, width: int = 30):
+    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
         self.stream = stream
         self.width = width
         self.tty = stream.isatty()
