@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TextIO
 
 import attrs
 import trio
@@ -65,9 +65,13 @@ async def transcribe_file(
 class ProgressBar:
     """One line on stderr, redrawn in place on a terminal, one line a change otherwise."""
 
-    STEP = {"received": "normalizing", "normalized": "recognizing", "transcribed": "done"}
+    STEP: ClassVar[dict[str, str]] = {
+        "received": "normalizing",
+        "normalized": "recognizing",
+        "transcribed": "done",
+    }
 
-    def __init__(self, stream: Any = sys.stderr, width: int = 30):
+    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
         self.stream = stream
         self.width = width
         self.tty = stream.isatty()

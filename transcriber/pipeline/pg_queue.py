@@ -7,7 +7,7 @@ import contextlib
 import datetime as dt
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 import asyncpg
@@ -303,7 +303,7 @@ class PgQueue:
             await self._run(lambda con: self._release_claims_on(con, tokens, why))
 
     async def _release_claims_on(
-        self, con: asyncpg.Connection, tokens: list[uuid.UUID], why: str
+        self, con: asyncpg.Connection, tokens: Sequence[Hashable], why: str
     ) -> None:
         """Release what claims with these tokens may have taken (nothing, if none)."""
         if tokens:
@@ -332,7 +332,9 @@ class PgQueue:
         if len(jobs) < len(wanting):
             jobs += await self._next_jobs_on(con, len(wanting) - len(jobs), trip)
         await self._release_claims_on(
-            con, [j.claim.token for a, j in zip(wanting, jobs) if a.gone], "worker stopping"
+            con,
+            [j.claim.token for a, j in zip(wanting, jobs, strict=False) if a.gone],
+            "worker stopping",
         )
         trip.take()  # every claim is answered now, or released
         for i, a in enumerate(wanting):
@@ -393,7 +395,10 @@ class PgQueue:
         return outcome, [Claim(r["id"], r["token"]) for r in rows if r["row"] == "claim"]
 
     async def _save_on(
-        self, con: asyncpg.Connection, saves: list[tuple[Job, Saved]], reached: set[tuple[Any, Any]]
+        self,
+        con: asyncpg.Connection,
+        saves: list[tuple[Job, Saved]],
+        reached: set[tuple[Hashable, Hashable]],
     ) -> None:
         """The results of the commits that reached their milestone, in the commit's
         transaction; the results of claims that lost their token are dropped."""
@@ -454,28 +459,36 @@ class PgQueue:
         assert row is not None
         return row["outcome"], row["pause_s"] if row["outcome"] == "retry" else None
 
+    # The fenced writes answer whether the claim still held: an EXISTS, never NULL.
+
     async def stop(self, job: Job, reason: str, error: str) -> bool:
-        return await self._fetchval(
-            "stop", job.claim.id, job.claim.token, reason, error, job.milestone, self.now
+        return bool(
+            await self._fetchval(
+                "stop", job.claim.id, job.claim.token, reason, error, job.milestone, self.now
+            )
         )
 
     async def progress(self, job: Job, fraction: float) -> bool:
-        return await self._fetchval(
-            "progress", job.claim.id, job.claim.token, fraction, job.milestone
+        return bool(
+            await self._fetchval("progress", job.claim.id, job.claim.token, fraction, job.milestone)
         )
 
     async def renew(self, job: Job, step: Step) -> bool:
-        return await self._fetchval(
-            "renew",
-            job.claim.id,
-            job.claim.token,
-            step.lease.seconds(job.inputs.get("duration_s")),
-            job.milestone,
-            self.now,
+        return bool(
+            await self._fetchval(
+                "renew",
+                job.claim.id,
+                job.claim.token,
+                step.lease.seconds(job.inputs.get("duration_s")),
+                job.milestone,
+                self.now,
+            )
         )
 
     async def release(self, job: Job, why: str) -> bool:
-        return await self._fetchval("release", job.claim.id, job.claim.token, job.milestone, why)
+        return bool(
+            await self._fetchval("release", job.claim.id, job.claim.token, job.milestone, why)
+        )
 
     async def resume(self, recording_id: Any, *, by: str) -> Resumed:
         """A person returns a stopped record to work, from the milestone it reached.
