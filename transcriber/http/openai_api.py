@@ -64,6 +64,7 @@ from transcriber.http.waiting import Waiting
 from transcriber.languages import language_name
 from transcriber.options import RecognitionOptions
 from transcriber.pipeline.audio_steps import recognizer_name
+from transcriber.records.archive import transcript
 from transcriber.storage.configured import blobs_of
 
 UPLOADS = ("/v1/audio/transcriptions", "/v1/audio/translations")
@@ -521,7 +522,7 @@ async def recognize(
     assert isinstance(found, dict)
     if found["stopped"]:
         raise stopped_error(found, {**headers, **NO_RETRY})
-    t = await db.fetchrow("owner_transcript", owner, rid)
+    t = await transcript(db, owner, rid)
     return answer(found, t, asked, headers)
 
 

@@ -13,6 +13,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.records.archive import audio_ref
 from transcriber.storage.configured import blobs_of
 
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
@@ -36,7 +37,7 @@ async def open_audio(db: Database, config: Config, owner: int, recording_id: Any
     folder or an object store, transcriber.storage.blobs) is decided here alone. Cancellation: a read in progress finishes in
     its thread; nothing to undo.
     """
-    where = await db.fetchval("owner_audio", owner, recording_id)
+    where = await audio_ref(db, owner, recording_id)
     if where is None:
         return None
     store = blobs_of(config)
