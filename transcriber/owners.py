@@ -94,7 +94,7 @@ LOCAL_OWNER = "local"
 async def local_owner(db: Database) -> int:
     """The owner of recordings given on this machine's command line. It has no usable
     API token: its stored hash is of random bytes nobody holds."""
-    return await db.fetchval("owner_ensure", LOCAL_OWNER, secrets.token_bytes(32))
+    return int(await db.fetchval("owner_ensure", LOCAL_OWNER, secrets.token_bytes(32)))
 
 
 async def owner_of_token(db: Database, token: str) -> int | None:
@@ -111,7 +111,7 @@ async def owner_of_token(db: Database, token: str) -> int | None:
     row = await db.fetchrow("owner_by_token", wanted)
     if row is None or not hmac.compare_digest(bytes(row["token_hash"]), wanted):
         return None
-    return row["id"]
+    return int(row["id"])
 
 
 async def holder_of_token_hash(db: Database, hashed: bytes) -> int | None:

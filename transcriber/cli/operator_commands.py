@@ -3,6 +3,7 @@ journal. Each calls transcriber.pipeline.operator."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import sys
@@ -116,7 +117,7 @@ def _operator() -> str:
 
     try:
         return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name is not a reason to refuse
+    except Exception:  # no user name is not a reason to refuse
         return "unknown"
 
 
@@ -134,7 +135,7 @@ def format_event(e: operator.JournalEvent, as_json: bool) -> str:
                 "detail": e.detail,
             }
         )
-    at = e.at.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    at = e.at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     detail = " ".join(f"{k}={logfmt_value(v)}" for k, v in (e.detail or {}).items())
     token = f" token={str(e.claim_token)[:8]}" if e.claim_token else ""
     return (
@@ -169,7 +170,5 @@ def journal(
     async def work(db: Database) -> None:
         await operator.read_journal(db, rid, show, since=window, follow=follow)
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends a followed journal
         with_database(work)
-    except KeyboardInterrupt:
-        pass

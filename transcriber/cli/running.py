@@ -100,7 +100,7 @@ def run_trio(main: Callable[[], Awaitable[T]]) -> T:
     """trio.run, with the failures an operator should read as one line."""
     try:
         return trio.run(main)
-    except BaseException as e:  # noqa: BLE001 - trio wraps everything in groups
+    except BaseException as e:  # trio wraps everything in groups
         inner = unwrap(e)
         if isinstance(inner, environment_failures()):
             fail(str(inner), 2)

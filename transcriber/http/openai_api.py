@@ -215,7 +215,8 @@ class OpenAIRoute(APIRoute):
 
 
 def waiting_of(app: Any) -> Waiting:
-    return app.state.waiting
+    waiting: Waiting = app.state.waiting
+    return waiting
 
 
 router = APIRouter(route_class=OpenAIRoute, tags=["OpenAI-compatible"])

@@ -5,8 +5,8 @@ The owner gives their API token once; the server answers with a random session s
 in an HttpOnly, SameSite=Strict cookie (Secure over HTTPS, or behind a proxy that says
 `X-Forwarded-Proto: https`). Only the secret's sha256 is stored, with the owner and the
 hash of the token signed in with (transcriber.records.page_sessions): every request
-checks that hash with the API's own token lookup, so a session lives only while its token would still
-let the owner use the API — rotating or revoking the token ends it. Every
+checks that hash with the API's own token lookup, so a session lives only while its
+token would still let the owner use the API — rotating or revoking the token ends it. Every
 state-changing request must carry the session's anti-forgery token (a form field or the
 `X-CSRF-Token` header) and, when the browser names one, come from this very origin.
 

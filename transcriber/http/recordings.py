@@ -99,7 +99,7 @@ def decode_cursor(cursor: str) -> tuple[dt.datetime, uuid.UUID]:
             raise ValueError("naive time")
         # In UTC, as the database compares it: a time at the edge of Python's range
         # with an offset (year 1 at +05:00) falls outside it here, not in the driver.
-        return created_at.astimezone(dt.timezone.utc), uuid.UUID(rid)
+        return created_at.astimezone(dt.UTC), uuid.UUID(rid)
     except (ValueError, OverflowError, UnicodeDecodeError, binascii.Error):
         raise ApiError(400, "invalid cursor; pass the next_cursor of the previous page") from None
 
@@ -137,7 +137,7 @@ class Hashed:
         return hashlib.sha256(json.dumps(asked).encode()).digest()
 
 
-def same_request(first: Any, fingerprint: bytes) -> bool:
+def same_request(first: Any, fingerprint: bytes | None) -> bool:
     """Whether a request with `fingerprint` repeats the first one of its key (`first`, a
     `recording_by_key` row). A record made before fingerprints were kept counts as the
     same."""
@@ -257,6 +257,7 @@ async def store_upload(
                             raise key_reused(str(key))
                         rid, status = first["id"], 200
                     else:
+                        assert room is not None  # measured for every first upload
                         async with blobs_of(config).incoming() as into:
                             hashed = Hashed(into)
                             up = await receive_into(
@@ -358,6 +359,7 @@ async def accept(
         raise ApiError(503, "the database did not confirm the upload in time")
     if rid is None:
         # Another upload with this key committed first; this file goes.
+        assert key is not None  # only a key conflicts
         first = await upload_by_key(db, owner, key)
         if not same_request(first, fingerprint):
             raise key_reused(key)

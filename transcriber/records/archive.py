@@ -94,7 +94,8 @@ async def edit_owner_fields(
 async def audio_ref(db: Database, owner: int, recording_id: Any) -> str | None:
     """Where the owner's record keeps its normalized audio in the store, or None (not
     normalized yet, or not theirs). Cancellation: a plain read."""
-    return await db.fetchval("owner_audio", owner, recording_id)
+    ref: str | None = await db.fetchval("owner_audio", owner, recording_id)
+    return ref
 
 
 async def stored_bytes(db: Database, owner: int) -> int:

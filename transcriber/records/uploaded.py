@@ -13,7 +13,7 @@ async def commit_upload(
     db: Database,
     owner: int,
     *,
-    filename: str,
+    filename: str | None,
     size: int,
     ref: str,
     language: str | None,
@@ -30,7 +30,7 @@ async def commit_upload(
     Cancellation: one statement; cancelled, it is unknown whether it committed (the
     caller shields it).
     """
-    return await db.fetchval(
+    rid: uuid.UUID | None = await db.fetchval(
         "accept_upload",
         owner,
         filename,
@@ -43,6 +43,7 @@ async def commit_upload(
         fingerprint,
         via,
     )
+    return rid
 
 
 async def upload_by_key(db: Database, owner: int, key: str) -> Any:
