@@ -113,13 +113,16 @@ async def resume(
     again is safe (a resumed record is no longer stopped and is refused as such).
     """
     detail = {"by": by, "request": str(uuid.uuid4())}
+    # Through `run` and `sql` alone, as the queue's writes: all a database that loses
+    # replies on purpose (tests/integration/test_lost_replies.py) has to offer.
+    resumed, current = db.sql("resume"), db.sql("recording")
     row = None
     async for attempt in retry_while_unreachable(patience_s):
         with attempt:
-            row = await db.fetchrow("resume", recording_id, detail, now)
+            row = await db.run(lambda con: con.fetchrow(resumed, recording_id, detail, now))
     if row is None:
-        current = await db.fetchrow("recording", recording_id)
-        raise NotStopped(recording_id, None if current is None else str(current["milestone"]))
+        found = await db.run(lambda con: con.fetchrow(current, recording_id))
+        raise NotStopped(recording_id, None if found is None else str(found["milestone"]))
     return Resumed(row["id"], str(row["milestone"]))
 
 
