@@ -15,8 +15,8 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.options import RecognitionOptions
 from transcriber.owners import local_owner
+from transcriber.pipeline.operator import card
 from transcriber.pipeline.runner import Pipeline
-from transcriber.records.cards import card
 from transcriber.storage.intake import accept_file
 
 

@@ -17,6 +17,9 @@ import trio
 from actors import Claim, FailOutcome, Job, ResultRefused, Step, StepTable
 from actors.worker import RELEASE_TIMEOUT_S, describe
 from transcriber.db.database import CONNECTION_LOST, Database, Pinned, retry_while_unreachable
+from transcriber.pipeline import operator
+from transcriber.pipeline.operator import NotStopped as NotStopped
+from transcriber.pipeline.operator import Resumed
 
 T = TypeVar("T")
 
@@ -31,12 +34,6 @@ class Saved:
 
     query: str
     args: tuple[Any, ...] = ()
-
-
-@attrs.frozen
-class Resumed:
-    id: Any
-    milestone: str
 
 
 _INPUTS = ("source_path", "language", "audio_path", "duration_s", "options")
@@ -81,10 +78,6 @@ class _Trip:
         """The tokens offered and not handed on, forgotten here: the caller releases them."""
         taken, self.offered = self.offered, []
         return taken
-
-
-class NotStopped(Exception):
-    """Resume of a record that is not stopped (or does not exist): nothing changed."""
 
 
 @attrs.define(eq=False)
@@ -491,13 +484,8 @@ class PgQueue:
         )
 
     async def resume(self, recording_id: Any, *, by: str) -> Resumed:
-        """A person returns a stopped record to work, from the milestone it reached.
-
-        Raises NotStopped, changing nothing, if the record is unknown or not stopped.
-        A retry after a lost reply is recognised by this call's request id.
-        """
-        detail = {"by": by, "request": str(uuid.uuid4())}
-        row = await self._fetchrow("resume", recording_id, detail, self.now)
-        if row is None:
-            raise NotStopped(recording_id)
-        return Resumed(row["id"], row["milestone"])
+        """`transcriber.pipeline.operator.resume` at this queue's clock and patience (for
+        tests, which hold a queue): the operator's action, not a worker's."""
+        return await operator.resume(
+            self.db, recording_id, by=by, now=self.now, patience_s=self.patience_s
+        )
