@@ -50,7 +50,7 @@ lint:
     #!/usr/bin/env bash
     # Every tool runs, even after one fails; the recipe fails if any did.
     failed=()
-    check() { echo "lint: $*"; "$@" || failed+=("$1"); }
+    check() { echo "lint: $*"; "$@" || failed+=("${*:1:2}"); }
     check ruff check actors transcriber tests
     check ruff format --check actors transcriber tests
     check mypy
