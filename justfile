@@ -45,6 +45,26 @@ status:
 stopped *args:
     transcriber stopped "$@"
 
-# Static checks
+# Static checks: lint and format, types, import contracts, declared imports (see README)
 lint:
-    python -m compileall -q actors transcriber tests
+    #!/usr/bin/env bash
+    # Every tool runs, even after one fails; the recipe fails if any did.
+    failed=()
+    check() { echo "lint: $*"; "$@" || failed+=("${*:1:2}"); }
+    check ruff check actors transcriber tests
+    check ruff format --check actors transcriber tests
+    check mypy
+    check lint-imports
+    # The shipped code's imports against [project].dependencies (tests/ excluded) ...
+    check deptry .
+    # ... and the tests' against the dependencies and the dev extra together.
+    check deptry tests --exclude '\.venv' --ignore DEP002,DEP004
+    if [ ${#failed[@]} -gt 0 ]; then echo "lint: failed: ${failed[*]}" >&2; exit 1; fi
+
+# Refresh the locks: every transitive version of `.[dev]` (requirements-dev.lock, what
+# ./dev installs) and of the runtime alone (requirements.lock, what the wheel check installs),
+# each with the hashes of every file of that version on the indexes pip is configured with.
+# The locks name no index. `./dev lock --upgrade` moves unpinned transitive versions forward.
+lock *args:
+    pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host --extra dev -o requirements-dev.lock "$@" pyproject.toml
+    pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host --constraint requirements-dev.lock -o requirements.lock pyproject.toml
