@@ -38,17 +38,20 @@ def sql_folder() -> Traversable:
     return files("transcriber.sql")
 
 
-def areas() -> list[str]:
+def areas(folder: Traversable | None = None) -> list[str]:
     """Every area file's name (sql/<area>.sql), sorted."""
-    found = (_AREA.match(f.name) for f in sql_folder().iterdir())
+    found = (_AREA.match(f.name) for f in (folder or sql_folder()).iterdir())
     return sorted(m.group(1) for m in found if m)
 
 
-def load_queries(extra_areas: Iterable[str] = ()) -> dict[str, str]:
+def load_queries(
+    extra_areas: Iterable[str] = (), *, folder: Traversable | None = None
+) -> dict[str, str]:
     """The named queries of the service's areas (every area but BENCH_AREAS) and of
     `extra_areas`, by name. A name defined twice, in one file or two, is an error; so
-    is an extra area that has no file."""
-    known = areas()
+    is an extra area that has no file. (`folder`: another sql/ folder, for tests.)"""
+    folder = folder or sql_folder()
+    known = areas(folder)
     wanted = [a for a in known if a not in BENCH_AREAS]
     for extra in extra_areas:
         if extra not in known:
@@ -59,7 +62,7 @@ def load_queries(extra_areas: Iterable[str] = ()) -> dict[str, str]:
     where: dict[str, str] = {}
     for area in wanted:
         file = f"{area}.sql"
-        parts = _NAME.split(sql_folder().joinpath(file).read_text())
+        parts = _NAME.split(folder.joinpath(file).read_text())
         for name, body in zip(parts[1::2], parts[2::2], strict=True):
             if name in queries:
                 raise ValueError(
