@@ -93,7 +93,7 @@ async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None
 
     async def explain(con: Any) -> str:
         async with con.transaction():
-            claim = await claim_statement(db, con)
+            claim = await claim_statement(con)
             rows = await con.fetch("EXPLAIN " + claim, *args, None, [uuid.uuid4()], [])
             return "\n".join(r[0] for r in rows)
 

@@ -16,6 +16,7 @@ from actors import StepTable
 from transcriber.bench.fresh_databases import Server, fresh_db
 from transcriber.bench.instruments import Probe, note, summary_ms
 from transcriber.db.database import Database
+from transcriber.db.named_sql import BENCH_AREAS, load_queries
 from transcriber.pipeline.pg_queue import PgQueue
 
 PLAN_CLAIMS = 200
@@ -67,11 +68,12 @@ def _literals(args: tuple[Any, ...]) -> str:
     return ", ".join(lit(a) for a in args)
 
 
-async def claim_statement(db: Database, con: asyncpg.Connection) -> str:
+async def claim_statement(con: asyncpg.Connection) -> str:
     """The statement inside claim_next, its parameters numbered, with the function's
     settings applied to the current transaction: what EXPLAIN must look at, since the
-    plan of a function call shows only the call."""
-    row = await con.fetchrow(db.sql("claim_function"))
+    plan of a function call shows only the call. (Read by the bench's own query, so any
+    connection will do, not only a bench database's.)"""
+    row = await con.fetchrow(load_queries(BENCH_AREAS)["claim_function"])
     # The PL/pgSQL body is one `RETURN QUERY <statement>;`.
     found = re.search(r"BEGIN RETURN QUERY(.*?);\s*END", row["prosrc"], re.S)
     sql = found.group(1) if found else row["prosrc"]
@@ -91,7 +93,7 @@ async def explain_claim(db: Database, args: tuple[Any, ...]) -> dict[str, Any]:
         tr = con.transaction()
         await tr.start()
         try:
-            claim = await claim_statement(db, con)
+            claim = await claim_statement(con)
             lines = [r[0] for r in await con.fetch("EXPLAIN (ANALYZE, BUFFERS) " + claim, *args)]
             doc = await con.fetchval("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + claim, *args)
             # The plan a prepared statement falls back to after five executions, which is
