@@ -14,7 +14,7 @@ import trio
 
 from transcriber.db import embedded
 from transcriber.db.admin import run_as_admin, with_database
-from transcriber.db.database import Database, open_database
+from transcriber.db.database import DEFAULT_TIMEOUT_S, Database, open_database
 from transcriber.db.migrations import migrate
 from transcriber.db.named_sql import BENCH_AREAS
 from transcriber.owners import add_owner
@@ -64,12 +64,17 @@ class Server:
 
 
 @contextlib.asynccontextmanager
-async def fresh_db(server: Server, phase: str, pool: int) -> AsyncIterator[tuple[Database, int]]:
+async def fresh_db(
+    server: Server, phase: str, pool: int, timeout_s: float | None = DEFAULT_TIMEOUT_S
+) -> AsyncIterator[tuple[Database, int]]:
     """A migrated database with one owner, the bench's queries loaded besides the
     service's; the pool's connections are opened up front, so no timed phase pays for
-    connecting."""
+    connecting. `timeout_s` bounds each statement, as the service's does (None: no
+    bound)."""
     url = await server.fresh_database(phase)
-    async with open_database(url, min_size=pool, max_size=pool, extra_areas=BENCH_AREAS) as db:
+    async with open_database(
+        url, min_size=pool, max_size=pool, timeout_s=timeout_s, extra_areas=BENCH_AREAS
+    ) as db:
         await migrate(db)
         owner = await add_owner(db, "bench")
         yield db, owner.id

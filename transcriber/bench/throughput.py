@@ -87,7 +87,7 @@ async def _run(
                     server, records, workers, processes, analyze
                 )
             if plans:
-                report["planfinished_history"] = await plan_phase(
+                report["plan_finished_history"] = await plan_phase(
                     server, "finished", finished_history
                 )
                 report["plan_burst"] = await plan_phase(server, "burst", burst_after_empty_analyze)
@@ -148,7 +148,7 @@ def _print_report(r: dict[str, Any]) -> None:
             f"worker processes x {so['workers_per_process']} workers (commits per process "
             f"{so['commits_per_process']}, verified {so['verified']})"
         )
-    for key in ("planfinished_history", "plan_burst"):
+    for key in ("plan_finished_history", "plan_burst"):
         if key not in r:
             continue
         p = r[key]
@@ -185,7 +185,7 @@ def main(
     for key in ("wake_in_process", "wake_child_producer"):
         if key in compact:
             compact[key] = {k: v for k, v in report[key].items() if k != "latencies_ms"}
-    for key in ("planfinished_history", "plan_burst"):
+    for key in ("plan_finished_history", "plan_burst"):
         if key in compact:
             compact[key] = {
                 **compact[key],
@@ -197,7 +197,7 @@ def main(
     note(f"wrote {out}")
     ok = report["drain"]["verified"] and report["verified_after_wake"]
     ok = ok and report.get("scaleout", {}).get("verified", True)
-    for key in ("planfinished_history", "plan_burst"):
+    for key in ("plan_finished_history", "plan_burst"):
         if key in report:
             ok = ok and report[key]["uses_claim_index"]
     return 0 if ok else 1
