@@ -1,3 +1,3 @@
-from transcriber.cli.commands import main
+from transcriber.cli import main
 
 main()

@@ -4,6 +4,7 @@ line, and leaves nothing behind that this check created."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import pwd
@@ -70,10 +71,8 @@ def check(home: Path) -> None:
     except OSError as e:
         raise HomeUnusable(f"TRANSCRIBER_HOME {home} cannot be written: {why(e)}") from None
     finally:
-        try:
+        with contextlib.suppress(OSError):
             probe.unlink()
-        except OSError:
-            pass
 
 
 def remove(made: Path | None) -> None:

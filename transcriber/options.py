@@ -28,10 +28,12 @@ class RecognitionOptions:
             raise BadOptions(f"task must be one of {', '.join(TASKS)}, not {self.task!r}")
         if self.prompt is not None and not isinstance(self.prompt, str):
             raise BadOptions("prompt must be text")
-        if self.temperature is not None and (
-            isinstance(self.temperature, bool)
-            or not isinstance(self.temperature, (int, float))
-            or not 0 <= self.temperature <= 1
+        # As given, which may be anything: stored options and API input come here.
+        temperature: object = self.temperature
+        if temperature is not None and (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not 0 <= temperature <= 1
         ):
             raise BadOptions(f"temperature must be a number from 0 to 1, not {self.temperature!r}")
 

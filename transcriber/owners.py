@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import secrets
@@ -44,6 +45,33 @@ async def add_owner(db: Database, name: str) -> NewOwner:
     return NewOwner(owner_id, name, token)
 
 
+@attrs.frozen
+class OwnerSummary:
+    """An owner as the operator lists them, with what they keep."""
+
+    name: str
+    created_at: dt.datetime
+    revoked_at: dt.datetime | None
+    recordings: int
+    stored_bytes: int
+
+
+async def list_owners(db: Database) -> list[OwnerSummary]:
+    """Every owner, by name. Cancellation: a plain read."""
+    return [
+        OwnerSummary(
+            r["name"], r["created_at"], r["revoked_at"], r["recordings"], r["stored_bytes"]
+        )
+        for r in await db.fetch("owner_list")
+    ]
+
+
+async def owner_named(db: Database, name: str) -> int | None:
+    """The id of the owner called `name`, or None. Cancellation: a plain read."""
+    row = await db.fetchrow("owner_by_name", name)
+    return None if row is None else int(row["id"])
+
+
 async def rotate_token(db: Database, name: str) -> NewOwner:
     """A new token for `name`; the old one stops working with this commit (every
     request looks its token up afresh). A revoked owner is reinstated by it."""
@@ -66,7 +94,7 @@ LOCAL_OWNER = "local"
 async def local_owner(db: Database) -> int:
     """The owner of recordings given on this machine's command line. It has no usable
     API token: its stored hash is of random bytes nobody holds."""
-    return await db.fetchval("owner_ensure", LOCAL_OWNER, secrets.token_bytes(32))
+    return int(await db.fetchval("owner_ensure", LOCAL_OWNER, secrets.token_bytes(32)))
 
 
 async def owner_of_token(db: Database, token: str) -> int | None:
@@ -83,4 +111,12 @@ async def owner_of_token(db: Database, token: str) -> int | None:
     row = await db.fetchrow("owner_by_token", wanted)
     if row is None or not hmac.compare_digest(bytes(row["token_hash"]), wanted):
         return None
-    return row["id"]
+    return int(row["id"])
+
+
+async def holder_of_token_hash(db: Database, hashed: bytes) -> int | None:
+    """The id of the owner whose current API token has this sha256, or None (a page
+    session checks the token it was signed in with by its stored hash). Cancellation: a
+    plain read."""
+    row = await db.fetchrow("owner_by_token", hashed)
+    return None if row is None else int(row["id"])

@@ -18,8 +18,8 @@ from tests.pipeline_helpers import state
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.pipeline.audio_steps import audio_steps
+from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue, Saved
-from transcriber.records.cards import card
 from transcriber.storage.intake import accept_file
 
 REASONS = {"empty_file", "undecodable_audio", "no_audio_stream", "empty_audio", "too_long"}

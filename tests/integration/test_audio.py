@@ -47,8 +47,8 @@ from transcriber.db.database import Database
 from transcriber.formats import render
 from transcriber.pipeline.audio_steps import audio_steps
 from transcriber.pipeline.oneshot import transcribe_file
+from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue
-from transcriber.records.cards import card
 from transcriber.storage.intake import accept_file
 from transcriber.storage.local import LocalBlobs
 from transcriber.wer import word_error_rate

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import trio
 
 from tests.pipeline_helpers import accept, journal, state, table
 from transcriber.db.database import Database
+from transcriber.pipeline import operator
 from transcriber.pipeline.pg_queue import PgQueue
 
 
@@ -58,6 +60,57 @@ async def test_resume_a_stopped_record(db: Database, db_url: str, owner_id: int)
     assert (await state(db, rid))["stopped_at"] is None
     last = (await journal(db, rid))[-1]
     assert (last["origin"], last["kind"]) == ("human", "resumed")
+
+
+HELD = (
+    "stopped_at, stop_reason, stop_error, claim_token, lease_expires_at, attempts, "
+    "retry_at, milestone_entered_at, progress"
+)
+
+
+async def held(db: Database, rid: Any) -> dict[str, Any]:
+    """What a run holds a record by: the columns resume resets."""
+    row = await db.run(
+        lambda con: con.fetchrow(f"SELECT {HELD} FROM recordings WHERE id = $1", rid)
+    )
+    return dict(row)
+
+
+async def test_the_operator_resumes_without_a_queue(db: Database, owner_id: int) -> None:
+    # The operator's action takes the database alone: no worker's queue, no step table.
+    rid = await stopped_record(db, owner_id)
+    # Everything a run can leave on a stopped record at once.
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET attempts = 3, retry_at = now() + interval '1 hour', "
+            "progress = 0.5, lease_expires_at = now() + interval '1 hour' WHERE id = $1",
+            rid,
+        )
+    )
+    assert (await held(db, rid))["claim_token"] is not None
+    at = dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    done = await operator.resume(db, rid, by="ann", now=at)
+    assert (done.id, done.milestone) == (rid, "received")
+    assert await held(db, rid) == {
+        "stopped_at": None,
+        "stop_reason": None,
+        "stop_error": None,
+        "claim_token": None,
+        "lease_expires_at": None,
+        "attempts": 0,
+        "retry_at": None,
+        "milestone_entered_at": at,
+        "progress": None,
+    }
+    last = (await journal(db, rid))[-1]
+    assert (last["origin"], last["kind"], last["detail"]["by"]) == ("human", "resumed", "ann")
+    # Again: not stopped any more, refused, nothing changed.
+    before = (await held(db, rid), await journal(db, rid))
+    with pytest.raises(operator.NotStopped, match="is not stopped \\(at received\\)"):
+        await operator.resume(db, rid, by="ann")
+    with pytest.raises(operator.NotStopped, match="no recording"):
+        await operator.resume(db, uuid.UUID(int=7), by="ann")
+    assert (await held(db, rid), await journal(db, rid)) == before
 
 
 @pytest.mark.scenario("operations", "A refused resume changes nothing")

@@ -135,7 +135,7 @@ def test_root_runs_the_cli_from_a_closed_folder(tmp_path: Path) -> None:
 def test_an_unprivileged_user_runs_it_with_its_own_server(tmp_path: Path) -> None:
     as_nobody = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
     probe = subprocess.run(
-        [*as_nobody, sys.executable, "-c", "import transcriber.cli.commands"],
+        [*as_nobody, sys.executable, "-c", "import transcriber.cli"],
         env=env_for(Path("/nonexistent")),
         cwd="/",
         capture_output=True,

@@ -536,7 +536,15 @@ def test_only_the_page_writes_corrections() -> None:
         for name in writers
         if f'"{name}"' in p.read_text()
     }
-    assert callers == {"transcriber/http/page.py"}
+    assert callers == {"transcriber/records/corrections.py"}
+    # ... whose writers only the page calls.
+    writing = ("set_correction(", "clear_correction(")
+    users = {
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "transcriber").rglob("*.py")
+        if p.name != "corrections.py" and any(w in p.read_text() for w in writing)
+    }
+    assert users == {"transcriber/http/page.py"}
 
 
 def test_page_paths_are_told_from_the_api() -> None:

@@ -24,8 +24,8 @@ from tests.pipeline_helpers import (
     table,
 )
 from transcriber.db.database import Database
+from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue, Saved
-from transcriber.records.cards import card
 
 pytestmark = pytest.mark.usefixtures("owner_id")
 

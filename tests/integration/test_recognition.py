@@ -39,10 +39,10 @@ from transcriber.options import BadOptions, RecognitionOptions
 from transcriber.owners import add_owner
 from transcriber.pipeline.audio_steps import audio_steps
 from transcriber.pipeline.oneshot import transcribe_file
+from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.pipeline.prometheus import render_metrics
 from transcriber.pipeline.step_table import step_table
-from transcriber.records.cards import card
 from transcriber.storage.intake import accept_file
 
 

@@ -1,1 +1,2 @@
-"""Sound to text: decoding, recognition (local Whisper in child processes, or a remote OpenAI-compatible server), models and devices."""
+"""Sound to text: decoding, recognition (local Whisper in child processes, or a remote
+OpenAI-compatible server), models and devices."""

@@ -53,7 +53,7 @@ def cuda_devices() -> int:
     import ctranslate2
 
     try:
-        return ctranslate2.get_cuda_device_count()
+        return int(ctranslate2.get_cuda_device_count())
     except RuntimeError:
         return 0
 

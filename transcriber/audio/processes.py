@@ -17,6 +17,7 @@ does not load). It exits when its stdin closes (the daemon ended) or its parent 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -108,7 +109,8 @@ class _Child:
         line = self.proc.stdout.readline()
         if not line:
             raise RecognizerDied(self.death())
-        return json.loads(line)
+        message: dict[str, Any] = json.loads(line)
+        return message
 
     def death(self) -> str:
         code = self.proc.wait()
@@ -120,20 +122,16 @@ class _Child:
     def kill(self) -> None:
         """From any thread: ends the child at once; its reader sees the end of its
         output."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
-        except ProcessLookupError:
-            pass
 
     def close(self) -> None:
         self.kill()
         self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
-                try:
+                with contextlib.suppress(BrokenPipeError):
                     stream.close()
-                except BrokenPipeError:
-                    pass
 
 
 def _close_all(children: list[_Child]) -> None:

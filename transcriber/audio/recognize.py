@@ -20,6 +20,7 @@ import os
 import shutil
 import threading
 import wave
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,8 @@ class Transcript:
         return cls(d["text"], d["segments"], d["language"], d["model"])
 
 
-def read_windows(path: Path, window_s: int = WINDOW_S):  # -> Iterator[(offset_s, samples)]
+def read_windows(path: Path, window_s: int = WINDOW_S) -> Iterator[tuple[float, np.ndarray]]:
+    """(offset in seconds, samples) of each `window_s` of the wav."""
     with wave.open(str(path), "rb") as w:
         rate = w.getframerate()
         offset = 0
@@ -179,9 +181,8 @@ class WhisperRecognizer:
         self._model: Any = None
         self._batched: Any = None
         self._lock = threading.Lock()
-        self.name = (
-            Path(model_path or config.model).name if (model_path or config.model) else BUNDLED_NAME
-        )
+        chosen = model_path or config.model
+        self.name = Path(chosen).name if chosen else BUNDLED_NAME
 
     def model(self) -> Any:
         with self._lock:
@@ -232,24 +233,27 @@ class WhisperRecognizer:
         temperature = (
             [options.temperature] if options.temperature is not None else list(TEMPERATURES)
         )
-        common = dict(
-            language=language,
-            task=options.task,
-            initial_prompt=options.prompt,
-            temperature=temperature,
-            beam_size=5,
-            word_timestamps=True,
-            condition_on_previous_text=False,
-        )
+        common = {
+            "language": language,
+            "task": options.task,
+            "initial_prompt": options.prompt,
+            "temperature": temperature,
+            "beam_size": 5,
+            "word_timestamps": True,
+            "condition_on_previous_text": False,
+        }
+        # faster-whisper has no types: each answers (segments, info).
         if self.config.decoding == "sequential":
-            return model.transcribe(samples, vad_filter=False, **common)
+            pieces, info = model.transcribe(samples, vad_filter=False, **common)
+            return pieces, info
         if len(samples) < 16000 * 0.1:
             # Too short for the VAD to find anything (and the batched pipeline refuses
             # to detect a language from nothing): no speech in it.
             return iter(()), _Info(language)
-        return self._batched.transcribe(
+        pieces, info = self._batched.transcribe(
             samples, batch_size=self.config.batch_size, vad_filter=True, **common
         )
+        return pieces, info
 
 
 @attrs.frozen

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import tenacity
+import trio
 
 from actors import StopRecord
 from transcriber.audio.recognize import Transcript
@@ -56,7 +57,7 @@ class RemoteRecognizer:
                 tenacity.wait_exponential(multiplier=self.first_pause_s, max=10)
                 + tenacity.wait_random(0, self.first_pause_s)
             ),
-            sleep=_trio_sleep,
+            sleep=trio.sleep,
             reraise=True,
         )
         async for attempt in retrying:
@@ -85,7 +86,8 @@ class RemoteRecognizer:
             data["temperature"] = str(options.temperature)
         try:
             async with httpx.AsyncClient(timeout=self.timeout) as client:
-                with open(audio, "rb") as f:
+                # Opened in a thread; httpx then reads it in chunks as it sends.
+                with await trio.to_thread.run_sync(lambda: audio.open("rb")) as f:
                     answer = await client.post(
                         endpoint,
                         headers=self.headers,
@@ -144,9 +146,3 @@ def _word(w: dict[str, Any]) -> dict[str, Any]:
         "word": w["word"],
         "probability": w.get("probability"),
     }
-
-
-async def _trio_sleep(seconds: float) -> None:
-    import trio
-
-    await trio.sleep(seconds)

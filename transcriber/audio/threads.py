@@ -9,6 +9,7 @@ current segment.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -87,10 +88,8 @@ async def run_in_thread(
     def deliver(finished: outcome.Outcome[T]) -> None:
         nonlocal result
         result = finished
-        try:
+        with contextlib.suppress(trio.RunFinishedError):
             token.run_sync_soon(done.set)
-        except trio.RunFinishedError:
-            pass
 
     async def forward_progress() -> None:
         assert progress is not None

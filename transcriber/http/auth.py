@@ -20,7 +20,7 @@ async def current_owner(
 ) -> int:
     """The calling owner's id, as `middleware.Guard` found it before the body was read
     (looked up here only for an application without it); 401 without a valid token."""
-    owner = request.scope.get(OWNER)
+    owner: int | None = request.scope.get(OWNER)
     if owner is None and credentials is not None:
         owner = await owner_of_token(db, credentials.credentials)
     if owner is None:

@@ -13,11 +13,13 @@ from transcriber.db.database import Database
 
 
 async def database(request: Request) -> Database:
-    return request.app.state.db
+    db: Database = request.app.state.db
+    return db
 
 
 async def settings(request: Request) -> Config:
-    return request.app.state.config
+    config: Config = request.app.state.config
+    return config
 
 
 Db = Annotated[Database, Depends(database)]

@@ -10,6 +10,7 @@ from transcriber.http.deps import Db
 from transcriber.http.errors import documented_errors
 from transcriber.http.owned_cards import owned
 from transcriber.http.shapes import EventPage
+from transcriber.records.archive import journal_page
 from transcriber.stops import owner_detail
 
 router = APIRouter()
@@ -29,7 +30,7 @@ async def events(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JSONResponse:
     rid = await owned(db, owner, recording_id)
-    rows = await db.fetch("owner_journal", owner, rid, after, limit)
+    rows = await journal_page(db, owner, rid, after, limit)
     found = [
         {
             "id": e["seq"],

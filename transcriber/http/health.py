@@ -14,6 +14,7 @@ from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, Error
 from transcriber.http.middleware import is_loopback
 from transcriber.http.shapes import Health
+from transcriber.pipeline.operator import check_database
 from transcriber.pipeline.prometheus import render_metrics
 
 HEALTH_TIMEOUT_S = 5.0
@@ -31,8 +32,8 @@ router = APIRouter()
 async def healthz(db: Db, config: Settings) -> JSONResponse:
     try:
         with trio.fail_after(HEALTH_TIMEOUT_S):
-            await db.fetchval("health")
-    except Exception as e:  # noqa: BLE001 - whatever fails, the answer is "unavailable"
+            await check_database(db)
+    except Exception as e:  # whatever fails, the answer is "unavailable"
         # The cause (a host, a database name) is the operator's: in the log only.
         event(logging.WARNING, "health_unavailable", error=describe(e))
         return JSONResponse(

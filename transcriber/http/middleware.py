@@ -26,6 +26,9 @@ from transcriber.http.errors import (
 )
 from transcriber.owners import owner_of_token
 
+API_SHAPES = ErrorShapes()
+"""The API's own error body everywhere: an application with no other areas."""
+
 JSON_BODY_MAX = 128 * 1024
 """Bytes of a body the application parses whole (an edit). The largest valid edit, a
 20 000-character summary and 50 topics of 100 characters, is about 100 KB even when
@@ -103,7 +106,7 @@ class DrainRequestBody:
             if gave_up:
                 raise BodyIdle(self.idle_s)
             with trio.move_on_after(self.idle_s):
-                message = await receive()
+                message: dict[str, Any] = await receive()
                 if message["type"] == "http.disconnect" or not message.get("more_body"):
                     ended = True
                 return message
@@ -155,7 +158,7 @@ class Guard:
         max_requests: int,
         public: Callable[[str], bool],
         streamed: Callable[[str, str], bool],
-        shapes: ErrorShapes = ErrorShapes(),
+        shapes: ErrorShapes = API_SHAPES,
     ):
         self.app = app
         self.shapes = shapes
@@ -227,7 +230,7 @@ class Guard:
 
         async def capped() -> dict[str, Any]:
             nonlocal received
-            message = await receive()
+            message: dict[str, Any] = await receive()
             received += len(message.get("body", b""))
             if received > JSON_BODY_MAX:
                 raise BodyTooLarge(JSON_BODY_MAX)

@@ -25,16 +25,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import attrs
 import trio
 from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.requests import ClientDisconnect
@@ -42,10 +40,10 @@ from starlette.requests import ClientDisconnect
 from actors.log import event
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.formats import to_srt, to_text, to_vtt
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import MAY_RETRY, RETRY_AFTER, validation_message
+from transcriber.http.openai_answers import AudioRequest, answer
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS, card_path, owned_card
 from transcriber.http.quotas import room_refusals, upload_room
 from transcriber.http.recordings import accept
@@ -61,9 +59,9 @@ from transcriber.http.uploads import (
     receive_form,
 )
 from transcriber.http.waiting import Waiting
-from transcriber.languages import language_name
 from transcriber.options import RecognitionOptions
 from transcriber.pipeline.audio_steps import recognizer_name
+from transcriber.records.archive import transcript
 from transcriber.storage.configured import blobs_of
 
 UPLOADS = ("/v1/audio/transcriptions", "/v1/audio/translations")
@@ -214,25 +212,14 @@ class OpenAIRoute(APIRoute):
 
 
 def waiting_of(app: Any) -> Waiting:
-    return app.state.waiting
+    waiting: Waiting = app.state.waiting
+    return waiting
 
 
 router = APIRouter(route_class=OpenAIRoute, tags=["OpenAI-compatible"])
 
 
 # --- the request ---------------------------------------------------------------------
-
-
-@attrs.frozen
-class AudioRequest:
-    """What an OpenAI client asked for, checked."""
-
-    task: str
-    model: str
-    language: str | None
-    options: RecognitionOptions
-    response_format: str
-    granularities: frozenset[str]
 
 
 def form_value(fields: dict[str, str], name: str) -> str | None:
@@ -423,65 +410,6 @@ def stopped_error(c: dict[str, Any], headers: dict[str, str]) -> OpenAIError:
     )
 
 
-# --- the answer ----------------------------------------------------------------------
-
-
-def verbose(c: dict[str, Any], t: Any, asked: AudioRequest) -> dict[str, Any]:
-    """OpenAI's verbose_json, from what the record keeps. What it does not keep
-    (tokens, log probabilities, the temperature used) is null, not made up; `model`
-    is the recognizer that made the transcript, whatever the request named."""
-    segments = t["segments"]
-    body: dict[str, Any] = {
-        "task": asked.task,
-        "language": language_name(t["language"]),
-        "duration": c["duration_s"],
-        "text": t["text"],
-        "model": t["model"],
-    }
-    if not asked.granularities or "segment" in asked.granularities:
-        body["segments"] = [
-            {
-                "id": i,
-                "seek": None,
-                "start": s["start"],
-                "end": s["end"],
-                "text": s["text"],
-                "tokens": None,
-                "temperature": None,
-                "avg_logprob": None,
-                "compression_ratio": None,
-                "no_speech_prob": None,
-            }
-            for i, s in enumerate(segments)
-        ]
-    if "word" in asked.granularities:
-        body["words"] = [
-            {"word": w["word"].strip(), "start": w["start"], "end": w["end"]}
-            for s in segments
-            for w in s.get("words") or ()
-        ]
-    body["usage"] = usage(c)
-    return body
-
-
-def usage(c: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "duration", "seconds": math.ceil(c["duration_s"] or 0)}
-
-
-def answer(c: dict[str, Any], t: Any, asked: AudioRequest, headers: dict[str, str]) -> Response:
-    text, segments = t["text"], t["segments"]
-    fmt = asked.response_format
-    if fmt == "json":
-        return JSONResponse({"text": text, "usage": usage(c)}, headers=headers)
-    if fmt == "verbose_json":
-        return JSONResponse(verbose(c, t, asked), headers=headers)
-    if fmt == "text":
-        return PlainTextResponse(to_text(text, segments), headers=headers)
-    if fmt == "srt":
-        return PlainTextResponse(to_srt(text, segments), headers=headers)
-    return PlainTextResponse(to_vtt(text, segments), headers=headers, media_type="text/vtt")
-
-
 async def recognize(
     request: Request, owner: int, db: Database, config: Config, task: str
 ) -> Response:
@@ -521,7 +449,7 @@ async def recognize(
     assert isinstance(found, dict)
     if found["stopped"]:
         raise stopped_error(found, {**headers, **NO_RETRY})
-    t = await db.fetchrow("owner_transcript", owner, rid)
+    t = await transcript(db, owner, rid)
     return answer(found, t, asked, headers)
 
 

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from transcriber.db.database import Database
 from transcriber.http.errors import not_found
-from transcriber.records.cards import card_from_row
+from transcriber.records.cards import owner_card
 
 # Where a card's transcript renderings live, by the `links` key.
 TRANSCRIPT_PATHS = {
@@ -46,10 +46,10 @@ def with_links(c: dict[str, Any]) -> dict[str, Any]:
 async def owned_card(db: Database, owner: int, recording_id: Any) -> dict[str, Any]:
     """The card of the caller's record `recording_id`; 404 if it is not theirs."""
     rid = recording_id if isinstance(recording_id, uuid.UUID) else parse_id(recording_id)
-    row = None if rid is None else await db.fetchrow("owner_recording", owner, rid)
-    if row is None:
+    found = None if rid is None else await owner_card(db, owner, rid)
+    if found is None:
         raise not_found()
-    return with_links(card_from_row(row))
+    return with_links(found)
 
 
 async def owned(db: Database, owner: int, recording_id: str) -> uuid.UUID:

@@ -37,17 +37,26 @@ from transcriber.http.page_session import (
     clear_cookie,
     set_cookie,
     sign_in,
+    sign_out,
 )
 from transcriber.http.recordings import decode_cursor, encode_cursor, store_upload
 from transcriber.http.shapes import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
-from transcriber.http.transcripts import corrections_of, transcript_response
+from transcriber.http.transcripts import transcript_response
 from transcriber.http.uploads import TITLE_MAX, check_text
-from transcriber.records.cards import card_from_row
+from transcriber.records.archive import (
+    edit_owner_fields,
+    found_records_page,
+    journal_page,
+    transcript,
+)
 from transcriber.records.corrections import (
     CORRECTION_MAX,
     BadCorrection,
     check_correction,
+    clear_correction,
     corrected,
+    corrections_of,
+    set_correction,
 )
 from transcriber.stops import owner_detail
 
@@ -207,7 +216,7 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
 async def signout(request: Request, db: Db, session: Session) -> Response:
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
-    await db.execute("page_session_end", session.owner, session.secret_hash)
+    await sign_out(db, session)
     response = RedirectResponse(SIGNIN_PATH, status_code=303)
     clear_cookie(response, request)
     return response
@@ -235,18 +244,15 @@ async def recordings_page(
     fragment: Annotated[str | None, Query(max_length=20)] = None,
 ) -> HTMLResponse:
     state = state if state in page_text.STATES else None
-    after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
-    rows = await db.fetch(
-        "page_recordings",
+    found = await found_records_page(
+        db,
         session.owner,
-        after_at,
-        after_id,
-        PAGE_SIZE + 1,
-        state,
-        search_query(q or ""),
+        decode_cursor(cursor) if cursor else None,
+        PAGE_SIZE,
+        state=state,
+        search=search_query(q or ""),
     )
-    cards = [card_from_row(r) for r in rows[:PAGE_SIZE]]
-    last = rows[PAGE_SIZE - 1] if len(rows) > PAGE_SIZE else None
+    cards = found.cards
     context = {
         "cards": cards,
         "csrf": session.csrf,
@@ -254,7 +260,7 @@ async def recordings_page(
         "q": q or "",
         "cursor": cursor,
         "states": page_text.STATES,
-        "older": None if last is None else encode_cursor(last["created_at"], last["id"]),
+        "older": None if found.more_after is None else encode_cursor(*found.more_after),
         "live": any(page_text.state_of(c) == "working" for c in cards),
         "max_upload_bytes": request.app.state.max_upload_bytes,
     }
@@ -286,7 +292,7 @@ async def record_context(
     reads."""
     segments: list[dict[str, Any]] = []
     if card["done"]:
-        t = await db.fetchrow("owner_transcript", owner, card["id"])
+        t = await transcript(db, owner, card["id"])
         if t is not None:
             _, segments = corrected(
                 t["text"], t["segments"], await corrections_of(db, owner, card["id"])
@@ -294,7 +300,7 @@ async def record_context(
     # Numbered within the record, as `/events` numbers them; the operator's detail left out.
     journal = [
         {**e, "detail": owner_detail(e["detail"])}
-        for e in await db.fetch("owner_journal", owner, card["id"], 0, JOURNAL_SHOWN)
+        for e in await journal_page(db, owner, card["id"], 0, JOURNAL_SHOWN)
     ]
     return {
         "card": card,
@@ -379,14 +385,14 @@ async def edit(request: Request, db: Db, session: Session, recording_id: str) ->
     if errors:
         context = await record_context(db, session.owner, card, session.csrf)
         return html("record.html", 422, **{**context, "errors": errors, "values": values})
-    await db.fetchval(
-        "edit_owner_fields",
+    await edit_owner_fields(
+        db,
         session.owner,
         card["id"],
-        values["title"],
-        values["summary"],
-        topics,
-        {
+        title=values["title"],
+        summary=values["summary"],
+        topics=topics,
+        detail={
             "by": "owner",
             "owner_id": session.owner,
             "via": "page",
@@ -404,7 +410,7 @@ async def correct(
     `text`, or `restore` to go back to the machine's): JSON with the text now shown, or
     `{"error": ...}` (422) saying why the text was refused."""
     rid = parse_id(recording_id)
-    t = None if rid is None else await db.fetchrow("owner_transcript", session.owner, rid)
+    t = None if rid is None else await transcript(db, session.owner, rid)
     if rid is None or t is None or not 0 <= index < len(t["segments"]):
         raise ApiError(404, "no such segment")
     form = await request.form()
@@ -415,11 +421,9 @@ async def correct(
     except BadCorrection as e:
         return JSONResponse({"error": str(e)}, status_code=422)
     if text in ("", machine_text.strip()):
-        await db.fetchval(
-            "correction_clear", session.owner, rid, index, {**detail, "restored": True}
-        )
+        await clear_correction(db, session.owner, rid, index, {**detail, "restored": True})
         return JSONResponse(
             {"text": machine_text, "machine_text": machine_text, "corrected": False}
         )
-    await db.fetchval("correction_set", session.owner, rid, index, text, detail)
+    await set_correction(db, session.owner, rid, index, text, detail)
     return JSONResponse({"text": text, "machine_text": machine_text, "corrected": True})

@@ -13,6 +13,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.records.archive import audio_ref
 from transcriber.storage.configured import blobs_of
 
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
@@ -33,10 +34,10 @@ async def open_audio(db: Database, config: Config, owner: int, recording_id: Any
     none (or the record is not theirs).
 
     The page reads audio only through this function, so where audio lives (the local
-    folder or an object store, transcriber.storage.blobs) is decided here alone. Cancellation: a read in progress finishes in
-    its thread; nothing to undo.
+    folder or an object store, transcriber.storage.blobs) is decided here alone.
+    Cancellation: a read in progress finishes in its thread; nothing to undo.
     """
-    where = await db.fetchval("owner_audio", owner, recording_id)
+    where = await audio_ref(db, owner, recording_id)
     if where is None:
         return None
     store = blobs_of(config)
@@ -50,7 +51,10 @@ async def open_audio(db: Database, config: Config, owner: int, recording_id: Any
     return Audio(size, "audio/wav", read)
 
 
-def byte_range(header: str | None, size: int) -> tuple[int, int] | None | str:
+UNSATISFIABLE = "unsatisfiable"
+
+
+def byte_range(header: str | None, size: int) -> tuple[int, int] | str | None:
     """(start, end) of a single `Range: bytes=…` request; None for the whole file (no
     header, or one this does not serve, which HTTP lets a server ignore); "unsatisfiable"
     for a range outside the file."""
@@ -73,7 +77,7 @@ def audio_response(request: Request, audio: Audio) -> Response:
     """The whole audio (200) or the range asked for (206); 416 for a range outside it."""
     headers = {"Accept-Ranges": "bytes", "Cache-Control": "private, max-age=3600"}
     wanted = byte_range(request.headers.get("range"), audio.size)
-    if wanted == "unsatisfiable":
+    if isinstance(wanted, str):  # UNSATISFIABLE
         return Response(
             status_code=416, headers={**headers, "Content-Range": f"bytes */{audio.size}"}
         )
@@ -91,5 +95,6 @@ def audio_response(request: Request, audio: Audio) -> Response:
 
 
 async def _nothing() -> AsyncIterator[bytes]:
-    return
-    yield b""
+    empty: list[bytes] = []
+    for chunk in empty:
+        yield chunk

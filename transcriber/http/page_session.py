@@ -4,9 +4,9 @@ checks that keep another site from acting with it.
 The owner gives their API token once; the server answers with a random session secret
 in an HttpOnly, SameSite=Strict cookie (Secure over HTTPS, or behind a proxy that says
 `X-Forwarded-Proto: https`). Only the secret's sha256 is stored, with the owner and the
-hash of the token signed in with: every request checks that hash with the API's own
-token lookup (`owner_by_token`), so a session lives only while its token would still
-let the owner use the API — rotating or revoking the token ends it. Every
+hash of the token signed in with (transcriber.records.page_sessions): every request
+checks that hash with the API's own token lookup, so a session lives only while its
+token would still let the owner use the API — rotating or revoking the token ends it. Every
 state-changing request must carry the session's anti-forgery token (a form field or the
 `X-CSRF-Token` header) and, when the browser names one, come from this very origin.
 
@@ -34,6 +34,7 @@ from transcriber.db.database import Database
 from transcriber.http.deps import Db
 from transcriber.http.errors import ApiError
 from transcriber.owners import owner_of_token
+from transcriber.records.page_sessions import end_session, live_session, start_session
 
 COOKIE = "transcriber_session"
 CSRF_HEADER = "x-csrf-token"
@@ -67,8 +68,7 @@ async def sign_in(db: Database, token: str, lifetime_s: float) -> tuple[str, str
     if owner is None:
         return None
     secret, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-    await db.execute("page_sessions_sweep")
-    await db.execute("page_session_add", owner, secret_hash(secret), csrf, lifetime_s)
+    await start_session(db, owner, secret_hash(secret), csrf, lifetime_s)
     return secret, csrf
 
 
@@ -96,14 +96,13 @@ async def session_of(db: Database, request: Request) -> PageSession | None:
     if not secret or len(secret) > 200:
         return None
     hashed = secret_hash(secret)
-    row = await db.fetchrow("page_session", hashed)
-    if row is None:
-        return None
-    # The token signed in with, checked as the API checks a token.
-    holder = await db.fetchrow("owner_by_token", bytes(row["token_hash"]))
-    if holder is None or holder["id"] != row["owner_id"]:
-        return None
-    return PageSession(row["owner_id"], row["csrf"], hashed)
+    live = await live_session(db, hashed)
+    return None if live is None else PageSession(live.owner, live.csrf, hashed)
+
+
+async def sign_out(db: Database, session: PageSession) -> None:
+    """The session ends. Cancellation: one statement."""
+    await end_session(db, session.owner, session.secret_hash)
 
 
 def wants_html(request: Request) -> bool:

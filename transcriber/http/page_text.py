@@ -11,8 +11,8 @@ from typing import Any
 # in the same words the API's card and `/events` use.
 WHAT_TO_DO: dict[str, str] = {
     "empty_file": "Upload the file again: nothing of it arrived.",
-    "undecodable_audio": "Check that it is a recording (MP3, M4A, OGG, FLAC, WAV, or a video with sound) "
-    "and upload it again; trying this file again cannot help.",
+    "undecodable_audio": "Check that it is a recording (MP3, M4A, OGG, FLAC, WAV, or a "
+    "video with sound) and upload it again; trying this file again cannot help.",
     "no_audio_stream": "Upload the file that has the sound in it (a video with its sound "
     "track, or the recording itself).",
     "empty_audio": "Upload the recording that has the speech in it.",
@@ -20,10 +20,11 @@ WHAT_TO_DO: dict[str, str] = {
     "raise TRANSCRIBER_MAX_DURATION_S.",
     "recognizer_refused_audio": "Ask the operator to look at the speech recognizer, or "
     "upload the recording in another format.",
-    "attempts_exhausted": "Ask the operator to look at it (`transcriber stopped` shows the error), fix the "
-    "cause and run `transcriber resume {id}`; nothing is lost meanwhile.",
-    "milestone_time_limit": "Ask the operator to look at the service and run `transcriber resume {id}`; "
-    "nothing is lost meanwhile.",
+    "attempts_exhausted": "Ask the operator to look at it (`transcriber stopped` shows "
+    "the error), fix the cause and run `transcriber resume {id}`; nothing is lost "
+    "meanwhile.",
+    "milestone_time_limit": "Ask the operator to look at the service and run "
+    "`transcriber resume {id}`; nothing is lost meanwhile.",
 }
 OTHER_TO_DO = (
     "Ask the operator to look at it and run `transcriber resume {id}` when the "

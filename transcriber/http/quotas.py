@@ -22,6 +22,7 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.errors import ApiError
 from transcriber.http.uploads import UploadRefused
+from transcriber.records.archive import stored_bytes
 from transcriber.storage.configured import blobs_of
 from transcriber.storage.files import private_dir
 
@@ -76,7 +77,7 @@ async def upload_room(db: Database, config: Config, owner: int, max_upload: int)
     same room, so together they may pass the quota by at most the uploads at once.
     Cancellation: a plain query and a stat; nothing to undo.
     """
-    stored = await db.fetchval("owner_stored_bytes", owner)
+    stored = await stored_bytes(db, owner)
     quota = ApiError(
         507,
         f"your recordings take {stored} bytes of your quota of "

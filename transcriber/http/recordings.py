@@ -29,7 +29,8 @@ from transcriber.http.quotas import room_refusals, upload_room
 from transcriber.http.shapes import Card, CardPage, Edit
 from transcriber.http.uploads import PROMPT_MAX, TITLE_MAX, Upload, receive
 from transcriber.options import TASKS, RecognitionOptions
-from transcriber.records.cards import card_from_row
+from transcriber.records.archive import edit_owner_fields, records_page
+from transcriber.records.uploaded import commit_upload, upload_by_key
 from transcriber.storage.blobs import Incoming
 from transcriber.storage.configured import blobs_of
 
@@ -98,7 +99,7 @@ def decode_cursor(cursor: str) -> tuple[dt.datetime, uuid.UUID]:
             raise ValueError("naive time")
         # In UTC, as the database compares it: a time at the edge of Python's range
         # with an offset (year 1 at +05:00) falls outside it here, not in the driver.
-        return created_at.astimezone(dt.timezone.utc), uuid.UUID(rid)
+        return created_at.astimezone(dt.UTC), uuid.UUID(rid)
     except (ValueError, OverflowError, UnicodeDecodeError, binascii.Error):
         raise ApiError(400, "invalid cursor; pass the next_cursor of the previous page") from None
 
@@ -136,7 +137,7 @@ class Hashed:
         return hashlib.sha256(json.dumps(asked).encode()).digest()
 
 
-def same_request(first: Any, fingerprint: bytes) -> bool:
+def same_request(first: Any, fingerprint: bytes | None) -> bool:
     """Whether a request with `fingerprint` repeats the first one of its key (`first`, a
     `recording_by_key` row). A record made before fingerprints were kept counts as the
     same."""
@@ -230,7 +231,7 @@ async def store_upload(
 
     Cancellation: see `accept`; a file received but not committed goes."""
     with request.app.state.upload_slots.take(owner):
-        first = None if key is None else await db.fetchrow("recording_by_key", owner, key)
+        first = None if key is None else await upload_by_key(db, owner, key)
         max_upload = request.app.state.max_upload_bytes
         room = await upload_room(db, config, owner, max_upload) if first is None else None
         try:
@@ -256,6 +257,7 @@ async def store_upload(
                             raise key_reused(str(key))
                         rid, status = first["id"], 200
                     else:
+                        assert room is not None  # measured for every first upload
                         async with blobs_of(config).incoming() as into:
                             hashed = Hashed(into)
                             up = await receive_into(
@@ -334,18 +336,18 @@ async def accept(
     with trio.CancelScope(shield=True) as scope:
         scope.deadline = trio.current_time() + ACCEPT_TIMEOUT_S
         try:
-            rid = await db.fetchval(
-                "accept_upload",
+            rid = await commit_upload(
+                db,
                 owner,
-                up.filename,
-                up.size,
-                up.ref,
-                up.language,
-                up.title,
-                key,
-                up.options.to_json(),
-                fingerprint if key is not None else None,
-                via,
+                filename=up.filename,
+                size=up.size,
+                ref=up.ref,
+                language=up.language,
+                title=up.title,
+                key=key,
+                options=up.options.to_json(),
+                fingerprint=fingerprint if key is not None else None,
+                via=via,
             )
         except asyncpg.PostgresError:
             raise  # refused by the database: surely no record; the file goes
@@ -357,7 +359,8 @@ async def accept(
         raise ApiError(503, "the database did not confirm the upload in time")
     if rid is None:
         # Another upload with this key committed first; this file goes.
-        first = await db.fetchrow("recording_by_key", owner, key)
+        assert key is not None  # only a key conflicts
+        first = await upload_by_key(db, owner, key)
         if not same_request(first, fingerprint):
             raise key_reused(key)
         return first["id"], 200
@@ -380,14 +383,12 @@ async def list_recordings(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> JSONResponse:
-    after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
-    rows = await db.fetch("recordings_of_owner", owner, after_at, after_id, limit + 1)
-    items = [with_links(card_from_row(r)) for r in rows[:limit]]
-    last = rows[limit - 1] if len(rows) > limit else None
+    found = await records_page(db, owner, decode_cursor(cursor) if cursor else None, limit)
+    more = found.more_after
     return JSONResponse(
         {
-            "items": items,
-            "next_cursor": None if last is None else encode_cursor(last["created_at"], last["id"]),
+            "items": [with_links(c) for c in found.cards],
+            "next_cursor": None if more is None else encode_cursor(*more),
         }
     )
 
@@ -412,13 +413,13 @@ async def edit(owner: Owner, db: Db, recording_id: str, body: Edit) -> JSONRespo
     rid = await owned(db, owner, recording_id)
     changed = sorted(body.model_fields_set)
     if changed:
-        await db.fetchval(
-            "edit_owner_fields",
+        await edit_owner_fields(
+            db,
             owner,
             rid,
-            body.title,
-            body.summary,
-            body.topics,
-            {"by": "owner", "owner_id": owner, "fields": changed},
+            title=body.title,
+            summary=body.summary,
+            topics=body.topics,
+            detail={"by": "owner", "owner_id": owner, "fields": changed},
         )
     return JSONResponse(await owned_card(db, owner, rid))

@@ -102,11 +102,16 @@ def _valid(what: str, max_chars: int) -> AfterValidator:
 Topic = Annotated[str, Field(min_length=1), _valid("a topic", TOPIC_MAX)]
 
 
+LEFT_OUT: Any = None
+"""The value of an edit's field the client left out. Only a default: the field's type
+refuses a `null` the client sends."""
+
+
 class Edit(BaseModel):
     """The owner's fields; any other field is refused. A field left out is unchanged;
     send an empty string or list to clear one."""
 
     model_config = ConfigDict(extra="forbid")
-    title: Annotated[str, _valid("title", TITLE_MAX)] = Field(default=None)
-    summary: Annotated[str, _valid("summary", SUMMARY_MAX)] = Field(default=None)
-    topics: Annotated[list[Topic], Field(max_length=TOPICS_MAX)] = Field(default=None)
+    title: Annotated[str, _valid("title", TITLE_MAX)] = Field(default=LEFT_OUT)
+    summary: Annotated[str, _valid("summary", SUMMARY_MAX)] = Field(default=LEFT_OUT)
+    topics: Annotated[list[Topic], Field(max_length=TOPICS_MAX)] = Field(default=LEFT_OUT)

@@ -14,7 +14,8 @@ from transcriber.http.deps import Db
 from transcriber.http.errors import documented_errors
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS, owned_card
 from transcriber.http.shapes import Card, Transcript
-from transcriber.records.corrections import corrected
+from transcriber.records.archive import transcript
+from transcriber.records.corrections import corrected, corrections_of
 
 FORMAT_OF = {"text": "txt", "srt": "srt", "vtt": "vtt", "json": "json"}
 
@@ -49,12 +50,6 @@ router = APIRouter()
 MACHINE = Query(description="true: the recognizer's text, without the owner's corrections")
 
 
-async def corrections_of(db: Database, owner: int, rid: Any) -> dict[int, str]:
-    """The owner's text of their record `rid` by segment index. Cancellation: a plain
-    read."""
-    return {r["segment"]: r["text"] for r in await db.fetch("owner_corrections", owner, rid)}
-
-
 async def transcript_response(
     db: Database, owner: int, recording_id: str | uuid.UUID, kind: str, *, machine: bool = False
 ) -> Response:
@@ -64,7 +59,7 @@ async def transcript_response(
     c = await owned_card(db, owner, recording_id)
     if not c["done"]:
         return JSONResponse(c, status_code=409)
-    t = await db.fetchrow("owner_transcript", owner, c["id"])
+    t = await transcript(db, owner, c["id"])
     text, segments = ("", []) if t is None else (t["text"], t["segments"])
     if not machine:
         text, segments = corrected(text, segments, await corrections_of(db, owner, c["id"]))

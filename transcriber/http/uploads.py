@@ -48,7 +48,7 @@ class Upload:
     filename: str | None
     title: str | None
     language: str | None
-    options: RecognitionOptions = RecognitionOptions()
+    options: RecognitionOptions = attrs.field(factory=RecognitionOptions)
 
 
 # --- values the client sends --------------------------------------------------------

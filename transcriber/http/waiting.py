@@ -84,7 +84,7 @@ class Waiting:
                         nursery.start_soon(_cancel_after, listener.lost.wait, nursery.cancel_scope)
                         async for _ in listener.payloads:
                             self._news()
-            except Exception as e:  # noqa: BLE001 - wake-ups are hints, the poll covers
+            except Exception as e:  # wake-ups are hints, the poll covers
                 # Whatever broke the connection (a restart, the network) must not end the
                 # service this runs in: listen again after a pause.
                 event(logging.WARNING, "journal_follow_lost", error=describe(e))

@@ -5,17 +5,18 @@ what the commit saves."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from actors import StepTable, StopRecord
 from actors.queue import Job
-from actors.steps import Progress
+from actors.steps import Progress, StepFn
 from transcriber.audio.models import model_name
 from transcriber.audio.normalize import Rejected, decode_to_wav
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.audio.recognize import Transcript
 from transcriber.audio.remote import RemoteRecognizer
-from transcriber.audio.threads import run_in_thread
+from transcriber.audio.threads import Control, run_in_thread
 from transcriber.config import Config
 from transcriber.options import RecognitionOptions
 from transcriber.pipeline.pg_queue import Saved
@@ -58,7 +59,7 @@ def recognizer_name(config: Config) -> str:
     return model_name(config)
 
 
-def normalize_step(config: Config, store: Blobs | None = None):  # -> StepFn
+def normalize_step(config: Config, store: Blobs | None = None) -> StepFn:
     """The normalize step: reads the upload from the store, writes the audio back to it
     under a name of this claim's own (`<id>.<token>.wav`), so only the holder whose
     fenced commit wins ever has its audio named by the record.
@@ -89,7 +90,21 @@ def normalize_step(config: Config, store: Blobs | None = None):  # -> StepFn
     return normalize
 
 
-def recognize_step(config: Config, recognizer: Any):  # -> StepFn
+class BlockingRecognizer(Protocol):
+    """What the recognize step runs in a thread: WhisperRecognizer itself, or
+    ProcessRecognizer (the engine in child processes)."""
+
+    def transcribe(
+        self,
+        audio: Path,
+        duration_s: float,
+        language: str | None,
+        control: Control | None = ...,
+        options: RecognitionOptions = ...,
+    ) -> Transcript: ...
+
+
+def recognize_step(config: Config, recognizer: BlockingRecognizer) -> StepFn:
     """The step, with a recognizer whose blocking `transcribe(audio, duration, language,
     control, options)` runs in a thread: the engine itself, or a process of its own."""
 
@@ -108,7 +123,7 @@ def recognize_step(config: Config, recognizer: Any):  # -> StepFn
     return recognize
 
 
-def remote_step(config: Config, recognizer: RemoteRecognizer):  # -> StepFn
+def remote_step(config: Config, recognizer: RemoteRecognizer) -> StepFn:
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TextIO
 
 import attrs
 import trio
@@ -15,8 +15,8 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.options import RecognitionOptions
 from transcriber.owners import local_owner
+from transcriber.pipeline.operator import card
 from transcriber.pipeline.runner import Pipeline
-from transcriber.records.cards import card
 from transcriber.storage.intake import accept_file
 
 
@@ -65,9 +65,13 @@ async def transcribe_file(
 class ProgressBar:
     """One line on stderr, redrawn in place on a terminal, one line a change otherwise."""
 
-    STEP = {"received": "normalizing", "normalized": "recognizing", "transcribed": "done"}
+    STEP: ClassVar[dict[str, str]] = {
+        "received": "normalizing",
+        "normalized": "recognizing",
+        "transcribed": "done",
+    }
 
-    def __init__(self, stream: Any = sys.stderr, width: int = 30):
+    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
         self.stream = stream
         self.width = width
         self.tty = stream.isatty()

@@ -7,7 +7,7 @@ import contextlib
 import datetime as dt
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 import asyncpg
@@ -17,6 +17,9 @@ import trio
 from actors import Claim, FailOutcome, Job, ResultRefused, Step, StepTable
 from actors.worker import RELEASE_TIMEOUT_S, describe
 from transcriber.db.database import CONNECTION_LOST, Database, Pinned, retry_while_unreachable
+from transcriber.pipeline import operator
+from transcriber.pipeline.operator import NotStopped as NotStopped
+from transcriber.pipeline.operator import Resumed
 
 T = TypeVar("T")
 
@@ -31,12 +34,6 @@ class Saved:
 
     query: str
     args: tuple[Any, ...] = ()
-
-
-@attrs.frozen
-class Resumed:
-    id: Any
-    milestone: str
 
 
 _INPUTS = ("source_path", "language", "audio_path", "duration_s", "options")
@@ -81,10 +78,6 @@ class _Trip:
         """The tokens offered and not handed on, forgotten here: the caller releases them."""
         taken, self.offered = self.offered, []
         return taken
-
-
-class NotStopped(Exception):
-    """Resume of a record that is not stopped (or does not exist): nothing changed."""
 
 
 @attrs.define(eq=False)
@@ -303,7 +296,7 @@ class PgQueue:
             await self._run(lambda con: self._release_claims_on(con, tokens, why))
 
     async def _release_claims_on(
-        self, con: asyncpg.Connection, tokens: list[uuid.UUID], why: str
+        self, con: asyncpg.Connection, tokens: Sequence[Hashable], why: str
     ) -> None:
         """Release what claims with these tokens may have taken (nothing, if none)."""
         if tokens:
@@ -332,7 +325,9 @@ class PgQueue:
         if len(jobs) < len(wanting):
             jobs += await self._next_jobs_on(con, len(wanting) - len(jobs), trip)
         await self._release_claims_on(
-            con, [j.claim.token for a, j in zip(wanting, jobs) if a.gone], "worker stopping"
+            con,
+            [j.claim.token for a, j in zip(wanting, jobs, strict=False) if a.gone],
+            "worker stopping",
         )
         trip.take()  # every claim is answered now, or released
         for i, a in enumerate(wanting):
@@ -393,7 +388,10 @@ class PgQueue:
         return outcome, [Claim(r["id"], r["token"]) for r in rows if r["row"] == "claim"]
 
     async def _save_on(
-        self, con: asyncpg.Connection, saves: list[tuple[Job, Saved]], reached: set[tuple[Any, Any]]
+        self,
+        con: asyncpg.Connection,
+        saves: list[tuple[Job, Saved]],
+        reached: set[tuple[Hashable, Hashable]],
     ) -> None:
         """The results of the commits that reached their milestone, in the commit's
         transaction; the results of claims that lost their token are dropped."""
@@ -454,37 +452,40 @@ class PgQueue:
         assert row is not None
         return row["outcome"], row["pause_s"] if row["outcome"] == "retry" else None
 
+    # The fenced writes answer whether the claim still held: an EXISTS, never NULL.
+
     async def stop(self, job: Job, reason: str, error: str) -> bool:
-        return await self._fetchval(
-            "stop", job.claim.id, job.claim.token, reason, error, job.milestone, self.now
+        return bool(
+            await self._fetchval(
+                "stop", job.claim.id, job.claim.token, reason, error, job.milestone, self.now
+            )
         )
 
     async def progress(self, job: Job, fraction: float) -> bool:
-        return await self._fetchval(
-            "progress", job.claim.id, job.claim.token, fraction, job.milestone
+        return bool(
+            await self._fetchval("progress", job.claim.id, job.claim.token, fraction, job.milestone)
         )
 
     async def renew(self, job: Job, step: Step) -> bool:
-        return await self._fetchval(
-            "renew",
-            job.claim.id,
-            job.claim.token,
-            step.lease.seconds(job.inputs.get("duration_s")),
-            job.milestone,
-            self.now,
+        return bool(
+            await self._fetchval(
+                "renew",
+                job.claim.id,
+                job.claim.token,
+                step.lease.seconds(job.inputs.get("duration_s")),
+                job.milestone,
+                self.now,
+            )
         )
 
     async def release(self, job: Job, why: str) -> bool:
-        return await self._fetchval("release", job.claim.id, job.claim.token, job.milestone, why)
+        return bool(
+            await self._fetchval("release", job.claim.id, job.claim.token, job.milestone, why)
+        )
 
     async def resume(self, recording_id: Any, *, by: str) -> Resumed:
-        """A person returns a stopped record to work, from the milestone it reached.
-
-        Raises NotStopped, changing nothing, if the record is unknown or not stopped.
-        A retry after a lost reply is recognised by this call's request id.
-        """
-        detail = {"by": by, "request": str(uuid.uuid4())}
-        row = await self._fetchrow("resume", recording_id, detail, self.now)
-        if row is None:
-            raise NotStopped(recording_id)
-        return Resumed(row["id"], row["milestone"])
+        """`transcriber.pipeline.operator.resume` at this queue's clock and patience (for
+        tests, which hold a queue): the operator's action, not a worker's."""
+        return await operator.resume(
+            self.db, recording_id, by=by, now=self.now, patience_s=self.patience_s
+        )

@@ -10,9 +10,10 @@ from transcriber.milestones import TRANSCRIBED
 from transcriber.stops import stop_message
 
 
-async def card(db: Database, recording_id: Any) -> dict[str, Any] | None:
-    """The card of a record, or None if there is no such record."""
-    r = await db.fetchrow("recording", recording_id)
+async def owner_card(db: Database, owner: int, recording_id: Any) -> dict[str, Any] | None:
+    """The card of the owner's record `recording_id`, or None if there is no such
+    record or it is another owner's. Cancellation: a plain read."""
+    r = await db.fetchrow("owner_recording", owner, recording_id)
     return None if r is None else card_from_row(r)
 
 

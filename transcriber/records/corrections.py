@@ -1,9 +1,9 @@
 """The owner's corrections of a transcript: their text for a segment, shown and exported
 instead of the machine's, which stays stored as it was recognized.
 
-A correction is an owner field: only the owner's page writes it (queries
-`correction_set`, `correction_clear`); the pipeline never does. The HTTP code reads them
-(`owner_corrections`); this module holds what the text may be and how it applies.
+A correction is an owner field: only the owner's page writes it (`set_correction`,
+`clear_correction`); the pipeline never does. This module holds what the text may be,
+how it applies, and the queries that read and write it.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from transcriber.db.database import Database
 
 CORRECTION_MAX = 2000
 """Characters of one corrected segment: a segment is a sentence or two of speech."""
@@ -57,3 +59,26 @@ def corrected(
         else:
             out.append(dict(s))
     return " ".join(s["text"].strip() for s in out if s["text"].strip()), out
+
+
+async def corrections_of(db: Database, owner: int, recording_id: Any) -> dict[int, str]:
+    """The owner's text of their record by segment index. Cancellation: a plain read."""
+    rows = await db.fetch("owner_corrections", owner, recording_id)
+    return {r["segment"]: r["text"] for r in rows}
+
+
+async def set_correction(
+    db: Database, owner: int, recording_id: Any, segment: int, text: str, detail: dict[str, Any]
+) -> None:
+    """The owner's `text` (checked by `check_correction`) for `segment` of their record,
+    journaled as `corrected` with origin `human` and `detail`. Nothing happens if the
+    record is not theirs. Cancellation: one statement."""
+    await db.fetchval("correction_set", owner, recording_id, segment, text, detail)
+
+
+async def clear_correction(
+    db: Database, owner: int, recording_id: Any, segment: int, detail: dict[str, Any]
+) -> None:
+    """Back to the machine's text for `segment` of the owner's record, journaled like
+    `set_correction`. Cancellation: one statement."""
+    await db.fetchval("correction_clear", owner, recording_id, segment, detail)

@@ -74,9 +74,12 @@ class Incoming:
     """One upload being written into the store under a generated name. `ref` is what
     the record will point at; `size` counts the bytes so far."""
 
-    ref: str
     size: int
     kept: bool
+
+    @property
+    def ref(self) -> str:
+        raise NotImplementedError
 
     async def write(self, data: bytes) -> None:
         raise NotImplementedError
@@ -95,8 +98,13 @@ class NewAudio:
     """Audio a step is writing: `path` is a local file (0600, empty) to write into;
     `publish()` makes it the object or file named by `ref`."""
 
-    path: Path
-    ref: str
+    @property
+    def path(self) -> Path:
+        raise NotImplementedError
+
+    @property
+    def ref(self) -> str:
+        raise NotImplementedError
 
     async def publish(self) -> None:
         raise NotImplementedError
@@ -132,8 +140,8 @@ class Blobs:
         Cancellation: whatever was copied is removed.
         """
         async with self.incoming() as into:
-            with open(src, "rb") as f:
-                while chunk := await trio.to_thread.run_sync(f.read, CHUNK):
+            async with await trio.open_file(src, "rb") as f:
+                while chunk := await f.read(CHUNK):
                     await into.write(chunk)
             await into.finish()
             into.keep()

@@ -45,7 +45,7 @@ class LocalIncoming(Incoming):
     _buffer: bytearray = attrs.field(factory=bytearray)
 
     @property
-    def ref(self) -> str:  # type: ignore[override]
+    def ref(self) -> str:
         return str(self.path)
 
     async def write(self, data: bytes) -> None:
@@ -78,14 +78,13 @@ class LocalAudio(NewAudio):
     """Written as `<name>.part` beside its final name, renamed on publish."""
 
     final: Path
-    published: bool = False
 
     @property
-    def path(self) -> Path:  # type: ignore[override]
+    def path(self) -> Path:
         return self.final.with_name(self.final.name + ".part")
 
     @property
-    def ref(self) -> str:  # type: ignore[override]
+    def ref(self) -> str:
         return str(self.final)
 
     async def publish(self) -> None:
@@ -96,7 +95,6 @@ class LocalAudio(NewAudio):
             fsync_dir(self.final.parent)
 
         await trio.to_thread.run_sync(sync)
-        self.published = True
 
 
 @attrs.define(eq=False)
@@ -213,7 +211,7 @@ def remove_old_files(
 
 def _lock_unused(paths: list[Path]) -> list[tuple[Path, BinaryIO]]:
     """The files of `paths` that no live upload holds, each open with its lock taken."""
-    found = []
+    found: list[tuple[Path, BinaryIO]] = []
     for path in paths:
         try:
             handle = open(path, "rb")  # noqa: SIM115 - closed by the sweep

@@ -183,7 +183,7 @@ class S3Blobs(Blobs):
 
         def head() -> int | None:
             try:
-                return self.client.head_object(Bucket=bucket, Key=key)["ContentLength"]
+                return int(self.client.head_object(Bucket=bucket, Key=key)["ContentLength"])
             except self.client.exceptions.ClientError as e:
                 if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
                     return None
@@ -266,7 +266,7 @@ class S3Incoming(Incoming):
     _complete: bool = False
 
     @property
-    def ref(self) -> str:  # type: ignore[override]
+    def ref(self) -> str:
         return self.store.ref(self.key)
 
     async def write(self, data: bytes) -> None:
@@ -363,7 +363,7 @@ class S3Audio(NewAudio):
     path: Path
 
     @property
-    def ref(self) -> str:  # type: ignore[override]
+    def ref(self) -> str:
         return self.store.ref(self.key)
 
     async def publish(self) -> None:

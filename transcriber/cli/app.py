@@ -1,0 +1,50 @@
+"""The `transcriber` command: the operator's tools, one module per command group, put
+together here in the order `--help` lists them. Exit codes: see
+transcriber.cli.running."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+
+from transcriber.cli import (
+    bench_commands,
+    daemon_commands,
+    model_commands,
+    operator_commands,
+    record_commands,
+)
+from transcriber.cli.owner_commands import owner_app
+from transcriber.cli.storage_commands import storage_app
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Audio recordings in, text out, on a durable PostgreSQL pipeline.",
+)
+app.add_typer(owner_app, name="owner")
+app.add_typer(storage_app, name="storage")
+for command in (
+    operator_commands.migrate,
+    operator_commands.status,
+    operator_commands.stopped,
+    operator_commands.resume,
+    operator_commands.journal,
+    daemon_commands.serve,
+    record_commands.submit,
+    record_commands.transcribe,
+    bench_commands.bench,
+    bench_commands.bench_audio,
+    bench_commands.bench_api,
+    model_commands.models,
+):
+    app.command()(command)
+
+
+def main() -> None:
+    # The service log goes to stderr, one logfmt line an event; the command line shows
+    # warnings and worse, `serve` shows everything.
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+    app()

@@ -1,0 +1,52 @@
+"""The benchmarks: the queue (`bench`), recognition (`bench-audio`), the API
+(`bench-api`). Each runs its own embedded database."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def bench(
+    records: Annotated[int, typer.Option(help="records to drain")] = 5000,
+    workers: Annotated[int, typer.Option(help="worker actors")] = 8,
+    samples: Annotated[int, typer.Option(help="wake-up latency samples")] = 200,
+    analyze: Annotated[bool, typer.Option(help="ANALYZE after the enqueue")] = True,
+    plans: Annotated[bool, typer.Option(help="claim plans at 1M finished and a burst")] = True,
+    processes: Annotated[
+        int, typer.Option(help="also drain with the workers split over this many processes")
+    ] = 2,
+) -> None:
+    """No-op steps through both milestones on a fresh embedded database."""
+    from transcriber.bench.throughput import main as run_bench
+
+    raise typer.Exit(run_bench(records, workers, samples, analyze, plans, processes))
+
+
+def bench_audio(
+    minutes: Annotated[float, typer.Option(help="minutes for the ratio")] = 5.0,
+    long_minutes: Annotated[float, typer.Option(help="minutes for peak RSS")] = 60.0,
+    queue_files: Annotated[int, typer.Option(help="files submitted at once")] = 6,
+    queue_minutes: Annotated[float, typer.Option(help="minutes of each")] = 5.0,
+) -> None:
+    """Raw faster-whisper (sequential, batched) against the service on the same file;
+    the queue's throughput; peak RSS of a long recording."""
+    from transcriber.bench.recognition import main as run_bench_audio
+
+    raise typer.Exit(run_bench_audio(minutes, long_minutes, queue_files, queue_minutes))
+
+
+def bench_api(
+    clients: Annotated[int, typer.Option(help="concurrent card readers")] = 50,
+    seconds: Annotated[float, typer.Option(help="how long they read")] = 20.0,
+    every: Annotated[
+        float, typer.Option(help="seconds between one open-loop reader's reads")
+    ] = 0.5,
+    upload_gib: Annotated[float, typer.Option(help="size of the big upload")] = 1.0,
+) -> None:
+    """Card latency under concurrent clients, closed and open loop, alone and during
+    recognition; upload peak memory."""
+    from transcriber.bench.api_latency import main as run_bench_api
+
+    raise typer.Exit(run_bench_api(clients, seconds, upload_gib, every))

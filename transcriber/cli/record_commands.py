@@ -1,0 +1,133 @@
+"""Recordings in from the command line: `submit` (for the daemon) and `transcribe` (one
+shot, in this process)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import trio
+import typer
+
+from transcriber.cli.running import (
+    TASK_HELP,
+    Refused,
+    environment_failures,
+    fail,
+    recognition_options,
+    with_database,
+)
+from transcriber.config import Config
+from transcriber.db.database import Database
+
+
+def submit(
+    files: Annotated[
+        list[Path], typer.Argument(exists=True, dir_okay=False, readable=True, metavar="FILE...")
+    ],
+    owner: Annotated[str | None, typer.Option(help="owner name (default: local)")] = None,
+    title: Annotated[str | None, typer.Option(help="title of each recording")] = None,
+    language: Annotated[str | None, typer.Option(help="language hint")] = None,
+    task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
+    wait: Annotated[
+        bool,
+        typer.Option(help="wait until each is transcribed or stopped (a daemon does the work)"),
+    ] = False,
+) -> None:
+    """Accept files as recordings for the daemon to transcribe; prints each id."""
+    from transcriber.owners import local_owner, owner_named
+    from transcriber.pipeline.operator import card
+    from transcriber.storage.intake import accept_file
+
+    config = Config.from_env()
+    options = recognition_options(task)
+
+    async def work(db: Database) -> int:
+        if owner is None:
+            owner_id = await local_owner(db)
+        else:
+            found = await owner_named(db, owner)
+            if found is None:
+                raise Refused(f"no owner {owner!r} (transcriber owner add NAME)")
+            owner_id = found
+        ids = []
+        for path in files:
+            rid = await accept_file(
+                db,
+                config,
+                path,
+                owner_id,
+                language=language or config.language,
+                title=title,
+                options=options,
+            )
+            typer.echo(f"{rid}  {path.name}")
+            ids.append(rid)
+        stopped = 0
+        for rid in ids if wait else []:
+            while True:
+                c = await card(db, rid)
+                assert c is not None
+                if c["done"] or c["stopped"]:
+                    break
+                await trio.sleep(0.5)
+            state = "transcribed" if c["done"] else f"stopped ({c['stopped']['reason']})"
+            stopped += not c["done"]
+            typer.echo(f"{rid}  {state}")
+        return stopped
+
+    if with_database(work, needs_home=True):
+        raise typer.Exit(1)
+
+
+def transcribe(
+    file: Annotated[
+        Path,
+        typer.Argument(exists=True, dir_okay=False, readable=True, help="an audio or video file"),
+    ],
+    language: Annotated[str | None, typer.Option(help="language hint, e.g. en, ru")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="txt, srt, vtt or json")] = "txt",
+    task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
+) -> None:
+    """One shot: run the pipeline on FILE and print its transcript (exit 1 if stopped)."""
+    from transcriber.daemon import require_model
+    from transcriber.formats import FORMATS, render
+    from transcriber.pipeline.audio_steps import audio_steps
+    from transcriber.pipeline.oneshot import ProgressBar, transcribe_file
+
+    if fmt not in FORMATS:
+        fail(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}", 1)
+    options = recognition_options(task)
+    config = Config.from_env()
+    try:
+        require_model(config)
+    except environment_failures() as e:
+        fail(str(e), 2)
+    # The recognizer child loads the model while the database starts and the audio is
+    # normalized, instead of after.
+    steps = audio_steps(config, warm=1)
+    done = with_database(
+        lambda db: transcribe_file(
+            db, config, steps, file, language=language, options=options, on_card=ProgressBar()
+        ),
+        needs_home=True,
+    )
+    if done.transcript is None:
+        stop = done.card["stopped"]
+        fail(
+            f"{file.name}: stopped at {done.card['milestone']} ({stop['reason']}): {stop['error']}",
+            1,
+        )
+    t = done.transcript
+    typer.echo(
+        render(
+            fmt,
+            t["text"],
+            t["segments"],
+            id=done.card["id"],
+            language=t["language"],
+            model=t["model"],
+            duration_s=done.card["duration_s"],
+        ),
+        nl=False,
+    )

@@ -1,0 +1,83 @@
+"""What an OpenAI client asked for, checked (`AudioRequest`), and the answer in the
+shape it asked for (`answer`): OpenAI's json, text, srt, vtt or verbose_json, made from
+what the record keeps. transcriber.http.openai_api has the routes."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+
+from transcriber.formats import to_srt, to_text, to_vtt
+from transcriber.languages import language_name
+from transcriber.options import RecognitionOptions
+
+
+@attrs.frozen
+class AudioRequest:
+    """What an OpenAI client asked for, checked."""
+
+    task: str
+    model: str
+    language: str | None
+    options: RecognitionOptions
+    response_format: str
+    granularities: frozenset[str]
+
+
+def verbose(c: dict[str, Any], t: Any, asked: AudioRequest) -> dict[str, Any]:
+    """OpenAI's verbose_json, from what the record keeps. What it does not keep
+    (tokens, log probabilities, the temperature used) is null, not made up; `model`
+    is the recognizer that made the transcript, whatever the request named."""
+    segments = t["segments"]
+    body: dict[str, Any] = {
+        "task": asked.task,
+        "language": language_name(t["language"]),
+        "duration": c["duration_s"],
+        "text": t["text"],
+        "model": t["model"],
+    }
+    if not asked.granularities or "segment" in asked.granularities:
+        body["segments"] = [
+            {
+                "id": i,
+                "seek": None,
+                "start": s["start"],
+                "end": s["end"],
+                "text": s["text"],
+                "tokens": None,
+                "temperature": None,
+                "avg_logprob": None,
+                "compression_ratio": None,
+                "no_speech_prob": None,
+            }
+            for i, s in enumerate(segments)
+        ]
+    if "word" in asked.granularities:
+        body["words"] = [
+            {"word": w["word"].strip(), "start": w["start"], "end": w["end"]}
+            for s in segments
+            for w in s.get("words") or ()
+        ]
+    body["usage"] = usage(c)
+    return body
+
+
+def usage(c: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "duration", "seconds": math.ceil(c["duration_s"] or 0)}
+
+
+def answer(c: dict[str, Any], t: Any, asked: AudioRequest, headers: dict[str, str]) -> Response:
+    text, segments = t["text"], t["segments"]
+    fmt = asked.response_format
+    if fmt == "json":
+        return JSONResponse({"text": text, "usage": usage(c)}, headers=headers)
+    if fmt == "verbose_json":
+        return JSONResponse(verbose(c, t, asked), headers=headers)
+    if fmt == "text":
+        return PlainTextResponse(to_text(text, segments), headers=headers)
+    if fmt == "srt":
+        return PlainTextResponse(to_srt(text, segments), headers=headers)
+    return PlainTextResponse(to_vtt(text, segments), headers=headers, media_type="text/vtt")
