@@ -1,5 +1,6 @@
 ---------------------------------------------------------------------------------------
--- The owner's records through the HTTP API (transcriber/http/).
+-- The owner's records as the HTTP API reads and edits them, through the owner's archive
+-- (transcriber/records/archive.py, cards.py).
 -- Every query an owner's request runs names the owner ($1) in its condition, so a
 -- route can only ever reach the caller's own records (tests/integration/
 -- test_api_hardening.py checks each query the HTTP code calls). $2 is the record's id

@@ -1,7 +1,7 @@
 ---------------------------------------------------------------------------------------
 -- Intake: a new record at `received` with its `accepted` event, from the command line
--- (transcriber/storage/intake.py) or an HTTP upload (transcriber/http/recordings.py). Both
--- wake an idle worker on `transcriber_work` (see queue.sql).
+-- (transcriber/storage/intake.py) or an upload by HTTP (transcriber/records/uploaded.py).
+-- Both wake an idle worker on `transcriber_work` (see queue.sql).
 ---------------------------------------------------------------------------------------
 
 -- name: accept

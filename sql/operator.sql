@@ -1,8 +1,9 @@
 ---------------------------------------------------------------------------------------
 -- What the operator and the service itself read, by record id and with no owner
--- condition (never from an owner's request: see api.sql): a record and its transcript
--- (the CLI, transcriber/records/, the one-shot), the queue's status and stopped records,
--- the journal (`transcriber journal`), the counts of /metrics, the health check.
+-- condition (never from an owner's request: see api.sql), mostly through
+-- transcriber/pipeline/operator.py: a record and its transcript (also the one-shot's), the
+-- queue's status and stopped records, the journal (`transcriber journal`), the counts of
+-- /metrics (pipeline/prometheus.py), the health and readiness checks.
 ---------------------------------------------------------------------------------------
 
 -- name: recording

@@ -1,7 +1,8 @@
 ---------------------------------------------------------------------------------------
--- The owner's web page (transcriber/http/page*.py, transcripts.py): sign-in sessions,
--- the page's list and search, the audio, the owner's corrections. Owner-scoped like
--- api.sql: $1 is the owner, $2 the record (the sessions' queries say their own).
+-- The owner's web page, through the owner's archive (transcriber/records/page_sessions.py,
+-- archive.py, corrections.py): sign-in sessions, the page's list and search, the audio, the
+-- owner's corrections. Owner-scoped like api.sql: $1 is the owner, $2 the record (the
+-- sessions' queries say their own).
 ---------------------------------------------------------------------------------------
 
 -- name: page_session_add

@@ -1,7 +1,8 @@
 ---------------------------------------------------------------------------------------
--- The queue (transcriber/pipeline/pg_queue.py only): claim, read, commit, fail, stop,
--- progress, renew, release, resume, and the steps' results saved in the commit's
--- transaction. Queue columns are written only by these queries.
+-- The queue (transcriber/pipeline/pg_queue.py; the operator's `resume` in
+-- transcriber/pipeline/operator.py): claim, read, commit, fail, stop, progress, renew,
+-- release, resume, and the steps' results saved in the commit's transaction. Queue columns
+-- are written only by these queries.
 -- Notifications: every journal event on `transcriber_journal` (payload "<id> <kind>",
 -- for `journal --follow`); events that make a record claimable for a worker that does
 -- not know of it (accepted, resumed, released) also on `transcriber_work`, which the

@@ -6,7 +6,8 @@ in one of these forms (the argument count after it is what the query gets as $1â
 
 - `<db>.fetch("q", a, b)` (also fetchrow, fetchval, execute, and the queue's _fetchrow and
   _fetchval): two parameters.
-- `<con>.fetch(<db>.sql("q"), a, b)` or `<con>.fetch(queries["q"], a, b)`: two.
+- `<con>.fetch(<db>.sql("q"), a, b)` or `<con>.fetch(queries["q"], a, b)`: two; also
+  where a variable of the same function holds `<db>.sql("q")`.
 - `Saved("q", (a, b))`: three; the queue runs it with the record's id first
   (PgQueue._save_on splices `(id, *saved.args)`).
 
@@ -124,16 +125,59 @@ def _call(
     return Call(file, line, query, n, starred)
 
 
+def _held_texts(tree: ast.AST) -> dict[tuple[int, str], ast.expr]:
+    """`x = <db>.sql("q")` (or `x, y = <db>.sql("q"), â€¦`): by the enclosing function and
+    the variable, the `.sql("q")` node it holds."""
+    held: dict[tuple[int, str], ast.expr] = {}
+    for scope in ast.walk(tree):
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(scope):
+            if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+                continue
+            target, value = node.targets[0], node.value
+            pairs = (
+                zip(target.elts, value.elts, strict=True)
+                if isinstance(target, ast.Tuple)
+                and isinstance(value, ast.Tuple)
+                and len(target.elts) == len(value.elts)
+                else [(target, value)]
+            )
+            for name, text in pairs:
+                if isinstance(name, ast.Name) and _sql_of(text):
+                    held[id(scope), name.id] = text
+    return held
+
+
+def _scopes(tree: ast.AST) -> dict[int, int]:
+    """Each node's innermost enclosing function (lambdas see their function's names)."""
+    inside: dict[int, int] = {}
+
+    def visit(node: ast.AST, scope: int) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside[id(child)] = scope
+            visit(
+                child,
+                id(child) if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope,
+            )
+
+    visit(tree, id(tree))
+    return inside
+
+
 def calls_in(path: Path, strict: bool, root: Path = ROOT) -> Iterator[Call]:
     """The query calls of one file, named by its path under `root`."""
     file = path.relative_to(root).as_posix()
     tree = ast.parse(path.read_text(), filename=file)
-    counted_sql: set[int] = set()  # the .sql("q") nodes that are a call's first argument
+    held, scope_of = _held_texts(tree), _scopes(tree)
+    counted_sql: set[int] = set()  # the .sql("q") nodes whose call is counted
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
             continue
         first, rest = node.args[0], node.args[1:]
         func = node.func
+        if isinstance(first, ast.Name) and (scope_of[id(node)], first.id) in held:
+            first = held[scope_of[id(node)], first.id]  # the text a variable holds
         if isinstance(func, ast.Attribute) and func.attr in BY_NAME and (q := _literal_name(first)):
             yield _call(file, node.lineno, q, rest, strict)
         elif (
@@ -243,6 +287,8 @@ def test_a_wrong_count_is_found(tmp_path: Path) -> None:
         "async def f(db, con, sql, rows):\n"
         '    await db.fetchval("owner_add", "ann", b"hash", 1)\n'
         '    await con.fetch(db.sql("owner_by_name"))\n'
+        '    held, other = db.sql("owner_revoke"), 1\n'
+        "    await db.run(lambda con: con.fetchval(held, 'ann', other))\n"
         '    return Saved("save_normalized", ("/a.flac",))\n'
     )
     calls = sorted(
@@ -251,5 +297,6 @@ def test_a_wrong_count_is_found(tmp_path: Path) -> None:
     assert mismatches(calls, QUERIES) == [
         "wrong.py:2 owner_add: passes 3, the query uses [1, 2]",
         "wrong.py:3 owner_by_name: passes 0, the query uses [1]",
-        "wrong.py:4 save_normalized: passes 2, the query uses [1, 2, 3]",
+        "wrong.py:5 owner_revoke: passes 2, the query uses [1]",
+        "wrong.py:6 save_normalized: passes 2, the query uses [1, 2, 3]",
     ]
