@@ -12,35 +12,21 @@ import contextlib
 import os
 import shutil
 import tempfile
-import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 import trio
 import trio_asyncio
 
 from transcriber.db import embedded
+from transcriber.db.admin import run_as_admin as _admin
+from transcriber.db.admin import with_database
 from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
 from transcriber.owners import add_owner
-
-
-def with_database(url: str, name: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit(parts._replace(path="/" + name))
-
-
-async def _admin(url: str, *statements: str) -> None:
-    con = await trio_asyncio.aio_as_trio(asyncpg.connect)(url)
-    try:
-        for sql in statements:
-            await trio_asyncio.aio_as_trio(con.execute)(sql)
-    finally:
-        await trio_asyncio.aio_as_trio(con.close)()
 
 
 def run_with_loop(fn, *args):

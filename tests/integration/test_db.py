@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import re
+import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -18,6 +21,7 @@ from transcriber.db.database import (
     hide_password,
     open_database,
 )
+from transcriber.db.named_sql import BENCH_AREAS, areas, load_queries, sql_folder
 
 
 async def other_sessions(db_url: str) -> dict[str, int]:
@@ -35,7 +39,8 @@ async def other_sessions(db_url: str) -> dict[str, int]:
 
 
 async def wait_until_active(db_url: str, n: int) -> None:
-    while (await other_sessions(db_url)).get("active", 0) < n:
+    # Polled: the server's sessions are a view to read, nothing signals a change.
+    while (await other_sessions(db_url)).get("active", 0) < n:  # noqa: ASYNC110
         await trio.sleep(0.005)
 
 
@@ -192,3 +197,52 @@ async def test_unreachable_database_names_the_url_without_its_password() -> None
 )
 def test_hide_password(url: str, shown: str) -> None:
     assert hide_password(url) == shown
+
+
+# --------------------------------------------------------------------------------------
+# The named queries: one file per area, the bench's loaded only on request
+# --------------------------------------------------------------------------------------
+
+
+def test_the_service_loads_every_area_but_the_benches() -> None:
+    service, everything = load_queries(), load_queries(BENCH_AREAS)
+    assert set(service) < set(everything)
+    assert "bench_milestones" in everything and "bench_milestones" not in service
+    assert {"claim", "accept", "owner_by_token", "page_session", "migrations_lock"} <= set(service)
+    assert set(areas()) > set(BENCH_AREAS)
+
+
+async def test_a_database_has_the_bench_queries_only_when_asked(db_url: str) -> None:
+    async with open_database(db_url, min_size=1, max_size=1) as db:
+        assert "accept_many" not in db.queries
+    async with open_database(db_url, min_size=1, max_size=1, extra_areas=BENCH_AREAS) as db:
+        assert await db.fetchval("bench_milestone_of", uuid.uuid4()) is None
+
+
+def test_a_query_defined_twice_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "one.sql").write_text("-- name: a\nSELECT 1\n\n-- name: b\nSELECT 2\n")
+    (tmp_path / "two.sql").write_text("-- name: c\nSELECT 3\n")
+    assert load_queries(folder=tmp_path) == {"a": "SELECT 1", "b": "SELECT 2", "c": "SELECT 3"}
+    (tmp_path / "two.sql").write_text("-- name: c\nSELECT 3\n\n-- name: a\nSELECT 4\n")
+    with pytest.raises(ValueError, match=re.escape("'a' is already defined in sql/one.sql")):
+        load_queries(folder=tmp_path)
+    (tmp_path / "two.sql").write_text("-- name: c\nSELECT 3\n\n-- name: c\nSELECT 4\n")
+    with pytest.raises(ValueError, match=re.escape("'c' is already defined in sql/two.sql")):
+        load_queries(folder=tmp_path)
+
+
+def test_an_unknown_extra_area_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "one.sql").write_text("-- name: a\nSELECT 1\n")
+    (tmp_path / "0001_initial.sql").write_text("CREATE TABLE t ()")
+    assert areas(tmp_path) == ["one"]  # a migration is no area
+    with pytest.raises(ValueError, match="no area 'bench'"):
+        load_queries(BENCH_AREAS, folder=tmp_path)
+
+
+def test_the_sql_folder_is_the_checkout_s_own() -> None:
+    # Read through the package (the wheel's layout), it is this checkout's sql/: the
+    # link transcriber/sql -> ../sql, not another install's copy.
+    here = Path(__file__).resolve().parents[2] / "sql"
+    assert Path(str(sql_folder() / "queue.sql")).resolve().parent == here
+    names = sorted(f.name for f in sql_folder().iterdir())
+    assert names == sorted(p.name for p in here.glob("*.sql"))

@@ -33,7 +33,7 @@ from tests.integration.test_storage import _code_only
 from tests.pipeline_helpers import journal
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.db.named_sql import load_queries
+from transcriber.db.named_sql import BENCH_AREAS, load_queries
 from transcriber.http import app as app_module
 from transcriber.http import create_app, page, page_session, serving
 from transcriber.owners import NewOwner, token_hash
@@ -526,7 +526,9 @@ async def test_bad_corrections_are_refused(
 @scenario("The pipeline never writes corrections")
 def test_only_the_page_writes_corrections() -> None:
     writes = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+corrections\b", re.I)
-    writers = {name for name, sql in load_queries().items() if writes.search(_code_only(sql))}
+    writers = {
+        name for name, sql in load_queries(BENCH_AREAS).items() if writes.search(_code_only(sql))
+    }
     assert writers == {"correction_set", "correction_clear"}
     callers = {
         str(p.relative_to(ROOT))

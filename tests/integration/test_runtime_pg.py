@@ -86,14 +86,14 @@ async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None
         await accept(db, owner_id, f"{i}.wav")
     await db.run(lambda con: con.execute("ANALYZE recordings"))
     steps = step_table(normalize=noop, recognize=noop)
-    from transcriber.bench.throughput import claim_statement
+    from transcriber.bench.claim_plans import claim_statement
     from transcriber.pipeline.pg_queue import PgQueue
 
     args = PgQueue(db, steps)._claim_args
 
     async def explain(con: Any) -> str:
         async with con.transaction():
-            claim = await claim_statement(db, con)
+            claim = await claim_statement(con)
             rows = await con.fetch("EXPLAIN " + claim, *args, None, [uuid.uuid4()], [])
             return "\n".join(r[0] for r in rows)
 

@@ -17,7 +17,7 @@ import trio_asyncio
 from tests.conftest import scratch_database
 from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
-from transcriber.db.named_sql import SQL_DIR, load_queries, schema_text
+from transcriber.db.named_sql import BENCH_AREAS, load_queries, schema_text
 from transcriber.milestones import NORMALIZED, TRANSCRIBED
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 from transcriber.pipeline.step_table import step_table
@@ -45,8 +45,10 @@ QUEUE_QUERIES = frozenset(
 OWNER_EDITABLE = frozenset({"title", "summary", "topics"})
 OWNER_EDIT_QUERY = "edit_owner_fields"
 
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+"""The sql/ folder itself, read without the loader."""
 QUEUE_MODULE = "transcriber/pipeline/pg_queue.py"
-BENCH_MODULE = "transcriber/bench/throughput.py"
+BENCH_MODULE = "transcriber/bench/claim_plans.py"
 # The benchmark seeds a long history of finished records straight at the final
 # milestone; such queries are named so, and only the benchmark may run them.
 BENCH_SEED_PREFIX = "bench_"
@@ -217,13 +219,13 @@ def claim_function_body() -> str:
 
 @pytest.mark.scenario("storage", "Only the queue queries write queue columns")
 def test_only_queue_queries_write_queue_columns() -> None:
-    sql = load_queries()
+    sql = load_queries(BENCH_AREAS)
     # claim_next writes queue columns for whoever calls it: only queue queries may.
     callers = {n for n, q in sql.items() if "claim_next(" in _code_only(q)}
     assert callers == {"claim", "commit"}, callers
     sql["claim"] = claim_function_body()
     missing = QUEUE_QUERIES - set(sql)
-    assert not missing, f"queue queries not in sql/queries.sql: {sorted(missing)}"
+    assert not missing, f"queue queries not in sql/: {sorted(missing)}"
     assigned = {
         n: assigned_columns(q).get("recordings", set()) & QUEUE_COLUMNS for n, q in sql.items()
     }
@@ -262,7 +264,7 @@ def _query_callers(names: set[str]) -> dict[str, set[tuple[str, str]]]:
 
 @pytest.mark.scenario("storage", "Only the queue queries write queue columns")
 def test_queue_queries_are_called_only_from_the_queue_module() -> None:
-    sql = load_queries()
+    sql = load_queries(BENCH_AREAS)
     seeders = {
         n
         for n, q in sql.items()
@@ -305,7 +307,8 @@ def test_no_query_but_the_owner_edit_writes_owner_fields() -> None:
     # Intake inserts the owner and the title the owner gave; only assignments count
     # here, since an assignment is an overwrite of the owner's word.
     assigned = {
-        name: assigned_columns(sql).get("recordings", set()) for name, sql in load_queries().items()
+        name: assigned_columns(sql).get("recordings", set())
+        for name, sql in load_queries(BENCH_AREAS).items()
     }
     assert assigned[OWNER_EDIT_QUERY] == OWNER_EDITABLE
     owner_fields = OWNER_EDITABLE | {"owner_id"}
@@ -520,8 +523,8 @@ def test_no_query_or_code_rewrites_the_journal() -> None:
         r"|TRUNCATE\s+(?:TABLE\s+)?(?:ONLY\s+)?journal)\b"
     )
     found = [
-        f"sql/queries.sql {name}: {m.group(0)}"
-        for name, sql in load_queries().items()
+        f"sql/ {name}: {m.group(0)}"
+        for name, sql in load_queries(BENCH_AREAS).items()
         for m in rewrite.finditer(_code_only(sql))
     ]
     found += [
@@ -529,5 +532,7 @@ def test_no_query_or_code_rewrites_the_journal() -> None:
     ]
     assert not found, "journal rows rewritten:\n" + "\n".join(found)
     # The journal is written at all, and only by inserts: the check above is not idle.
-    inserters = [n for n, q in load_queries().items() if "journal" in inserted_columns(q)]
+    inserters = [
+        n for n, q in load_queries(BENCH_AREAS).items() if "journal" in inserted_columns(q)
+    ]
     assert {"accept", "commit", "fail", "stop", "resume"} <= set(inserters)

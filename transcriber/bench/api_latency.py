@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ from transcriber.bench.recognition import make_audio
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -48,7 +50,7 @@ def peak_rss_mib(pid: int) -> float:
 
 def percentile(xs: list[float], p: float) -> float:
     xs = sorted(xs)
-    return xs[max(0, int(round(p / 100 * len(xs) + 0.5)) - 1)]
+    return xs[max(0, round(p / 100 * len(xs) + 0.5) - 1)]
 
 
 class Server:
@@ -195,8 +197,8 @@ async def card_latency(
             for i in range(2):
                 audio = work / f"talk{i}.flac"
                 make_audio(audio, 20)  # long enough to outlast the readers, batched
-                with open(audio, "rb") as f:
-                    answer = await c.post("/v1/recordings", files={"file": (audio.name, f)})
+                data = await trio.Path(audio).read_bytes()
+                answer = await c.post("/v1/recordings", files={"file": (audio.name, data)})
                 answer.raise_for_status()
                 ids.append(answer.json()["id"])
         alone = await both_loads(idle.url, headers, ids, clients, seconds, every_s)
@@ -234,7 +236,7 @@ async def upload_memory(env: dict[str, str], token: str, gib: float) -> dict[str
         size = int(gib * 1024**3)
         chunk = os.urandom(1 << 20)
 
-        async def body():  # type: ignore[no-untyped-def]
+        async def body() -> AsyncIterator[bytes]:
             sent = 0
             while sent < size:
                 piece = chunk[: size - sent]
@@ -301,7 +303,7 @@ class ObjectStore:
             try:
                 client.create_bucket(Bucket="transcriber-bench")
                 break
-            except Exception:  # noqa: BLE001 - not listening yet
+            except Exception:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
                     raise
                 time.sleep(0.2)

@@ -23,7 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -79,7 +81,8 @@ OTHER_PAUSES = {
 cuts the speech, and so the batched decoding's errors, depends on the pauses."""
 
 
-RAW = """
+TEMPS = list(TEMPERATURES)
+RAW = f"""
 import json, os, sys, time
 os.nice(int(sys.argv[6]))
 from faster_whisper import BatchedInferencePipeline, WhisperModel
@@ -87,12 +90,13 @@ model = WhisperModel(sys.argv[1], device="cpu", compute_type="int8", cpu_threads
                      local_files_only=True)
 common = dict(beam_size=5, word_timestamps=True, condition_on_previous_text=False)
 if sys.argv[3] == "sequential":
-    segments, info = model.transcribe(sys.argv[2], temperature=%r, vad_filter=False, **common)
+    segments, info = model.transcribe(
+        sys.argv[2], temperature={TEMPS!r}, vad_filter=False, **common)
 else:
     segments, info = BatchedInferencePipeline(model).transcribe(
-        sys.argv[2], batch_size=int(sys.argv[5]), temperature=%r, **common)
+        sys.argv[2], batch_size=int(sys.argv[5]), temperature={TEMPS!r}, **common)
 print(json.dumps(" ".join(s.text.strip() for s in segments)))
-""" % (list(TEMPERATURES), list(TEMPERATURES))
+"""
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -219,7 +223,7 @@ def run(
         f"nice={config.recognizer_nice}; load average {load:.1f} on {os.cpu_count()} cores",
         flush=True,
     )
-    report: dict[str, object] = {
+    report: dict[str, Any] = {
         "load_before": load,
         "cpu_threads": config.cpu_threads,
         "batch_size": config.batch_size,
@@ -233,9 +237,9 @@ def run(
         subprocess.run(transcriber("migrate"), env=env, check=True, capture_output=True)
         raw = [sys.executable, "-c", RAW, str(models), str(short)]
         knobs = [str(config.cpu_threads), str(config.batch_size), str(config.recognizer_nice)]
-        runs = {
-            "raw sequential": (raw + ["sequential", *knobs], json.loads),
-            "raw batched": (raw + ["batched", *knobs], json.loads),
+        runs: dict[str, tuple[list[str], Callable[[str], Any]]] = {
+            "raw sequential": ([*raw, "sequential", *knobs], json.loads),
+            "raw batched": ([*raw, "batched", *knobs], json.loads),
             "service": (transcriber("transcribe", str(short)), str),
         }
         print(f"{'':16} {'seconds':>8} {'RTF':>7} {'WER':>7} {'CPU s':>7} {'peak MiB':>9}")
@@ -262,7 +266,7 @@ def run(
             _, reference = make_audio(other, minutes / 2, pauses)
             wers = {
                 how: word_error_rate(
-                    reference, json.loads(measured(raw[:-1] + [str(other), how, *knobs], env)[2])
+                    reference, json.loads(measured([*raw[:-1], str(other), how, *knobs], env)[2])
                 )
                 for how in ("sequential", "batched")
             }
@@ -318,6 +322,6 @@ def run(
         )
     report["load_after"] = os.getloadavg()[0]
     print(json.dumps(report))
-    out = Path(f"/tmp/transcriber-bench-audio-{time.strftime('%Y%m%d-%H%M%S')}.json")
-    out.write_text(json.dumps(report, indent=1))
+    saved = Path(f"/tmp/transcriber-bench-audio-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    saved.write_text(json.dumps(report, indent=1))
     return 0

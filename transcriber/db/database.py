@@ -19,12 +19,11 @@ checked out or `idle in transaction` (tests/integration/test_db.py proves it).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import math
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 import asyncpg
@@ -158,7 +157,7 @@ class Turns:
 
 
 class Database:
-    """A pool plus the named queries of sql/queries.sql."""
+    """A pool plus the named queries of sql/<area>.sql (see named_sql)."""
 
     def __init__(
         self,
@@ -190,7 +189,8 @@ class Database:
         turn = object()
         await self._turns.take(turn)
         try:
-            return await trio_asyncio.aio_as_trio(on_asyncio)()
+            done: T = await trio_asyncio.aio_as_trio(on_asyncio)()
+            return done
         finally:
             self._turns.give_back(turn)
 
@@ -278,7 +278,8 @@ class Pinned:
             await self._turns.take(self)
             self._has_turn = True
         try:
-            return await trio_asyncio.aio_as_trio(on_asyncio)()
+            done: T = await trio_asyncio.aio_as_trio(on_asyncio)()
+            return done
         finally:
             if self._con is None:  # handed back (or never taken): so is the turn
                 self._give_back_turn()
@@ -320,7 +321,7 @@ async def _acquire(pool: asyncpg.Pool, timeout_s: float | None) -> asyncpg.Conne
     """A pooled connection within the bound (on the asyncio side), else DatabaseBusy."""
     try:
         return await pool.acquire(timeout=timeout_s)
-    except asyncio.TimeoutError as e:
+    except TimeoutError as e:
         raise DatabaseBusy(f"no database connection within {timeout_s}s") from e
 
 
@@ -330,7 +331,7 @@ async def _bounded(work: Awaitable[T]) -> T:
     a connection whose query could not be cancelled in time.)"""
     try:
         return await work
-    except asyncio.TimeoutError as e:
+    except TimeoutError as e:
         raise DatabaseBusy("the database did not answer within the bound") from e
 
 
@@ -358,10 +359,16 @@ async def _connect(url: str) -> asyncpg.Connection:
 
 @contextlib.asynccontextmanager
 async def open_database(
-    url: str, *, min_size: int = 2, max_size: int = 10, timeout_s: float | None = DEFAULT_TIMEOUT_S
+    url: str,
+    *,
+    min_size: int = 2,
+    max_size: int = 10,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    extra_areas: Iterable[str] = (),
 ) -> AsyncIterator[Database]:
     """A pool on `url`; must run inside `trio_asyncio.open_loop()`. Every statement and
-    every wait for a connection is bounded by `timeout_s` (None: unbounded).
+    every wait for a connection is bounded by `timeout_s` (None: unbounded). The named
+    queries are the service's, plus those of `extra_areas` (the benchmarks' "bench").
 
     Raises DatabaseUnreachable when the first connections cannot be made.
     Cancellation: closing the pool on exit is shielded.
@@ -377,10 +384,10 @@ async def open_database(
             command_timeout=timeout_s,
             **({"timeout": timeout_s} if timeout_s else {}),
         )
-    except (*_CONNECT_ERRORS, asyncio.TimeoutError) as e:
+    except (TimeoutError, *_CONNECT_ERRORS) as e:
         raise DatabaseUnreachable(url, e) from e
     try:
-        yield Database(pool, url, load_queries(), timeout_s)
+        yield Database(pool, url, load_queries(extra_areas), timeout_s)
     finally:
         with trio.CancelScope(shield=True):
             await trio_asyncio.aio_as_trio(pool.close)()

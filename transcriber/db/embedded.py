@@ -57,6 +57,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -179,10 +180,10 @@ def ensure_user() -> pwd.struct_passwd:
 
 def run_as(lay: Layout, program: str, *args: str, timeout: float = 120) -> str:
     """Run one of the server's programs as its user, from a folder it can enter."""
-    kwargs: dict = {}
+    kwargs: dict[str, Any] = {}
     if lay.user is not None:
         entry = pwd.getpwnam(lay.user)
-        kwargs = dict(user=entry.pw_uid, group=entry.pw_gid, extra_groups=[])
+        kwargs = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     env.setdefault("LC_ALL", "C.UTF-8")
     # Output to files, not pipes: a server started by pg_ctl would hold a pipe open for

@@ -1,16 +1,29 @@
-"""The `sql/` folder: migrations (NNNN_name.sql) and named queries (queries.sql)."""
+"""The `sql/` folder: migrations (NNNN_name.sql) and named queries, one file per area
+(<area>.sql, each query a `-- name: x` block).
+
+The folder sits at the top of the repository and is read as the resources of the package
+`transcriber.sql` (transcriber/sql links to it; the wheel carries a copy), so a checkout,
+an editable install and an installed wheel read it the same way: one lookup, no fallback.
+
+The service loads every area but the bench-only ones (BENCH_AREAS); the benchmarks ask
+for those in addition.
+"""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from collections.abc import Iterable
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
 import attrs
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+BENCH_AREAS = ("bench",)
+"""Areas only the benchmarks load: they bypass the pipeline and its journal."""
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _MIGRATION = re.compile(r"^(\d{4})_(\w+)\.sql$")
+_AREA = re.compile(r"^([a-z_]+)\.sql$")
 
 
 @attrs.frozen
@@ -20,30 +33,58 @@ class Migration:
     sql: str
 
 
-def load_queries(path: Path = SQL_DIR / "queries.sql") -> dict[str, str]:
-    """Every `-- name: x` block of the file, by name; a name given twice is an error."""
-    text = path.read_text()
-    parts = _NAME.split(text)
+def sql_folder() -> Traversable:
+    """The sql/ folder, as the package `transcriber.sql`'s resources."""
+    return files("transcriber.sql")
+
+
+def areas(folder: Traversable | None = None) -> list[str]:
+    """Every area file's name (sql/<area>.sql), sorted."""
+    found = (_AREA.match(f.name) for f in (folder or sql_folder()).iterdir())
+    return sorted(m.group(1) for m in found if m)
+
+
+def load_queries(
+    extra_areas: Iterable[str] = (), *, folder: Traversable | None = None
+) -> dict[str, str]:
+    """The named queries of the service's areas (every area but BENCH_AREAS) and of
+    `extra_areas`, by name. A name defined twice, in one file or two, is an error; so
+    is an extra area that has no file. (`folder`: another sql/ folder, for tests.)"""
+    folder = folder or sql_folder()
+    known = areas(folder)
+    wanted = [a for a in known if a not in BENCH_AREAS]
+    for extra in extra_areas:
+        if extra not in known:
+            raise ValueError(f"no area {extra!r} in sql/ (areas: {', '.join(known)})")
+        if extra not in wanted:
+            wanted.append(extra)
     queries: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2]):
-        if name in queries:
-            raise ValueError(f"{path}: query {name!r} is defined twice")
-        queries[name] = body.strip()
+    where: dict[str, str] = {}
+    for area in wanted:
+        file = f"{area}.sql"
+        parts = _NAME.split(folder.joinpath(file).read_text())
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+            if name in queries:
+                raise ValueError(
+                    f"sql/{file}: query {name!r} is already defined in sql/{where[name]}"
+                )
+            queries[name] = body.strip()
+            where[name] = file
     return queries
 
 
-def load_migrations(folder: Path = SQL_DIR) -> list[Migration]:
+def load_migrations() -> list[Migration]:
     found = []
-    for path in sorted(folder.glob("*.sql")):
-        m = _MIGRATION.match(path.name)
+    for file in sorted(sql_folder().iterdir(), key=lambda f: f.name):
+        m = _MIGRATION.match(file.name)
         if m:
-            found.append(Migration(int(m.group(1)), m.group(2), path.read_text()))
+            found.append(Migration(int(m.group(1)), m.group(2), file.read_text()))
     versions = [m.version for m in found]
     if len(set(versions)) != len(versions):
-        raise ValueError(f"{folder}: two migrations share a version: {versions}")
+        raise ValueError(f"sql/: two migrations share a version: {versions}")
     return found
 
 
-def schema_text(folder: Path = SQL_DIR) -> str:
+def schema_text() -> str:
     """Every migration, in order: a later definition of an object replaces an earlier."""
-    return "\n".join(m.sql for m in load_migrations(folder))
+    return "\n".join(m.sql for m in load_migrations())

@@ -1,5 +1,5 @@
 """The durable queue on PostgreSQL: every queue column is written here, through the
-named queries of sql/queries.sql, and every write is fenced by the claim's token."""
+named queries of sql/queue.sql, and every write is fenced by the claim's token."""
 
 from __future__ import annotations
 

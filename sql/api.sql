@@ -1,0 +1,64 @@
+---------------------------------------------------------------------------------------
+-- The owner's records as the HTTP API reads and edits them, through the owner's archive
+-- (transcriber/records/archive.py, cards.py).
+-- Every query an owner's request runs names the owner ($1) in its condition, so a
+-- route can only ever reach the caller's own records (tests/integration/
+-- test_api_hardening.py checks each query the HTTP code calls). $2 is the record's id
+-- where a query reads one record.
+---------------------------------------------------------------------------------------
+
+-- name: owner_recording
+-- The owner's ($1) record $2 as its card is made of; no row: not theirs.
+SELECT * FROM recording_rows WHERE owner_id = $1 AND id = $2
+
+-- name: owner_transcript
+-- $1 owner, $2 record.
+SELECT t.text, t.segments, t.language, t.model
+  FROM transcripts t JOIN recordings r ON r.id = t.recording_id
+ WHERE r.owner_id = $1 AND t.recording_id = $2
+
+-- name: owner_journal
+-- The events of the owner's ($1) record $2 numbered 1, 2, … within the record (the
+-- journal's own ids are global: they would tell how busy the service is), after
+-- number $3, $4 at most.
+SELECT seq, at, origin, kind, milestone, detail
+  FROM (SELECT j.at, j.origin, j.kind, j.milestone, j.detail,
+               row_number() OVER (ORDER BY j.id) AS seq
+          FROM journal j JOIN recordings r ON r.id = j.recording_id
+         WHERE r.owner_id = $1 AND j.recording_id = $2) AS numbered
+ WHERE seq > $3
+ ORDER BY seq
+ LIMIT $4
+
+-- name: owner_stored_bytes
+-- What the owner's ($1) uploads take in the store, against their quota.
+SELECT coalesce(sum(size_bytes), 0)::bigint FROM recordings WHERE owner_id = $1
+
+-- name: recordings_of_owner
+-- A page of one owner's records, newest first, after the cursor ($2 created_at, $3 id;
+-- NULL for the first page), $4 at most. The cursor defaults keep the condition a
+-- plain row comparison, so recordings_by_owner serves it.
+SELECT * FROM recording_rows
+ WHERE owner_id = $1
+   AND (created_at, id) < (coalesce($2::timestamptz, 'infinity'),
+                           coalesce($3::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+ ORDER BY created_at DESC, id DESC
+ LIMIT $4
+
+-- name: edit_owner_fields
+-- The owner's ($1) edit of their record $2: owner fields only, journaled as `edited`
+-- with origin `human`. No row: not this owner's record.
+-- $3 title, $4 summary, $5 topics (NULL: unchanged), $6 detail (jsonb).
+WITH done AS (
+    UPDATE recordings
+       SET title = coalesce($3, title), summary = coalesce($4, summary),
+           topics = coalesce($5, topics)
+     WHERE owner_id = $1 AND id = $2
+    RETURNING id, milestone
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, detail)
+    SELECT id, 'human', 'edited', milestone, $6::jsonb FROM done
+    RETURNING id, kind
+)
+SELECT done.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL
+  FROM done, event

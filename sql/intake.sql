@@ -1,0 +1,51 @@
+---------------------------------------------------------------------------------------
+-- Intake: a new record at `received` with its `accepted` event, from the command line
+-- (transcriber/storage/intake.py) or an upload by HTTP (transcriber/records/uploaded.py).
+-- Both wake an idle worker on `transcriber_work` (see queue.sql).
+---------------------------------------------------------------------------------------
+
+-- name: accept
+-- A new record at `received`, and its `accepted` event, in one statement.
+-- $1 owner, $2 file name, $3 size in bytes, $4 source ref, $5 language, $6 title,
+-- $7 the recognition options (jsonb; NULL for the defaults), see sql/0006.
+WITH rec AS (
+    INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
+                            options)
+    VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::jsonb, '{}'))
+    RETURNING id, milestone
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone)
+    SELECT id, 'pipeline', 'accepted', milestone FROM rec
+    RETURNING id, kind
+)
+SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified,
+       pg_notify('transcriber_work', event.kind) IS NULL AS woke
+FROM rec, event
+
+-- name: accept_upload
+-- `accept` for an HTTP upload, with the owner's optional Idempotency-Key ($7), the
+-- recognition options ($8, as `accept`'s $7) and the request's fingerprint ($9). A key
+-- the owner used before inserts nothing and returns no row: the caller then reads the
+-- first record with `recording_by_key`. (A NULL key never conflicts.) Like `accept`, it
+-- wakes an idle worker on `transcriber_work`. $10: the door it came in by, journaled as
+-- the event's `via` ('api': the API's upload route, 'page': the owner's page,
+-- 'openai': the OpenAI-compatible endpoint).
+WITH rec AS (
+    INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
+                            idempotency_key, options, idempotency_fingerprint)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::jsonb, '{}'), $9)
+    ON CONFLICT ON CONSTRAINT idempotency_once DO NOTHING
+    RETURNING id, milestone
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, detail)
+    SELECT id, 'pipeline', 'accepted', milestone, jsonb_build_object('via', $10::text) FROM rec
+    RETURNING id, kind
+)
+SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL AS notified,
+       pg_notify('transcriber_work', event.kind) IS NULL AS woke
+FROM rec, event
+
+-- name: recording_by_key
+-- $1 owner, $2 Idempotency-Key.
+SELECT id, idempotency_fingerprint AS fingerprint
+  FROM recordings WHERE owner_id = $1 AND idempotency_key = $2

@@ -1,0 +1,66 @@
+---------------------------------------------------------------------------------------
+-- What the operator and the service itself read, by record id and with no owner
+-- condition (never from an owner's request: see api.sql), mostly through
+-- transcriber/pipeline/operator.py: a record and its transcript (also the one-shot's), the
+-- queue's status and stopped records, the journal (`transcriber journal`), the counts of
+-- /metrics (pipeline/prometheus.py), the health and readiness checks.
+---------------------------------------------------------------------------------------
+
+-- name: recording
+-- $1 id.
+SELECT * FROM recording_rows WHERE id = $1
+
+-- name: transcript
+-- $1 id.
+SELECT t.text, t.segments, t.language, t.model FROM transcripts t WHERE t.recording_id = $1
+
+-- name: status
+-- Per milestone: waiting (claimable now), in flight (a live lease), pausing before a
+-- retry, stopped, and the age of the oldest waiting record.
+SELECT milestone,
+       count(*) FILTER (WHERE stopped_at IS NULL
+                          AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+                          AND (retry_at IS NULL OR retry_at <= now())) AS waiting,
+       count(*) FILTER (WHERE stopped_at IS NULL AND lease_expires_at > now()) AS in_flight,
+       count(*) FILTER (WHERE stopped_at IS NULL AND retry_at > now()
+                          AND (lease_expires_at IS NULL OR lease_expires_at <= now())) AS pausing,
+       count(*) FILTER (WHERE stopped_at IS NOT NULL) AS stopped,
+       extract(epoch FROM now() - min(milestone_entered_at) FILTER (
+           WHERE stopped_at IS NULL AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+             AND (retry_at IS NULL OR retry_at <= now())))::float8 AS oldest_waiting_s
+  FROM recordings
+ GROUP BY milestone
+ ORDER BY milestone
+
+-- name: stopped
+-- Stopped records, oldest stop first; $1 a stop reason, or NULL for every one.
+SELECT id, milestone, stop_reason, stopped_at, stop_error
+  FROM recordings
+ WHERE stopped_at IS NOT NULL AND ($1::text IS NULL OR stop_reason = $1)
+ ORDER BY stopped_at, id
+
+-- name: journal_after
+-- Events after id $1 (0 for all), of one record ($2) or of every record (NULL).
+SELECT id, recording_id, at, origin, kind, milestone, claim_token, detail
+  FROM journal
+ WHERE id > $1 AND ($2::uuid IS NULL OR recording_id = $2)
+ ORDER BY id
+ LIMIT $3
+
+-- name: journal_id_before
+-- The id just before the first event of the last $1 (an interval): where `journal
+-- --since` starts reading.
+SELECT coalesce((SELECT min(id) FROM journal WHERE at >= now() - $1::interval) - 1,
+                (SELECT max(id) FROM journal), 0)
+
+-- name: metrics_milestones
+SELECT milestone, count(*) FILTER (WHERE stopped_at IS NULL) AS active,
+       count(*) FILTER (WHERE stopped_at IS NOT NULL) AS stopped
+  FROM recordings GROUP BY milestone ORDER BY milestone
+
+-- name: metrics_stop_reasons
+SELECT stop_reason, count(*) AS n FROM recordings
+ WHERE stopped_at IS NOT NULL GROUP BY stop_reason ORDER BY stop_reason
+
+-- name: health
+SELECT 1

@@ -1,0 +1,46 @@
+---------------------------------------------------------------------------------------
+-- Owners and their API tokens (transcriber/owners.py; `owner_by_name` and `owner_list` for
+-- the CLI's `owner` commands). Tokens are stored as their sha256 only ($2 of `owner_add`,
+-- `owner_ensure`, `owner_rotate`; $1 of `owner_by_token`).
+---------------------------------------------------------------------------------------
+
+-- name: owner_add
+-- $1 name, $2 token hash.
+INSERT INTO owners (name, token_hash) VALUES ($1, $2) RETURNING id
+
+-- name: owner_ensure
+-- The owner of recordings submitted from this machine's command line.
+-- $1 name, $2 token hash (of a token nobody holds).
+WITH made AS (
+    INSERT INTO owners (name, token_hash) VALUES ($1, $2)
+    ON CONFLICT (name) DO NOTHING
+    RETURNING id
+)
+SELECT id FROM made UNION ALL SELECT id FROM owners WHERE name = $1 LIMIT 1
+
+-- name: owner_by_name
+-- $1 name.
+SELECT id, name FROM owners WHERE name = $1
+
+-- name: owner_by_token
+-- The owner holding an API token, by the token's sha256. The caller compares the hash
+-- again in constant time; looking up by a hash leaks nothing about the token.
+-- A revoked owner holds no token.
+SELECT id, token_hash FROM owners WHERE token_hash = $1 AND revoked_at IS NULL
+
+-- name: owner_list
+-- Every owner with what they keep: for `transcriber owner list`.
+SELECT o.id, o.name, o.created_at, o.revoked_at, count(r.id) AS recordings,
+       coalesce(sum(r.size_bytes), 0)::bigint AS stored_bytes
+  FROM owners o LEFT JOIN recordings r ON r.owner_id = o.id
+ GROUP BY o.id
+ ORDER BY o.name
+
+-- name: owner_revoke
+-- The owner's token stops working at once; their records stay. NULL: no such owner.
+UPDATE owners SET revoked_at = coalesce(revoked_at, now()) WHERE name = $1 RETURNING id
+
+-- name: owner_rotate
+-- A new token hash in place of the old one (which stops working at once); a revoked
+-- owner is reinstated by it. NULL: no such owner.
+UPDATE owners SET token_hash = $2, revoked_at = NULL WHERE name = $1 RETURNING id
