@@ -37,7 +37,7 @@ import trio
 import trio_asyncio
 
 from tests.chaos.worker import MAX_ATTEMPTS, chaos_steps
-from tests.pipeline_helpers import accept
+from tests.helpers.pg_pipeline import accept
 from transcriber.db import embedded
 from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate

@@ -24,7 +24,7 @@ import trio
 import trio_asyncio
 
 from actors import Backoff, Lease, RunLimit, StepTable, StopRecord
-from tests.pipeline_helpers import table
+from tests.helpers.pg_pipeline import table
 from transcriber.db.database import open_database
 from transcriber.pipeline.runner import Pipeline
 

@@ -18,7 +18,10 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.integration.test_api import ann, as_ann, base_url, config, transcribe, uploaded  # noqa: F401
+from tests.helpers.api_clients import (
+    transcribe,
+    uploaded,
+)
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
 

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from actors import Lease
-from tests.pipeline_helpers import FAST_RETRY, accept, journal, table
+from tests.helpers.pg_pipeline import FAST_RETRY, accept, journal, table
 from transcriber.db import embedded
 from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate

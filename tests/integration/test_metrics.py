@@ -8,8 +8,10 @@ import httpx
 import pytest
 
 from actors.metrics import Registry
-from tests.integration.test_api import base_url, config, transcribe  # noqa: F401 - fixtures
-from tests.pipeline_helpers import accept, table
+from tests.helpers.api_clients import (
+    transcribe,
+)
+from tests.helpers.pg_pipeline import accept, table
 from transcriber.db.database import Database
 from transcriber.pipeline.pg_queue import PgQueue
 

@@ -17,10 +17,14 @@ import trio
 from fastapi import APIRouter
 
 from actors import StopRecord
-from tests.integration.test_api import ann, ben, client, store_files  # noqa: F401
-from tests.integration.test_api_hardening import exchange, request_head
-from tests.integration.test_api_uploads import RawUpload, until
-from tests.pipeline_helpers import journal, table
+from tests.helpers.api_clients import client, store_files
+from tests.helpers.pg_pipeline import journal, table
+from tests.helpers.raw_http import (
+    RawUpload,
+    exchange,
+    request_head,
+    until,
+)
 from transcriber.config import Config
 from transcriber.db.database import Database, DatabaseBusy, open_database
 from transcriber.http import create_app, serving

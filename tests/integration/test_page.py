@@ -16,21 +16,19 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.test_api import (  # noqa: F401
+from tests.helpers.api_clients import (
     SEGMENTS,
-    ann,
-    as_ann,
-    base_url,
-    ben,
     client,
-    config,
     count_recordings,
     uploaded,
     worker,
 )
-from tests.integration.test_api_hardening import exchange, request_head
-from tests.integration.test_storage import _code_only
-from tests.pipeline_helpers import journal
+from tests.helpers.pg_pipeline import journal
+from tests.helpers.raw_http import (
+    exchange,
+    request_head,
+)
+from tests.helpers.sql_text import code_only
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.db.named_sql import load_queries
@@ -526,7 +524,7 @@ async def test_bad_corrections_are_refused(
 @scenario("The pipeline never writes corrections")
 def test_only_the_page_writes_corrections() -> None:
     writes = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+corrections\b", re.I)
-    writers = {name for name, sql in load_queries().items() if writes.search(_code_only(sql))}
+    writers = {name for name, sql in load_queries().items() if writes.search(code_only(sql))}
     assert writers == {"correction_set", "correction_clear"}
     callers = {
         str(p.relative_to(ROOT))

@@ -12,7 +12,7 @@ import trio
 import trio_asyncio
 
 from actors import Claim, StopRecord, Wakeup, Worker
-from tests.pipeline_helpers import (
+from tests.helpers.pg_pipeline import (
     FAST_RETRY,
     Gate,
     accept,

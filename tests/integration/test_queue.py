@@ -12,7 +12,7 @@ import trio
 
 from actors import Lease, RunLimit, Wakeup, Worker
 from actors.supervisor import Child, Supervisor
-from tests.pipeline_helpers import FAST_RETRY, accept, at, db_now, journal, state, table
+from tests.helpers.pg_pipeline import FAST_RETRY, accept, at, db_now, journal, state, table
 from transcriber.db.database import Database
 from transcriber.milestones import MILESTONES, TRANSCRIBED
 from transcriber.pipeline.pg_queue import NotStopped, PgQueue

@@ -21,9 +21,9 @@ import pytest
 import trio
 
 from actors import Backoff, StepTable, Wakeup, Worker
-from tests.audio_files import ROOT, SAMPLES
-from tests.pipeline_helpers import noop
-from tests.serve_process import serve_process
+from tests.helpers.generated_audio import ROOT, SAMPLES
+from tests.helpers.pg_pipeline import noop
+from tests.helpers.serve_process import serve_process
 from transcriber.audio.devices import (
     DeviceChoice,
     DeviceUnavailable,

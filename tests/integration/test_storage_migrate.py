@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from actors import Wakeup, Worker
-from tests.audio_files import SAMPLES
-from tests.object_store import EchoRecognizer, MotoStore, keys
+from tests.helpers.generated_audio import SAMPLES
+from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.pipeline.audio_steps import audio_steps

@@ -7,7 +7,7 @@ import trio
 
 from actors import Lease, StepTable
 from actors.testing import MemoryQueue
-from tests.unit.pipeline import (
+from tests.helpers.memory_pipeline import (
     BACKOFF,
     LEASE_S,
     MAX_ATTEMPTS,

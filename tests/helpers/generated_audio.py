@@ -16,7 +16,7 @@ import attrs
 import av
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
 
 TONE_S = 3.0
