@@ -462,7 +462,7 @@ async def test_concurrent_uploads_with_one_key_and_different_bodies(
 ) -> None:
     uploads = await uploads_past_the_key_check(base_url, ann, config, "race")
     answers = []
-    for u, end in zip(uploads, (b"first", b"second")):
+    for u, end in zip(uploads, (b"first", b"second"), strict=True):
         await u.send(end)
         await u.end()
         answers.append(await u.answer())

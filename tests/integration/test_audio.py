@@ -11,6 +11,7 @@ thread tests. Everything else runs without loading the model.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -267,7 +268,7 @@ async def test_a_damaged_packet_mid_file_does_not_drop_the_rest(
     db: Database, owner_id: int, tmp_path: Path, kind: str
 ) -> None:
     config = Config(home=tmp_path / "home")
-    rid, c = await normalize_once(db, owner_id, config, generated_audio.glitched(tmp_path, kind))
+    _, c = await normalize_once(db, owner_id, config, generated_audio.glitched(tmp_path, kind))
     assert c["milestone"] == "normalized"
     assert c["duration_s"] > 9.5
 
@@ -351,7 +352,7 @@ async def test_english_sample_end_to_end(
     assert segments and " ".join(s["text"] for s in segments) == t["text"]
     for s in segments:
         assert 0 <= s["start"] < s["end"] <= duration + 0.1, s
-    for a, b in zip(segments, segments[1:]):
+    for a, b in itertools.pairwise(segments):
         assert a["start"] < b["start"] and a["end"] <= b["end"], (a, b)
         assert a["end"] <= b["start"] + 0.001  # in order, not overlapping
 

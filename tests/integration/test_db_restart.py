@@ -89,5 +89,5 @@ async def done(db: Database) -> int:
                 "SELECT count(*) FROM recordings WHERE milestone = $1", TRANSCRIBED
             )
         )
-    except Exception:  # noqa: BLE001 - the server is still coming back
+    except Exception:  # the server is still coming back
         return 0

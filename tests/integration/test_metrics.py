@@ -25,7 +25,7 @@ def value(text: str, series: str) -> float:
 @pytest.mark.scenario("operations", "Metrics show the queue")
 async def test_metrics_count_milestones_stops_and_steps(
     db: Database, owner_id: int, base_url: str
-) -> None:  # noqa: F811
+) -> None:
     async with httpx.AsyncClient(base_url=base_url) as c:
         before = (await c.get("/metrics")).text
     claims_before = value(before, "transcriber_claims_total")

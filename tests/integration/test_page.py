@@ -551,7 +551,7 @@ def test_page_paths_are_told_from_the_api() -> None:
         "/recordingsx",
     ):
         assert not page.is_page_path(path), path
-    assert page.STREAMED == {("POST", "/upload")}
+    assert {("POST", "/upload")} == page.STREAMED
 
 
 async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:

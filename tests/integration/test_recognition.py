@@ -77,9 +77,9 @@ async def test_options_reach_the_recognize_step(
 @scenario("Options no recognizer could use are refused")
 async def test_unusable_options_are_refused(db: Database, owner_id: int, tmp_path: Path) -> None:
     for bad, named in [
-        (dict(task="summarize"), "task"),
-        (dict(temperature=2), "temperature"),
-        (dict(prompt=3), "prompt"),
+        ({"task": "summarize"}, "task"),
+        ({"temperature": 2}, "temperature"),
+        ({"prompt": 3}, "prompt"),
     ]:
         with pytest.raises(BadOptions, match=named):
             RecognitionOptions(**bad)  # type: ignore[arg-type]

@@ -77,7 +77,7 @@ async def test_storage_migrate_moves_a_home_into_the_store(
         store = blobs_of(remote)
         assert isinstance(store, S3Blobs)
 
-        def interrupt_after_two(rid: object, seen: list[object] = []) -> None:  # noqa: B006
+        def interrupt_after_two(rid: object, seen: list[object] = []) -> None:  # noqa: B006 - counts the calls
             seen.append(rid)
             if len(seen) == 2:
                 raise Interrupted
