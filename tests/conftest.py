@@ -1,4 +1,6 @@
-"""A real PostgreSQL for every test that touches storage.
+"""The fixtures every test directory shares: a real PostgreSQL for every test that touches
+storage, the S3 server and a stand-in for systemd's notify socket. Helpers that are not
+fixtures live in tests/helpers/.
 
 The server: TEST_DATABASE_URL (an admin URL of PostgreSQL >= 15), else the embedded
 wheel in a temporary folder. There is no silent skip: if neither works the session
@@ -8,33 +10,22 @@ was migrated once per session.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
+import socket
 import tempfile
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 import trio_asyncio
 
+from tests.helpers.postgres import admin, run_with_loop, scratch_database, with_database
 from transcriber.db import embedded
-from transcriber.db.admin import run_as_admin as _admin
-from transcriber.db.admin import with_database
 from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
 from transcriber.owners import add_owner
-
-
-def run_with_loop(fn, *args):
-    async def main():
-        async with trio_asyncio.open_loop():
-            return await fn(*args)
-
-    return trio.run(main)
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +52,7 @@ def template_db(pg_admin_url: str) -> Iterator[str]:
     name = f"transcriber_template_{os.getpid()}"
 
     async def make() -> None:
-        await _admin(
+        await admin(
             pg_admin_url,
             f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
             f'CREATE DATABASE "{name}"',
@@ -71,26 +62,13 @@ def template_db(pg_admin_url: str) -> Iterator[str]:
 
     run_with_loop(make)
     yield name
-    run_with_loop(_admin, pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    run_with_loop(admin, pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
 async def aio_loop() -> AsyncIterator[None]:
     async with trio_asyncio.open_loop():
         yield
-
-
-@contextlib.asynccontextmanager
-async def scratch_database(admin_url: str, template: str | None = None) -> AsyncIterator[str]:
-    """A new database (a copy of `template`, or empty) for one test, dropped after it."""
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    copy = f' TEMPLATE "{template}"' if template else ""
-    await _admin(admin_url, f'CREATE DATABASE "{name}"{copy}')
-    try:
-        yield with_database(admin_url, name)
-    finally:
-        with trio.CancelScope(shield=True):
-            await _admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
@@ -113,7 +91,19 @@ async def owner_id(db: Database) -> int:
 
 @pytest.fixture(scope="session")
 def moto() -> Iterator[Any]:
-    """The S3 server of the object-store tests (tests/object_store.py), once a session."""
-    from tests.object_store import moto_store
+    """The S3 server of the object-store tests (tests/helpers/moto_store.py), once a session."""
+    from tests.helpers.moto_store import moto_store
 
     yield from moto_store()
+
+
+@pytest.fixture
+def systemd(tmp_path: Path) -> Iterator[tuple[socket.socket, str]]:
+    """A datagram socket in place of systemd's notify socket, and its path for
+    NOTIFY_SOCKET (read it with tests.helpers.notify_socket.received)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    path = str(tmp_path / "notify")
+    sock.bind(path)
+    sock.setblocking(False)
+    yield sock, path
+    sock.close()

@@ -140,8 +140,7 @@ def file_markers(path: Path, root: Path = ROOT) -> list[Marker]:
             and id(node) not in read
             and (
                 _is_scenario_mark(node.func)
-                or isinstance(node.func, ast.Name)
-                and node.func.id in helpers
+                or (isinstance(node.func, ast.Name) and node.func.id in helpers)
             )
         ):
             found.append(
@@ -221,8 +220,8 @@ def test_the_check_finds_gaps_and_typos(tmp_path: Path) -> None:
         - **GIVEN** x
         #### Scenario: Covered by a class
         #### Scenario: Covered by a helper
-        #### Scenario:   Uncovered  
         """)
+        + "#### Scenario:   Uncovered  \n"  # spaces around the title, trailing ones too
     )
     tests = tmp_path / "tests"
     tests.mkdir()

@@ -63,8 +63,9 @@ def require_model(config: Config) -> None:
 
 
 async def listen(nursery: trio.Nursery, app: Any, host: str, port: int) -> str:
-    from transcriber.http import serve_app
+    from transcriber.http import install_hypercorn_error_hook, serve_app
 
+    install_hypercorn_error_hook()
     try:
         address: str = await nursery.start(serve_app, app, host, port)
         return address

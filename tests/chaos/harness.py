@@ -37,7 +37,7 @@ import trio
 import trio_asyncio
 
 from tests.chaos.worker import MAX_ATTEMPTS, chaos_steps
-from tests.pipeline_helpers import accept
+from tests.helpers.pg_pipeline import accept
 from transcriber.db import embedded
 from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
@@ -63,7 +63,7 @@ async def patient(fn: Any, *args: Any, limit_s: float = 60.0) -> Any:
     while True:
         try:
             return await fn(*args)
-        except Exception:  # noqa: BLE001 - the server is away; try again
+        except Exception:  # the server is away; try again
             if trio.current_time() > deadline:
                 raise
             await trio.sleep(0.2)
@@ -119,7 +119,7 @@ class Chaos:
         self.started += 1
         n = self.started
         step_log = self.workdir / f"worker-{n}.steps"
-        out = open(self.workdir / f"worker-{n}.log", "wb")  # noqa: SIM115 - closed at end
+        out = open(self.workdir / f"worker-{n}.log", "wb")  # noqa: SIM115 - closed at the end
         env = dict(os.environ, CHAOS_STEP_LOG=str(step_log))
         proc = await trio.lowlevel.open_process(
             [sys.executable, "-m", "tests.chaos.worker", self.url, str(self.rng.randrange(2**31))],

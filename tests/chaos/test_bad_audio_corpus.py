@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from actors import Wakeup, Worker
-from tests import audio_files
-from tests.pipeline_helpers import state
+from tests.helpers import generated_audio
+from tests.helpers.pg_pipeline import state
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.pipeline.audio_steps import audio_steps
@@ -71,21 +71,21 @@ def html_named_mp3(folder: Path) -> Path:
 
 
 def ogg_cut_after_headers(folder: Path) -> Path:
-    whole = audio_files.good_file(folder, "ogg-opus")
+    whole = generated_audio.good_file(folder, "ogg-opus")
     path = folder / "cut.ogg"
     path.write_bytes(whole.read_bytes()[:300])
     return path
 
 
 CORPUS: dict[str, Callable[[Path], Path]] = {
-    "zero bytes": audio_files.zero_bytes,
-    "text named .wav": audio_files.text_as_wav,
-    "random bytes named .mp3": audio_files.random_as_mp3,
-    "mp3 frames of noise": audio_files.mp3_frames_of_noise,
-    "m4a without its moov atom": audio_files.truncated_m4a,
-    "video without audio": audio_files.video_without_audio,
-    "wav without frames": audio_files.wav_without_frames,
-    "longer than the limit": audio_files.five_seconds,
+    "zero bytes": generated_audio.zero_bytes,
+    "text named .wav": generated_audio.text_as_wav,
+    "random bytes named .mp3": generated_audio.random_as_mp3,
+    "mp3 frames of noise": generated_audio.mp3_frames_of_noise,
+    "m4a without its moov atom": generated_audio.truncated_m4a,
+    "video without audio": generated_audio.video_without_audio,
+    "wav without frames": generated_audio.wav_without_frames,
+    "longer than the limit": generated_audio.five_seconds,
     "png named .m4a": png_named_m4a,
     "subtitles named .ogg": subtitles_named_ogg,
     "zip named .flac": zip_named_flac,
@@ -107,7 +107,7 @@ async def test_every_kind_of_bad_audio_stops_and_disturbs_nothing(
     media = tmp_path / "media"
     media.mkdir()
     good = [
-        await accept_file(db, config, audio_files.good_file(media, kind), owner_id)
+        await accept_file(db, config, generated_audio.good_file(media, kind), owner_id)
         for kind in ("mp3", "wav")
     ]
     bad = {}

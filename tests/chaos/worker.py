@@ -1,9 +1,10 @@
 """A chaos worker daemon: `python -m tests.chaos.worker URL SEED`.
 
 A real Pipeline (2 workers, poll 0.2 s) on synthetic steps whose durations straddle a
-short lease (renewed while they live); some attempts fail (retry), some stop the record. Runs until SIGTERM, then
-drains and exits 0. Each step's begin and end is appended to $CHAOS_STEP_LOG (if set),
-so the harness can tell when this process is inside a step (to freeze it there).
+short lease (renewed while they live); some attempts fail (retry), some stop the record.
+Runs until SIGTERM, then drains and exits 0. Each step's begin and end is appended to
+$CHAOS_STEP_LOG (if set), so the harness can tell when this process is inside a step
+(to freeze it there).
 
 Records are steered by their file name: `stop-*` always stop (`chaos_always_stop`),
 `flaky-*` fail their first attempt of every step, `poison-*` kill the worker process
@@ -24,7 +25,7 @@ import trio
 import trio_asyncio
 
 from actors import Backoff, Lease, RunLimit, StepTable, StopRecord
-from tests.pipeline_helpers import table
+from tests.helpers.pg_pipeline import table
 from transcriber.db.database import open_database
 from transcriber.pipeline.runner import Pipeline
 
@@ -52,7 +53,7 @@ def chaos_steps(step: Any = None) -> StepTable:
 
 
 def make_step(rng: random.Random, log_path: str | None) -> Any:
-    log = open(log_path, "a", buffering=1) if log_path else None  # noqa: SIM115 - process-long
+    log = open(log_path, "a", buffering=1) if log_path else None  # noqa: SIM115 - open while the daemon lives
 
     def note(what: str, job: Any) -> None:
         if log is not None:
@@ -72,10 +73,7 @@ def make_step(rng: random.Random, log_path: str | None) -> Any:
                 await trio.sleep(rng.uniform(*SLOW_S))
                 return
             # Mostly inside the lease, sometimes past it (renewed, so it completes).
-            if rng.random() < 0.8:
-                duration = rng.uniform(0.02, 0.4)
-            else:
-                duration = rng.uniform(0.4, 0.8)
+            duration = rng.uniform(0.02, 0.4) if rng.random() < 0.8 else rng.uniform(0.4, 0.8)
             await trio.sleep(duration)
             roll = rng.random()
             if roll < 0.10:

@@ -1,15 +1,31 @@
-"""Expensive things the integration tests share, made once a session."""
+"""What the integration tests share: expensive things made once a session (the model,
+warm recognizers) and the HTTP API's fixtures (a config, two owners, a served app and
+clients holding each owner's token)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import random
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+import trio_asyncio
+from trio.testing import MockClock
 
+from actors.testing import MemoryQueue
+from tests.helpers.api_clients import client
+from tests.helpers.memory_pipeline import pipeline
+from tests.helpers.pg_pipeline import db_now, noop
+from tests.helpers.postgres import scratch_database
+from tests.helpers.queue_drivers import MemoryDriver, PgDriver, QueueDriver
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.audio.recognize import bundled_model
 from transcriber.config import Config
+from transcriber.db.database import Database, open_database
+from transcriber.http import create_app, serving
+from transcriber.owners import NewOwner, add_owner
+from transcriber.pipeline.pg_queue import PgQueue
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +45,89 @@ def warm_recognizer(model_dir: Path) -> Iterator[ProcessRecognizer]:
     recognizer.warm(1)
     yield recognizer
     recognizer.close()
+
+
+# --- the HTTP API (tests/integration/test_api*.py, test_page.py, test_metrics.py, ...)
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    # No workers run here: a request to the OpenAI-compatible endpoint (the schema's
+    # fuzzing sends some) answers after a short wait, naming its record.
+    return Config(home=tmp_path / "home", openai_wait_s=0.05)
+
+
+@pytest.fixture
+async def ann(db: Database) -> NewOwner:
+    return await add_owner(db, "ann")
+
+
+@pytest.fixture
+async def ben(db: Database) -> NewOwner:
+    return await add_owner(db, "ben")
+
+
+@pytest.fixture
+async def base_url(db: Database, config: Config) -> AsyncIterator[str]:
+    async with serving(create_app(db, config)) as url:
+        yield url
+
+
+@pytest.fixture
+async def as_ann(base_url: str, ann: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
+    async with client(base_url, ann) as c:
+        yield c
+
+
+@pytest.fixture
+async def as_ben(base_url: str, ben: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
+    async with client(base_url, ben) as c:
+        yield c
+
+
+# --- the queue protocol's drivers (tests/integration/test_queue_protocol.py) ----------
+
+
+@pytest.fixture(params=["memory", "postgres"])
+def queue_kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def queue_clock(queue_kind: str) -> MockClock | None:
+    """The trio clock a test of the queue suite runs on. pytest-trio hands a Clock among
+    the test's arguments to trio.run, so every test of the suite names this fixture: a
+    MockClock for the in-memory queue (its time is trio's, moved only by the driver),
+    none for PostgreSQL (its time is the `now` the driver passes to its statements)."""
+    return MockClock() if queue_kind == "memory" else None
+
+
+@pytest.fixture
+def queue_server(queue_kind: str, request: pytest.FixtureRequest) -> tuple[str, str] | None:
+    """PostgreSQL's admin URL and migrated template, for the postgres driver only (so the
+    memory driver's tests start no server)."""
+    if queue_kind != "postgres":
+        return None
+    return request.getfixturevalue("pg_admin_url"), request.getfixturevalue("template_db")
+
+
+@pytest.fixture
+async def queue(
+    queue_clock: MockClock | None, queue_server: tuple[str, str] | None
+) -> AsyncIterator[QueueDriver]:
+    """An empty queue of each kind over the two-step table of the runtime tests
+    (tests/helpers/memory_pipeline.py), its steps doing nothing, behind its driver."""
+    steps = pipeline(normalize=noop, recognize=noop)
+    if queue_clock is not None:
+        yield MemoryDriver(MemoryQueue(steps, rng=random.Random(0)), queue_clock)
+        return
+    assert queue_server is not None
+    admin_url, template = queue_server
+    async with (
+        trio_asyncio.open_loop(),
+        scratch_database(admin_url, template) as url,
+        open_database(url, min_size=1, max_size=4) as db,
+    ):
+        owner = await add_owner(db, "ann")
+        start = await db_now(db)
+        yield PgDriver(PgQueue(db, steps, rng=random.Random(0)), db, owner.id, start)

@@ -7,7 +7,6 @@ import base64
 import logging
 import urllib.parse
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,25 @@ import httpx
 import pytest
 import trio
 
-from actors import Wakeup, Worker
-from tests.conftest import _admin
-from tests.pipeline_helpers import Gate, journal, outbound_connects, table
+from tests.helpers.api_clients import (
+    SEGMENTS,
+    TEXT,
+    client,
+    count_recordings,
+    normalized,
+    recognized,
+    store_files,
+    transcribe,
+    upload,
+    uploaded,
+    worker,
+)
+from tests.helpers.pg_pipeline import Gate, journal, outbound_connects
+from tests.helpers.postgres import admin
 from transcriber.config import Config
 from transcriber.db.database import WORK_CHANNEL, Database
-from transcriber.http import create_app, serving
-from transcriber.owners import NewOwner, add_owner
-from transcriber.pipeline.pg_queue import PgQueue, Saved
+from transcriber.owners import NewOwner
+from transcriber.pipeline.pg_queue import Saved
 from transcriber.stops import stop_message
 from transcriber.storage.local import LocalBlobs
 
@@ -52,100 +62,6 @@ CARD_FIELDS = {
     "stopped",
     "links",
 }
-SEGMENTS = [
-    {"start": 0.0, "end": 1.5, "text": "Hello world."},
-    {"start": 1.5, "end": 3.25, "text": "Goodbye."},
-]
-TEXT = "Hello world. Goodbye."
-
-
-# --- fixtures and helpers (imported by the other test_api_* files) --------------------
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Config:
-    # No workers run here: a request to the OpenAI-compatible endpoint (the schema's
-    # fuzzing sends some) answers after a short wait, naming its record.
-    return Config(home=tmp_path / "home", openai_wait_s=0.05)
-
-
-@pytest.fixture
-async def ann(db: Database) -> NewOwner:
-    return await add_owner(db, "ann")
-
-
-@pytest.fixture
-async def ben(db: Database) -> NewOwner:
-    return await add_owner(db, "ben")
-
-
-@pytest.fixture
-async def base_url(db: Database, config: Config) -> AsyncIterator[str]:
-    async with serving(create_app(db, config)) as url:
-        yield url
-
-
-def client(base_url: str, owner: NewOwner | None = None) -> httpx.AsyncClient:
-    headers = {} if owner is None else {"Authorization": f"Bearer {owner.token}"}
-    return httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30)
-
-
-@pytest.fixture
-async def as_ann(base_url: str, ann: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
-    async with client(base_url, ann) as c:
-        yield c
-
-
-@pytest.fixture
-async def as_ben(base_url: str, ben: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
-    async with client(base_url, ben) as c:
-        yield c
-
-
-async def upload(
-    c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", *, name: str = "talk.wav", **fields: str
-) -> httpx.Response:
-    return await c.post("/v1/recordings", files={"file": (name, data, "audio/wav")}, data=fields)
-
-
-async def uploaded(
-    c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", **fields: str
-) -> dict[str, Any]:
-    r = await upload(c, data, **fields)
-    assert r.status_code == 201, r.text
-    return r.json()
-
-
-def store_files(config: Config) -> list[Path]:
-    return (
-        sorted(LocalBlobs(config.home).uploads.iterdir())
-        if LocalBlobs(config.home).uploads.exists()
-        else []
-    )
-
-
-async def count_recordings(db: Database) -> int:
-    return await db.run(lambda con: con.fetchval("SELECT count(*) FROM recordings"))
-
-
-def worker(db: Database, **steps: Any) -> Worker:
-    table_ = table(**steps)
-    return Worker("w", PgQueue(db, table_), table_, Wakeup())
-
-
-async def normalized(job: Any, progress: Any) -> Saved:
-    return Saved("save_normalized", ("/store/audio.wav", 3.25))
-
-
-async def recognized(job: Any, progress: Any) -> Saved:
-    return Saved("save_transcript", (TEXT, SEGMENTS, "en", "test-model"))
-
-
-async def transcribe(db: Database) -> None:
-    """Take every waiting record through both steps with fake audio steps."""
-    w = worker(db, normalize=normalized, recognize=recognized)
-    while await w.work_once():
-        pass
 
 
 # --- intake: tokens --------------------------------------------------------------------
@@ -365,7 +281,7 @@ async def test_health_says_whether_the_database_answers(
             "compute_type": "int8",
         }
         name = urllib.parse.urlsplit(db_url).path.lstrip("/")
-        await _admin(pg_admin_url, f'DROP DATABASE "{name}" WITH (FORCE)')
+        await admin(pg_admin_url, f'DROP DATABASE "{name}" WITH (FORCE)')
         down = await c.get("/healthz")
     assert down.status_code == 503
     assert down.json()["status"] == "unavailable" and down.json()["error"]

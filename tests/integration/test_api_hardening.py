@@ -24,28 +24,23 @@ import pytest
 import trio
 from fastapi import APIRouter, Depends, Request
 
-from tests.integration.test_api import (  # noqa: F401
-    ann,
-    as_ann,
-    as_ben,
-    base_url,
-    ben,
+from tests.helpers.api_clients import (
     client,
-    config,
     count_recordings,
     store_files,
     uploaded,
 )
-from tests.integration.test_api_uploads import (
-    ROOT,
+from tests.helpers.cli_process import cli
+from tests.helpers.raw_http import (
     MiB,
     RawUpload,
+    exchange,
     read_line,
+    request_head,
     send_all_then_answer,
     until,
     uploads_past_the_key_check,
 )
-from tests.integration.test_cli import cli
 from transcriber.config import Config
 from transcriber.db.database import Database, DatabaseBusy, open_database
 from transcriber.db.named_sql import load_queries
@@ -53,6 +48,8 @@ from transcriber.http import create_app, serving
 from transcriber.http.middleware import JSON_BODY_MAX
 from transcriber.owners import NewOwner
 from transcriber.storage.local import LocalBlobs
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def intake(title: str) -> pytest.MarkDecorator:
@@ -65,39 +62,6 @@ def archive(title: str) -> pytest.MarkDecorator:
 
 def operations(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("operations", title)
-
-
-async def exchange(base_url: str, head: bytes) -> tuple[int, dict[str, str], bytes]:
-    """Send raw bytes, read one answer (status, headers, body) until its length or the
-    connection's end."""
-    url = httpx.URL(base_url)
-    stream = await trio.open_tcp_stream(url.host, url.port)
-    async with stream:
-        await stream.send_all(head)
-        data = b""
-        with trio.fail_after(10):
-            while b"\r\n\r\n" not in data:
-                chunk = await stream.receive_some(65536)
-                assert chunk, f"closed without an answer: {data!r}"
-                data += chunk
-            top, _, rest = data.partition(b"\r\n\r\n")
-            lines = top.decode("latin-1").split("\r\n")
-            headers = {
-                k.strip().lower(): v.strip()
-                for k, _, v in (line.partition(":") for line in lines[1:])
-            }
-            length = int(headers.get("content-length", "0"))
-            while len(rest) < length:
-                chunk = await stream.receive_some(65536)
-                if not chunk:
-                    break
-                rest += chunk
-    return int(lines[0].split()[1]), headers, rest[:length]
-
-
-def request_head(base_url: str, line: str, **headers: str) -> bytes:
-    fields = {"Host": httpx.URL(base_url).netloc.decode(), **headers}
-    return (line + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n").encode()
 
 
 def is_json_error(headers: dict[str, str], body: bytes) -> bool:
@@ -498,7 +462,7 @@ async def test_concurrent_uploads_with_one_key_and_different_bodies(
 ) -> None:
     uploads = await uploads_past_the_key_check(base_url, ann, config, "race")
     answers = []
-    for u, end in zip(uploads, (b"first", b"second")):
+    for u, end in zip(uploads, (b"first", b"second"), strict=True):
         await u.send(end)
         await u.end()
         answers.append(await u.answer())

@@ -3,34 +3,34 @@ server and the startup sweep, and idempotent retries; over real HTTP on loopback
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import signal
 import subprocess
 import sys
-import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 import trio
 
-from tests.integration.test_api import (  # noqa: F401
-    ann,
-    as_ann,
-    as_ben,
-    base_url,
-    ben,
+from tests.helpers.api_clients import (
     client,
-    config,
     count_recordings,
     store_files,
     upload,
     uploaded,
+)
+from tests.helpers.raw_http import (
+    CHUNK,
+    MiB,
+    RawUpload,
+    read_line,
+    send_all_then_answer,
+    send_until_answered,
+    until,
+    uploads_past_the_key_check,
 )
 from transcriber.config import Config
 from transcriber.db.database import Database
@@ -44,125 +44,10 @@ def intake(title: str) -> pytest.MarkDecorator:
 
 
 ROOT = Path(__file__).resolve().parents[2]
-MiB = 1 << 20
-CHUNK = b"\x55" * (64 * 1024)
-
-
-async def until(condition: Any, what: str) -> None:
-    """Poll for a state another task or process brings about (not a race to win)."""
-    with trio.fail_after(10):
-        while not condition():
-            await trio.sleep(0.01)
 
 
 def has_bytes(config: Config, at_least: int) -> bool:
     return any(p.stat().st_size >= at_least for p in store_files(config))
-
-
-class RawUpload:
-    """An upload over a plain socket, so the test decides when each byte goes and can
-    read the answer while still sending, as curl does (httpx reads only once it has
-    sent the whole body)."""
-
-    def __init__(self, stream: trio.SocketStream):
-        self.stream = stream
-        self.sent = 0
-        self._chunked = True
-
-    @classmethod
-    async def start(
-        cls,
-        base_url: str,
-        owner: NewOwner,
-        *,
-        content_type: str = "audio/wav",
-        length: int | None = None,
-        headers: dict[str, str] | None = None,
-        path: str = "/v1/recordings",
-    ) -> RawUpload:
-        url = urllib.parse.urlsplit(base_url)
-        assert url.hostname is not None and url.port is not None
-        upload = cls(await trio.open_tcp_stream(url.hostname, url.port))
-        fields = {
-            "Host": url.netloc,
-            "Authorization": f"Bearer {owner.token}",
-            "Content-Type": content_type,
-            **(headers or {}),
-        }
-        if length is None:
-            fields["Transfer-Encoding"] = "chunked"
-        else:
-            fields["Content-Length"] = str(length)
-            upload._chunked = False
-        head = (
-            f"POST {path} HTTP/1.1\r\n"
-            + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
-            + "\r\n"
-        )
-        await upload.stream.send_all(head.encode())
-        return upload
-
-    async def send(self, data: bytes) -> None:
-        framed = f"{len(data):x}\r\n".encode() + data + b"\r\n" if self._chunked else data
-        await self.stream.send_all(framed)
-        self.sent += len(data)
-
-    async def end(self) -> None:
-        if self._chunked:
-            await self.stream.send_all(b"0\r\n\r\n")
-
-    async def answer(self) -> tuple[int, dict[str, Any]]:
-        """The status and JSON body of the answer."""
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += await self._receive()
-        head, _, body = data.partition(b"\r\n\r\n")
-        lines = head.decode().split("\r\n")
-        status = int(lines[0].split()[1])
-        length = next(
-            int(line.split(":", 1)[1])
-            for line in lines[1:]
-            if line.lower().startswith("content-length:")
-        )
-        while len(body) < length:
-            body += await self._receive()
-        return status, json.loads(body[:length])
-
-    async def _receive(self) -> bytes:
-        chunk = await self.stream.receive_some(65536)
-        if not chunk:
-            raise EOFError("the server closed the connection without an answer")
-        return chunk
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
-
-
-async def send_until_answered(upload: RawUpload, cap: int) -> tuple[int, dict[str, Any]]:
-    """Keep sending chunks until the answer comes (or `cap` bytes went out)."""
-    answered: list[tuple[int, dict[str, Any]]] = []
-    async with trio.open_nursery() as nursery:
-
-        async def read() -> None:
-            answered.append(await upload.answer())
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(read)
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            while upload.sent < cap:
-                await upload.send(CHUNK)
-        await trio.sleep_forever()  # until the answer; the server closed or stopped reading
-    return answered[0]
-
-
-async def send_all_then_answer(upload: RawUpload, total: int) -> tuple[int, dict[str, Any]]:
-    """Send the whole body before reading, as httpx and many clients do; a server that
-    stops reading before answering and closing would leave this hanging."""
-    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        while upload.sent < total:
-            await upload.send(CHUNK)
-        await upload.end()
-    return await upload.answer()
 
 
 # --- the size limit -----------------------------------------------------------------------
@@ -297,16 +182,6 @@ trio.run(main)
 """
 
 
-async def read_line(stream: trio.abc.ReceiveStream) -> str:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = await stream.receive_some(1024)
-        if not chunk:
-            raise EOFError(data.decode(errors="replace"))
-        data += chunk
-    return data.decode().strip()
-
-
 @intake("A killed server's partial upload is swept at startup")
 async def test_killed_servers_partial_upload_is_swept(
     db: Database, db_url: str, config: Config, as_ann: httpx.AsyncClient, ann: NewOwner
@@ -365,20 +240,6 @@ async def test_sweep_leaves_foreign_files_alone(db: Database, config: Config) ->
 
 
 # --- idempotency -----------------------------------------------------------------------------
-
-
-async def uploads_past_the_key_check(
-    base_url: str, owner: NewOwner, config: Config, key: str
-) -> list[RawUpload]:
-    """Two uploads with the Idempotency-Key `key`, both past the key check and streaming
-    (their first bytes on disk) before either may finish."""
-    uploads = [
-        await RawUpload.start(base_url, owner, headers={"Idempotency-Key": key}) for _ in range(2)
-    ]
-    for u in uploads:
-        await u.send(b"x" * 1000)
-    await until(lambda: len(store_files(config)) == 2, "both uploads on disk")
-    return uploads
 
 
 @intake("Retrying with the same Idempotency-Key returns the first recording")

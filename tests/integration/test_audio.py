@@ -11,6 +11,7 @@ thread tests. Everything else runs without loading the model.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -31,9 +32,9 @@ import pytest
 import trio
 
 from actors import Backoff, StepTable, Wakeup, Worker
-from tests import audio_files
-from tests.audio_files import ROOT, SAMPLES, TONE_S
-from tests.pipeline_helpers import state
+from tests.helpers import generated_audio
+from tests.helpers.generated_audio import ROOT, SAMPLES, TONE_S
+from tests.helpers.pg_pipeline import state
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.audio.recognize import (
     BUNDLED_NAME,
@@ -67,7 +68,7 @@ def long_speech(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
     makes three pieces of it (two sentences each): two batches for the shared
     recognizer (batches of 2)."""
     path = tmp_path_factory.mktemp("long") / "long.wav"
-    return path, audio_files.long_speech_wav(path, windows=6)
+    return path, generated_audio.long_speech_wav(path, windows=6)
 
 
 # --- Helpers --------------------------------------------------------------------------------
@@ -108,12 +109,12 @@ def dominant_hz(samples: np.ndarray, rate: int) -> float:
 
 
 @scenario("Common audio formats and videos with sound are normalized")
-@pytest.mark.parametrize("kind", list(audio_files.GOOD))
+@pytest.mark.parametrize("kind", list(generated_audio.GOOD))
 async def test_normalize_reads_every_common_format(
     db: Database, owner_id: int, tmp_path: Path, kind: str
 ) -> None:
     config = Config(home=tmp_path / "home")
-    rid, c = await normalize_once(db, owner_id, config, audio_files.good_file(tmp_path, kind))
+    rid, c = await normalize_once(db, owner_id, config, generated_audio.good_file(tmp_path, kind))
 
     assert c["stopped"] is None
     assert c["milestone"] == "normalized"
@@ -169,7 +170,7 @@ async def assert_stops_at_once(
 @scenario("An upload of zero bytes stops with empty_file")
 async def test_zero_bytes(db: Database, owner_id: int, tmp_path: Path) -> None:
     await assert_stops_at_once(
-        db, owner_id, tmp_path, audio_files.zero_bytes, "empty_file", "zero bytes"
+        db, owner_id, tmp_path, generated_audio.zero_bytes, "empty_file", "zero bytes"
     )
 
 
@@ -179,7 +180,7 @@ async def test_text_named_wav(db: Database, owner_id: int, tmp_path: Path) -> No
         db,
         owner_id,
         tmp_path,
-        audio_files.text_as_wav,
+        generated_audio.text_as_wav,
         "undecodable_audio",
         "Invalid data found when processing input",
     )
@@ -191,7 +192,7 @@ async def test_random_bytes_named_mp3(db: Database, owner_id: int, tmp_path: Pat
         db,
         owner_id,
         tmp_path,
-        audio_files.random_as_mp3,
+        generated_audio.random_as_mp3,
         "undecodable_audio",
         "Invalid data found when processing input",
     )
@@ -203,7 +204,7 @@ async def test_mp3_failing_on_first_packet(db: Database, owner_id: int, tmp_path
         db,
         owner_id,
         tmp_path,
-        audio_files.mp3_frames_of_noise,
+        generated_audio.mp3_frames_of_noise,
         "undecodable_audio",
         "Invalid data found when processing input",
     )
@@ -215,7 +216,7 @@ async def test_truncated_m4a(db: Database, owner_id: int, tmp_path: Path) -> Non
         db,
         owner_id,
         tmp_path,
-        audio_files.truncated_m4a,
+        generated_audio.truncated_m4a,
         "undecodable_audio",
         "Invalid data found when processing input",
     )
@@ -227,7 +228,7 @@ async def test_video_without_audio(db: Database, owner_id: int, tmp_path: Path) 
         db,
         owner_id,
         tmp_path,
-        audio_files.video_without_audio,
+        generated_audio.video_without_audio,
         "no_audio_stream",
         "container with video, no audio",
     )
@@ -236,14 +237,14 @@ async def test_video_without_audio(db: Database, owner_id: int, tmp_path: Path) 
 @scenario("Audio that decodes to nothing stops with empty_audio")
 async def test_audio_decoding_to_nothing(db: Database, owner_id: int, tmp_path: Path) -> None:
     await assert_stops_at_once(
-        db, owner_id, tmp_path, audio_files.wav_without_frames, "empty_audio", "no samples"
+        db, owner_id, tmp_path, generated_audio.wav_without_frames, "empty_audio", "no samples"
     )
 
 
 @scenario("A recording over the maximum duration stops with too_long")
 @pytest.mark.parametrize(
     "make",
-    [audio_files.five_seconds, audio_files.two_and_a_half_seconds],
+    [generated_audio.five_seconds, generated_audio.two_and_a_half_seconds],
     ids=["well-over", "just-over"],
 )
 async def test_over_maximum_duration(
@@ -255,7 +256,7 @@ async def test_over_maximum_duration(
 @scenario("A truncated mp3 proceeds with what decodes")
 async def test_truncated_mp3_proceeds(db: Database, owner_id: int, tmp_path: Path) -> None:
     config = Config(home=tmp_path / "home")
-    rid, c = await normalize_once(db, owner_id, config, audio_files.truncated_mp3(tmp_path))
+    rid, c = await normalize_once(db, owner_id, config, generated_audio.truncated_mp3(tmp_path))
     assert c["stopped"] is None
     assert c["milestone"] == "normalized"
     assert c["duration_s"] == pytest.approx(1.5, abs=0.5)  # about half of the 3 s it was cut from
@@ -267,7 +268,7 @@ async def test_a_damaged_packet_mid_file_does_not_drop_the_rest(
     db: Database, owner_id: int, tmp_path: Path, kind: str
 ) -> None:
     config = Config(home=tmp_path / "home")
-    rid, c = await normalize_once(db, owner_id, config, audio_files.glitched(tmp_path, kind))
+    _, c = await normalize_once(db, owner_id, config, generated_audio.glitched(tmp_path, kind))
     assert c["milestone"] == "normalized"
     assert c["duration_s"] > 9.5
 
@@ -351,7 +352,7 @@ async def test_english_sample_end_to_end(
     assert segments and " ".join(s["text"] for s in segments) == t["text"]
     for s in segments:
         assert 0 <= s["start"] < s["end"] <= duration + 0.1, s
-    for a, b in zip(segments, segments[1:]):
+    for a, b in itertools.pairwise(segments):
         assert a["start"] < b["start"] and a["end"] <= b["end"], (a, b)
         assert a["end"] <= b["start"] + 0.001  # in order, not overlapping
 
@@ -622,7 +623,7 @@ async def test_transcribe_command_prints_vtt(db_url: str, tmp_path: Path, model_
 
 @scenario("The one-shot command exits 1 with the stop reason")
 async def test_transcribe_command_on_bad_input(db_url: str, tmp_path: Path) -> None:
-    noise = audio_files.random_as_mp3(tmp_path)
+    noise = generated_audio.random_as_mp3(tmp_path)
     result = await transcriber_cli(db_url, tmp_path / "home", "transcribe", str(noise))
     assert result.returncode == 1
     assert result.stdout == ""

@@ -17,8 +17,8 @@ import pytest
 import trio
 
 from actors import Wakeup, Worker
-from tests.audio_files import SAMPLES
-from tests.pipeline_helpers import at, db_now, noop, state
+from tests.helpers.generated_audio import SAMPLES
+from tests.helpers.pg_pipeline import at, db_now, noop, state
 from transcriber.audio import recognize
 from transcriber.config import Config
 from transcriber.db.database import Database

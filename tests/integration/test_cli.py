@@ -12,30 +12,11 @@ from typing import Any
 import pytest
 import trio
 
-from tests.pipeline_helpers import accept, journal, state, table
+from tests.helpers.cli_process import cli
+from tests.helpers.pg_pipeline import accept, journal, state, table
 from transcriber.db.database import Database
 from transcriber.pipeline import operator
 from transcriber.pipeline.pg_queue import PgQueue
-
-
-async def cli(
-    db_url: str | None, *args: str, home: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
-    if db_url:
-        env["TRANSCRIBER_DATABASE_URL"] = db_url
-    if home:
-        env["TRANSCRIBER_HOME"] = home
-    result = await trio.run_process(
-        [sys.executable, "-m", "transcriber", *args],
-        env=env,
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
-    return subprocess.CompletedProcess(
-        result.args, result.returncode, result.stdout.decode(), result.stderr.decode()
-    )
 
 
 async def stopped_record(db: Database, owner_id: int) -> Any:

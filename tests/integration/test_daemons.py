@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.pipeline_helpers import accept, journal, table
+from tests.helpers.pg_pipeline import accept, journal, table
 from transcriber.db.database import Database, open_database
 from transcriber.milestones import TRANSCRIBED
 from transcriber.pipeline.runner import Pipeline

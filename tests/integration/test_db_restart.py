@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from actors import Lease
-from tests.pipeline_helpers import FAST_RETRY, accept, journal, table
+from tests.helpers.pg_pipeline import FAST_RETRY, accept, journal, table
 from transcriber.db import embedded
 from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
@@ -89,5 +89,5 @@ async def done(db: Database) -> int:
                 "SELECT count(*) FROM recordings WHERE milestone = $1", TRANSCRIBED
             )
         )
-    except Exception:  # noqa: BLE001 - the server is still coming back
+    except Exception:  # the server is still coming back
         return 0

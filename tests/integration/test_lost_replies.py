@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 import trio
 
-from tests.pipeline_helpers import accept, journal, state, table
+from tests.helpers.pg_pipeline import accept, journal, state, table
 from transcriber.db.database import Database
 from transcriber.milestones import NORMALIZED, RECEIVED
 from transcriber.pipeline.pg_queue import PgQueue, Saved

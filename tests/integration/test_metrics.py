@@ -8,8 +8,10 @@ import httpx
 import pytest
 
 from actors.metrics import Registry
-from tests.integration.test_api import base_url, config, transcribe  # noqa: F401 - fixtures
-from tests.pipeline_helpers import accept, table
+from tests.helpers.api_clients import (
+    transcribe,
+)
+from tests.helpers.pg_pipeline import accept, table
 from transcriber.db.database import Database
 from transcriber.pipeline.pg_queue import PgQueue
 
@@ -23,7 +25,7 @@ def value(text: str, series: str) -> float:
 @pytest.mark.scenario("operations", "Metrics show the queue")
 async def test_metrics_count_milestones_stops_and_steps(
     db: Database, owner_id: int, base_url: str
-) -> None:  # noqa: F811
+) -> None:
     async with httpx.AsyncClient(base_url=base_url) as c:
         before = (await c.get("/metrics")).text
     claims_before = value(before, "transcriber_claims_total")

@@ -14,10 +14,14 @@ import pytest
 import trio
 
 from actors import Wakeup, Worker
-from tests.audio_files import SAMPLES
-from tests.integration.test_api_uploads import RawUpload, send_until_answered, until
-from tests.object_store import EchoRecognizer, MotoStore, keys, multipart_uploads
-from tests.pipeline_helpers import at, db_now, state
+from tests.helpers.generated_audio import SAMPLES
+from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys, multipart_uploads
+from tests.helpers.pg_pipeline import at, db_now, state
+from tests.helpers.raw_http import (
+    RawUpload,
+    send_until_answered,
+    until,
+)
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http import create_app, serving

@@ -2,9 +2,10 @@
 processes with homes of their own (no shared folder), one PostgreSQL, one bucket of
 moto's S3 server, and an OpenAI-compatible recognizer.
 
-As root (CI) each daemon runs in a network namespace of its own (tests/hosts.py) and
-reaches PostgreSQL, the store and the recognizer over TCP at its link's address, as a
-daemon on another machine would; elsewhere the same two processes run on loopback.
+As root (CI) each daemon runs in a network namespace of its own
+(tests/helpers/network_namespaces.py) and reaches PostgreSQL, the store and the
+recognizer over TCP at its link's address, as a daemon on another machine would;
+elsewhere the same two processes run on loopback.
 """
 
 from __future__ import annotations
@@ -26,10 +27,16 @@ import httpx
 import pytest
 import trio
 
-from tests.audio_files import SAMPLES
-from tests.hosts import LOOPBACK, Host, forward, namespaces_available, separate_host
-from tests.object_store import EchoRecognizer, MotoStore
-from tests.pipeline_helpers import journal
+from tests.helpers.generated_audio import SAMPLES
+from tests.helpers.moto_store import EchoRecognizer, MotoStore
+from tests.helpers.network_namespaces import (
+    LOOPBACK,
+    Host,
+    forward,
+    namespaces_available,
+    separate_host,
+)
+from tests.helpers.pg_pipeline import journal
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner, add_owner
 
@@ -124,8 +131,8 @@ async def settled(db: Database, ids: list[str]) -> None:
             await trio.sleep(0.1)
 
 
-async def until(condition: Any, timeout: float = 60) -> None:
-    with trio.fail_after(timeout):
+async def until(condition: Any, limit_s: float = 60) -> None:
+    with trio.fail_after(limit_s):
         while not condition():
             await trio.sleep(0.05)
 

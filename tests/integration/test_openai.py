@@ -21,10 +21,10 @@ import openai
 import pytest
 import trio
 
-from tests.audio_files import SAMPLES
-from tests.conftest import scratch_database
-from tests.pipeline_helpers import journal
-from tests.serve_process import serve_process
+from tests.helpers.generated_audio import SAMPLES
+from tests.helpers.pg_pipeline import journal
+from tests.helpers.postgres import scratch_database
+from tests.helpers.serve_process import serve_process
 from transcriber.db.database import Database, open_database
 from transcriber.owners import NewOwner, add_owner
 

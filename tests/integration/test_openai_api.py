@@ -17,10 +17,14 @@ import trio
 from fastapi import APIRouter
 
 from actors import StopRecord
-from tests.integration.test_api import ann, ben, client, store_files  # noqa: F401
-from tests.integration.test_api_hardening import exchange, request_head
-from tests.integration.test_api_uploads import RawUpload, until
-from tests.pipeline_helpers import journal, table
+from tests.helpers.api_clients import client, store_files
+from tests.helpers.pg_pipeline import journal, table
+from tests.helpers.raw_http import (
+    RawUpload,
+    exchange,
+    request_head,
+    until,
+)
 from transcriber.config import Config
 from transcriber.db.database import Database, DatabaseBusy, open_database
 from transcriber.http import create_app, serving
@@ -237,21 +241,21 @@ async def test_bad_requests_get_openais_errors(
     db: Database, config: Config, api: httpx.AsyncClient
 ) -> None:
     cases: list[tuple[int, str | None, str, Any]] = [
-        (400, "response_format", "xml", dict(data={"response_format": "xml"})),
-        (400, "temperature", "from 0 to 1", dict(data={"temperature": "2"})),
-        (400, "temperature", "a number", dict(data={"temperature": "warm"})),
-        (400, "language", "two- or three-letter", dict(data={"language": "english"})),
-        (400, "stream", "streaming", dict(data={"stream": "true"})),
-        (400, "timestamp_granularities", "char", dict(data={"timestamp_granularities[]": "char"})),
-        (400, None, "unexpected form field 'voice'", dict(data={"voice": "alloy"})),
-        (400, "file", "empty", dict(data={}, audio=b"")),
-        (413, None, f"larger than {LIMIT}", dict(data={}, audio=b"x" * (LIMIT + 1))),
+        (400, "response_format", "xml", {"data": {"response_format": "xml"}}),
+        (400, "temperature", "from 0 to 1", {"data": {"temperature": "2"}}),
+        (400, "temperature", "a number", {"data": {"temperature": "warm"}}),
+        (400, "language", "two- or three-letter", {"data": {"language": "english"}}),
+        (400, "stream", "streaming", {"data": {"stream": "true"}}),
+        (400, "timestamp_granularities", "char", {"data": {"timestamp_granularities[]": "char"}}),
+        (400, None, "unexpected form field 'voice'", {"data": {"voice": "alloy"}}),
+        (400, "file", "empty", {"data": {}, "audio": b""}),
+        (413, None, f"larger than {LIMIT}", {"data": {}, "audio": b"x" * (LIMIT + 1)}),
         # translations take no timestamp granularities
         (
             400,
             None,
             "unexpected form field 'timestamp_granularities[]'",
-            dict(data={"timestamp_granularities[]": "word"}, path="/v1/audio/translations"),
+            {"data": {"timestamp_granularities[]": "word"}, "path": "/v1/audio/translations"},
         ),
     ]
     for status, param, said, kwargs in cases:
@@ -324,7 +328,7 @@ async def test_the_hardenings_refusals_come_in_openais_shape(
     )
     async with serving(create_app(db, tight)) as url:
         # 300 MB declared without a token, not a byte sent: answered all the same.
-        status, headers, body = await exchange(
+        status, _, body = await exchange(
             url,
             request_head(
                 url,

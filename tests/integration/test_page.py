@@ -16,21 +16,19 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.test_api import (  # noqa: F401
+from tests.helpers.api_clients import (
     SEGMENTS,
-    ann,
-    as_ann,
-    base_url,
-    ben,
     client,
-    config,
     count_recordings,
     uploaded,
     worker,
 )
-from tests.integration.test_api_hardening import exchange, request_head
-from tests.integration.test_storage import _code_only
-from tests.pipeline_helpers import journal
+from tests.helpers.pg_pipeline import journal
+from tests.helpers.raw_http import (
+    exchange,
+    request_head,
+)
+from tests.helpers.sql_text import code_only
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.db.named_sql import BENCH_AREAS, load_queries
@@ -527,7 +525,7 @@ async def test_bad_corrections_are_refused(
 def test_only_the_page_writes_corrections() -> None:
     writes = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+corrections\b", re.I)
     writers = {
-        name for name, sql in load_queries(BENCH_AREAS).items() if writes.search(_code_only(sql))
+        name for name, sql in load_queries(BENCH_AREAS).items() if writes.search(code_only(sql))
     }
     assert writers == {"correction_set", "correction_clear"}
     callers = {
@@ -563,7 +561,7 @@ def test_page_paths_are_told_from_the_api() -> None:
         "/recordingsx",
     ):
         assert not page.is_page_path(path), path
-    assert page.STREAMED == {("POST", "/upload")}
+    assert {("POST", "/upload")} == page.STREAMED
 
 
 async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:

@@ -36,7 +36,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.conftest import _admin, run_with_loop, with_database
+from tests.helpers.postgres import admin, run_with_loop, with_database
 from transcriber.owners import token_hash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +69,7 @@ def free_port() -> int:
 
 
 def sql(db_url: str, statement: str) -> None:
-    run_with_loop(_admin, db_url, statement)
+    run_with_loop(admin, db_url, statement)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import trio
 import trio_asyncio
 
 from actors import Claim, StopRecord, Wakeup, Worker
-from tests.pipeline_helpers import (
+from tests.helpers.pg_pipeline import (
     FAST_RETRY,
     Gate,
     accept,
@@ -269,7 +269,7 @@ async def test_resuming_resets_every_guard(db: Database, owner_id: int, caplog: 
     limit = queue.steps["received"].time_limit_s
     # A failed attempt: failures counted and a retry pause set.
     job = await at(queue, now).read(await at(queue, now).claim())
-    outcome, pause = await at(queue, now).fail(job, queue.steps["received"], "boom")
+    outcome, _ = await at(queue, now).fail(job, queue.steps["received"], "boom")
     assert outcome == "retry"
     # Long after, past the time limit, a claimer finds it over the limit and stops it.
     late = at(queue, now, limit + 10)

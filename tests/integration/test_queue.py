@@ -1,5 +1,7 @@
-"""The SQL queue beyond the spec's scenarios: order, the lease race, fencing of every
-write, and many workers at once."""
+"""The SQL queue beyond the spec's scenarios and the protocol suite
+(tests/integration/test_queue_protocol.py runs the rules every queue keeps against it and
+the in-memory queue): order by key, leases from the real step table, resume, repeats
+after a lost reply, and many workers at once."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import trio
 
 from actors import Lease, RunLimit, Wakeup, Worker
 from actors.supervisor import Child, Supervisor
-from tests.pipeline_helpers import FAST_RETRY, accept, at, db_now, journal, state, table
+from tests.helpers.pg_pipeline import FAST_RETRY, accept, at, db_now, journal, state, table
 from transcriber.db.database import Database
 from transcriber.milestones import MILESTONES, TRANSCRIBED
 from transcriber.pipeline.pg_queue import NotStopped, PgQueue
@@ -33,18 +35,6 @@ async def test_claim_order_breaks_ties_by_key(db: Database, owner_id: int) -> No
     assert await queue.claim() is None
 
 
-async def test_claim_takes_oldest_milestone_entry_first(db: Database, owner_id: int) -> None:
-    a, b = await accept(db, owner_id, "a"), await accept(db, owner_id, "b")
-    await db.run(
-        lambda con: con.execute(
-            "UPDATE recordings SET milestone_entered_at = now() - interval '1 hour' WHERE id = $1",
-            b,
-        )
-    )
-    queue = PgQueue(db, table())
-    assert [(await queue.claim()).id, (await queue.claim()).id] == [b, a]
-
-
 async def test_lease_grows_with_the_recordings_duration(db: Database, owner_id: int) -> None:
     rid = await accept(db, owner_id)
     now = await db_now(db)
@@ -58,59 +48,6 @@ async def test_lease_grows_with_the_recordings_duration(db: Database, owner_id: 
     lease = (await state(db, rid))["lease_expires_at"]
     rec = steps["normalized"].lease
     assert (lease - now).total_seconds() == pytest.approx(rec.base_s + rec.per_audio_s * 600.0)
-
-
-async def test_a_step_that_outlives_its_lease_loses_the_write(db: Database, owner_id: int) -> None:
-    rid = await accept(db, owner_id)
-    now = await db_now(db)
-    queue = PgQueue(db, table())
-    step = queue.steps["received"]
-    slow = await at(queue, now).read(await at(queue, now).claim())
-    # The first step is still working when its lease expires; a second worker claims.
-    late = at(queue, now, step.lease.base_s + 0.5)
-    fast = await late.read(await late.claim())
-    assert fast is not None and fast.claim.token != slow.claim.token
-    assert await late.commit(fast, step, None)  # the second claimer's commit wins
-    # The first step reaches its write: refused, whatever it tries.
-    assert not await late.commit(slow, step, None)
-    assert await late.fail(slow, step, "late failure") == ("lease_lost", None)
-    assert not await late.stop(slow, "late_stop", "too late")
-    assert not await late.progress(slow, 0.5)
-    after = await state(db, rid)
-    assert (after["milestone"], after["attempts"], after["stopped_at"]) == ("normalized", 0, None)
-    events = await journal(db, rid)
-    assert [e["milestone"] for e in events if e["kind"] == "milestone_reached"] == ["normalized"]
-    lost = [e for e in events if e["kind"] == "lease_lost"]
-    assert {e["claim_token"] for e in lost} == {slow.claim.token}
-    assert sorted(e["detail"]["write"] for e in lost) == ["commit", "fail", "progress", "stop"]
-
-
-async def test_fail_pauses_then_stops_after_the_last_attempt(db: Database, owner_id: int) -> None:
-    rid = await accept(db, owner_id)
-    now = await db_now(db)
-    queue = PgQueue(db, table(max_attempts=3))
-    step = queue.steps["received"]
-    t = 0.0
-    outcomes = []
-    for _ in range(3):
-        q = at(queue, now, t)
-        claim = await q.claim()
-        assert claim is not None, "the pause should be over"
-        outcome, pause = await q.fail(await q.read(claim), step, "boom")
-        outcomes.append(outcome)
-        if pause is not None:
-            # Not before the pause ends...
-            assert await at(queue, now, t + pause - 0.01).claim() is None
-            t += pause + 0.001  # timestamps keep microseconds
-    assert outcomes == ["retry", "retry", "stopped"]
-    after = await state(db, rid)
-    assert (after["attempts"], after["stop_reason"], after["stop_error"]) == (
-        3,
-        "attempts_exhausted",
-        "boom",
-    )
-    kinds = [e["kind"] for e in await journal(db, rid)]
-    assert kinds == ["accepted", "attempt_failed", "attempt_failed", "attempt_failed", "stopped"]
 
 
 async def test_resume_refuses_unknown_and_not_stopped(db: Database, owner_id: int) -> None:
@@ -181,15 +118,13 @@ async def test_many_workers_random_steps_short_leases(db: Database, owner_id: in
     assert any("run limit" in e["detail"]["error"] for e in events if e["kind"] == "attempt_failed")
 
 
-async def test_release_hands_the_record_back_at_once(db: Database, owner_id: int) -> None:
+async def test_a_repeated_release_answers_as_the_first(db: Database, owner_id: int) -> None:
     rid = await accept(db, owner_id)
     now = await db_now(db)
     queue = at(PgQueue(db, table()), now)
     job = await queue.read(await queue.claim())
     assert await queue.release(job, "worker stopping")
-    after = await state(db, rid)
-    assert (after["claim_token"], after["lease_expires_at"], after["attempts"]) == (None, None, 0)
-    again = await queue.claim()  # long before the old lease would have ended
+    again = await queue.claim()
     assert again is not None and again.id == rid
     # The same release again (a retry after a lost reply) answers as the first did and
     # changes nothing; a write of the old claim is fenced out.

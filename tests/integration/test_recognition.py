@@ -21,9 +21,9 @@ import pytest
 import trio
 
 from actors import Backoff, StepTable, Wakeup, Worker
-from tests.audio_files import ROOT, SAMPLES
-from tests.pipeline_helpers import noop
-from tests.serve_process import serve_process
+from tests.helpers.generated_audio import ROOT, SAMPLES
+from tests.helpers.pg_pipeline import noop
+from tests.helpers.serve_process import serve_process
 from transcriber.audio.devices import (
     DeviceChoice,
     DeviceUnavailable,
@@ -77,9 +77,9 @@ async def test_options_reach_the_recognize_step(
 @scenario("Options no recognizer could use are refused")
 async def test_unusable_options_are_refused(db: Database, owner_id: int, tmp_path: Path) -> None:
     for bad, named in [
-        (dict(task="summarize"), "task"),
-        (dict(temperature=2), "temperature"),
-        (dict(prompt=3), "prompt"),
+        ({"task": "summarize"}, "task"),
+        ({"temperature": 2}, "temperature"),
+        ({"prompt": 3}, "prompt"),
     ]:
         with pytest.raises(BadOptions, match=named):
             RecognitionOptions(**bad)  # type: ignore[arg-type]

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from actors import StopRecord, Wakeup, Worker
-from tests.fake_openai import FakeRecognizer
-from tests.pipeline_helpers import accept, noop, state
+from tests.helpers.fake_recognizer import FakeRecognizer
+from tests.helpers.pg_pipeline import accept, noop, state
 from transcriber.audio.remote import RemoteRecognizer, Transient
 from transcriber.config import Config
 from transcriber.db.database import Database

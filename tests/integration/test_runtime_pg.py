@@ -8,7 +8,7 @@ from typing import Any
 
 import trio
 
-from tests.pipeline_helpers import Gate, accept, noop, state
+from tests.helpers.pg_pipeline import Gate, accept, noop, state
 from transcriber.db.database import Database
 from transcriber.milestones import TRANSCRIBED
 from transcriber.pipeline.runner import Pipeline

@@ -12,8 +12,8 @@ import pytest
 import trio
 
 from actors.sdnotify import Notifier
-from tests.notify_socket import received, systemd  # noqa: F401 - a fixture
-from tests.pipeline_helpers import Gate, accept, journal, state, table
+from tests.helpers.notify_socket import received
+from tests.helpers.pg_pipeline import Gate, accept, journal, state, table
 from transcriber.config import Config
 from transcriber.daemon import ServeOptions, serve
 from transcriber.db.database import Database

@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from actors import Job, ResultRefused
-from tests.pipeline_helpers import accept, at, db_now, journal, state, table
+from tests.helpers.pg_pipeline import accept, at, db_now, journal, state, table
 from transcriber.db.database import Database
 from transcriber.milestones import NORMALIZED, RECEIVED
 from transcriber.pipeline.pg_queue import PgQueue, Saved

@@ -14,7 +14,8 @@ import pytest
 import trio
 import trio_asyncio
 
-from tests.conftest import scratch_database
+from tests.helpers.postgres import scratch_database
+from tests.helpers.sql_text import code_only
 from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
 from transcriber.db.named_sql import BENCH_AREAS, load_queries, schema_text
@@ -69,16 +70,6 @@ _BY_NAME = frozenset({"fetch", "fetchrow", "fetchval", "execute", "sql", "_fetch
 # ---------------------------------------------------------------------------------
 
 
-def _code_only(sql: str) -> str:
-    """The SQL with comments removed and string literals blanked, so neither can look
-    like a keyword, a comma or a parenthesis."""
-    # One pass, leftmost first: a quote inside a comment (the step's …) opens no
-    # literal, and `--` inside a literal starts no comment.
-    return re.sub(
-        r"'(?:[^']|'')*'|--[^\n]*", lambda m: "''" if m.group(0).startswith("'") else "", sql
-    )
-
-
 def _set_list(sql: str, start: int) -> list[str]:
     """The assignments of a SET clause starting at `start`, split at top-level commas.
     The clause ends at FROM/WHERE/RETURNING at its own depth, or where its enclosing
@@ -121,7 +112,7 @@ _INSERT = re.compile(r"(?i)\bINSERT\s+INTO\s+(\w+)(?:\s+(?:AS\s+)?\w+)?\s*\(([^)
 
 def assigned_columns(sql: str) -> dict[str, set[str]]:
     """Table → columns that `sql` assigns with UPDATE … SET or ON CONFLICT DO UPDATE SET."""
-    code = _code_only(sql)
+    code = code_only(sql)
     assigned: dict[str, set[str]] = {}
     for m in re.finditer(
         r"(?i)\bUPDATE\s+(?:ONLY\s+)?(\w+)(?:\s+(?:AS\s+)?(?!SET\b)\w+)?"
@@ -141,7 +132,7 @@ def assigned_columns(sql: str) -> dict[str, set[str]]:
 def inserted_columns(sql: str) -> dict[str, set[str]]:
     """Table → columns named in the column lists of `sql`'s INSERTs."""
     inserted: dict[str, set[str]] = {}
-    for m in _INSERT.finditer(_code_only(sql)):
+    for m in _INSERT.finditer(code_only(sql)):
         _add(inserted, m.group(1), {c.strip().lower() for c in m.group(2).split(",") if c.strip()})
     return inserted
 
@@ -225,7 +216,7 @@ def claim_function_body() -> str:
 def test_only_queue_queries_write_queue_columns() -> None:
     sql = load_queries(BENCH_AREAS)
     # claim_next writes queue columns for whoever calls it: only queue queries may.
-    callers = {n for n, q in sql.items() if "claim_next(" in _code_only(q)}
+    callers = {n for n, q in sql.items() if "claim_next(" in code_only(q)}
     assert callers == {"claim", "commit"}, callers
     sql["claim"] = claim_function_body()
     missing = QUEUE_QUERIES - set(sql)
@@ -536,7 +527,7 @@ def test_no_query_or_code_rewrites_the_journal() -> None:
     found = [
         f"sql/ {name}: {m.group(0)}"
         for name, sql in load_queries(BENCH_AREAS).items()
-        for m in rewrite.finditer(_code_only(sql))
+        for m in rewrite.finditer(code_only(sql))
     ]
     found += [
         f"{_rel(p)}: {m.group(0)}" for p in _python_files() for m in rewrite.finditer(p.read_text())

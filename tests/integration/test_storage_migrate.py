@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from actors import Wakeup, Worker
-from tests.audio_files import SAMPLES
-from tests.object_store import EchoRecognizer, MotoStore, keys
+from tests.helpers.generated_audio import SAMPLES
+from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.pipeline.audio_steps import audio_steps
@@ -77,7 +77,7 @@ async def test_storage_migrate_moves_a_home_into_the_store(
         store = blobs_of(remote)
         assert isinstance(store, S3Blobs)
 
-        def interrupt_after_two(rid: object, seen: list[object] = []) -> None:  # noqa: B006
+        def interrupt_after_two(rid: object, seen: list[object] = []) -> None:  # noqa: B006 - counts the calls
             seen.append(rid)
             if len(seen) == 2:
                 raise Interrupted

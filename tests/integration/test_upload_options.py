@@ -8,7 +8,9 @@ import uuid
 import httpx
 import pytest
 
-from tests.integration.test_api import ann, as_ann, base_url, config, count_recordings  # noqa: F401
+from tests.helpers.api_clients import (
+    count_recordings,
+)
 from transcriber.db.database import Database
 
 

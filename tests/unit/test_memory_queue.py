@@ -1,4 +1,6 @@
-"""The in-memory queue keeps the SQL queue's rules, or runtime tests on it prove nothing."""
+"""The in-memory queue beyond the protocol suite (tests/integration/test_queue_protocol.py,
+which runs the same rules against it and the SQL queue): its claim order and counter,
+leases that grow with the duration, and its resume."""
 
 from __future__ import annotations
 
@@ -7,10 +9,8 @@ import trio
 
 from actors import Lease, StepTable
 from actors.testing import MemoryQueue
-from tests.unit.pipeline import (
-    BACKOFF,
+from tests.helpers.memory_pipeline import (
     LEASE_S,
-    MAX_ATTEMPTS,
     NORMALIZED,
     RECEIVED,
     TRANSCRIBED,
@@ -57,52 +57,6 @@ async def test_a_lease_grows_with_the_duration_and_expires(autojump_clock):
     assert again.id == rid and again.token != job.claim.token
     assert queue.records[rid].progress is None  # the new claim starts from nothing
     assert await queue.read(job.claim) is None  # the old token reads nothing
-
-
-async def test_every_write_with_a_stale_token_changes_nothing_and_is_journaled(autojump_clock):
-    queue = MemoryQueue(STEPS)
-    rid = queue.add()
-    stale = await claim_and_read(queue)
-    await trio.sleep(LEASE_S)
-    fresh = await claim_and_read(queue)
-    before = attrs.evolve(queue.records[rid])
-    step = STEPS[RECEIVED]
-
-    assert await queue.progress(stale, 0.5) is False
-    assert await queue.commit(stale, step, "result") is False
-    assert await queue.fail(stale, step, "boom") == ("lease_lost", None)
-    assert await queue.stop(stale, "r", "e") is False
-
-    assert queue.records[rid] == before
-    lost = queue.events("lease_lost")
-    assert [e.detail["write"] for e in lost] == ["progress", "commit", "fail", "stop"]
-    assert {e.token for e in lost} == {stale.claim.token}
-    assert await queue.commit(fresh, step, "result") is True
-
-
-async def test_fail_pauses_the_record_then_stops_it_on_the_last_attempt(autojump_clock):
-    queue = MemoryQueue(STEPS)
-    rid = queue.add()
-    step = STEPS[RECEIVED]
-    for attempt in range(1, MAX_ATTEMPTS):
-        job = await claim_and_read(queue)
-        assert job.attempt == attempt
-        outcome, pause = await queue.fail(job, step, "boom")
-        ceiling = min(BACKOFF.cap_s, BACKOFF.base_s * 2 ** (attempt - 1))
-        assert outcome == "retry" and ceiling / 2 <= pause <= ceiling
-        assert queue.records[rid].claim_token is None
-        await trio.sleep(pause * 0.99)
-        assert await queue.claim() is None  # still pausing
-        await trio.sleep_until(queue.records[rid].retry_at)
-    job = await claim_and_read(queue)
-    assert await queue.fail(job, step, "boom") == ("stopped", None)
-    rec = queue.records[rid]
-    assert (rec.stop_reason, rec.stop_error, rec.attempts) == (
-        "attempts_exhausted",
-        "boom",
-        MAX_ATTEMPTS,
-    )
-    assert await queue.claim() is None
 
 
 async def test_stop_keeps_the_milestone_and_resume_clears_the_rest(autojump_clock):

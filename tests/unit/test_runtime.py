@@ -14,7 +14,7 @@ import trio.testing
 
 from actors import StopRecord, Wakeup, Worker
 from actors.testing import MemoryQueue
-from tests.unit.pipeline import (
+from tests.helpers.memory_pipeline import (
     BACKOFF,
     LEASE_S,
     MAX_ATTEMPTS,

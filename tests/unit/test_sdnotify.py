@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from actors.sdnotify import Notifier, watchdog
-from tests.notify_socket import received, systemd  # noqa: F401 - a fixture
+from tests.helpers.notify_socket import received
 
 
 def test_ready_status_stopping(systemd: tuple[socket.socket, str]) -> None:

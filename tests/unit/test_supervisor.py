@@ -9,7 +9,7 @@ import trio.testing
 
 from actors import Backoff, Supervisor
 from actors.supervisor import Child
-from tests.unit.pipeline import LEASE_S, NORMALIZED, RECEIVED, rig, single
+from tests.helpers.memory_pipeline import LEASE_S, NORMALIZED, RECEIVED, rig, single
 
 BASE_S = 1.0
 STABLE_S = 60.0

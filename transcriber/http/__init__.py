@@ -7,6 +7,12 @@ malformed id all answer the same 404, so ids cannot be probed.
 """
 
 from transcriber.http.app import create_app
-from transcriber.http.serving import serve_app, server_config, serving
+from transcriber.http.serving import install_hypercorn_error_hook, serve_app, server_config, serving
 
-__all__ = ["create_app", "serve_app", "server_config", "serving"]
+__all__ = [
+    "create_app",
+    "install_hypercorn_error_hook",
+    "serve_app",
+    "server_config",
+    "serving",
+]

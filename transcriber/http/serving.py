@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http
+import importlib.metadata
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -55,8 +56,29 @@ async def _send_json_error(self: H11Protocol, status_code: int) -> None:
     await self.send(RawData(data=data))
 
 
-# Hypercorn (pinned in pyproject.toml) has no setting for this answer's body.
-H11Protocol._send_error_response = _send_json_error  # type: ignore[method-assign]
+HYPERCORN_WRITTEN_FOR = "0.18.0"
+"""The Hypercorn release `_send_json_error` replaces a private method of (pinned in
+pyproject.toml): another release may name, call or shape that method differently."""
+
+
+def install_hypercorn_error_hook() -> None:
+    """Make Hypercorn answer the requests it cannot parse itself in the API's JSON error
+    shape (`_send_json_error`), for the whole process: Hypercorn has no setting for that
+    answer's body, so this replaces the private `H11Protocol._send_error_response`.
+    `serve` and `serving` call it before they start the server; a second call changes
+    nothing. Refuses (RuntimeError) any Hypercorn but the one it was written for."""
+    found = importlib.metadata.version("hypercorn")
+    if found != HYPERCORN_WRITTEN_FOR:
+        raise RuntimeError(
+            f"transcriber.http.serving.install_hypercorn_error_hook replaces a private "
+            f"method of Hypercorn {HYPERCORN_WRITTEN_FOR}, but Hypercorn {found} is "
+            f"installed: check H11Protocol._send_error_response in that release, then "
+            f"update the hook and HYPERCORN_WRITTEN_FOR (or install "
+            f"hypercorn=={HYPERCORN_WRITTEN_FOR})"
+        )
+    if not callable(getattr(H11Protocol, "_send_error_response", None)):
+        raise RuntimeError(f"Hypercorn {found} has no H11Protocol._send_error_response to replace")
+    H11Protocol._send_error_response = _send_json_error  # type: ignore[method-assign]
 
 
 def server_config(
@@ -86,7 +108,9 @@ async def serve_app(
     `await nursery.start(serve_app, app, host, port)`, which returns the base URL.
 
     Must run inside `trio_asyncio.open_loop()`. Cancellation stops the server at once:
-    requests in flight are cancelled like at a crash (an upload removes its file).
+    requests in flight are cancelled like at a crash (an upload removes its file). The
+    caller installs the error hook first (`install_hypercorn_error_hook`), as `serve`
+    and `serving` do.
     """
     settings = server_config(host, port, head_timeout_s=app.state.config.http_head_timeout_s)
     async with trio.open_nursery() as nursery:
@@ -97,7 +121,8 @@ async def serve_app(
 @contextlib.asynccontextmanager
 async def serving(app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
     """`serve_app` for the length of a block, which gets the base URL; leaving the
-    block stops the server as a cancellation does."""
+    block stops the server as a cancellation does. Installs the error hook first."""
+    install_hypercorn_error_hook()
     async with trio.open_nursery() as nursery:
         yield await nursery.start(serve_app, app, host, port)
         nursery.cancel_scope.cancel()

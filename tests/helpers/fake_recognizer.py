@@ -21,7 +21,7 @@ class FakeRecognizer:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 head = f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode()
                 message = email.message_from_bytes(head + body, policy=email.policy.HTTP)

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from tests.fake_openai import FakeRecognizer
+from tests.helpers.fake_recognizer import FakeRecognizer
 
 ACCESS = {
     "AWS_ACCESS_KEY_ID": "transcriber-test",

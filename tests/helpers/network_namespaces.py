@@ -88,11 +88,10 @@ async def forward(
 
     async def relay(client: trio.SocketStream) -> None:
         try:
-            upstream = await (
-                trio.open_tcp_stream("127.0.0.1", target)
-                if isinstance(target, int)
-                else trio.open_unix_socket(target)
-            )
+            if isinstance(target, int):
+                upstream = await trio.open_tcp_stream("127.0.0.1", target)
+            else:
+                upstream = await trio.open_unix_socket(target)
         except OSError:
             await client.aclose()  # the service is down: so it is for the namespace too
             return

@@ -16,7 +16,7 @@ import attrs
 import av
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
 
 TONE_S = 3.0
@@ -28,7 +28,7 @@ TONE_S = 3.0
 
 def tone(seconds: float, rate: int, channels: int, hz: float = 440.0) -> np.ndarray:
     """A sine, float32, shaped (channels, samples) as planar frames want it."""
-    t = np.arange(int(round(seconds * rate))) / rate
+    t = np.arange(round(seconds * rate)) / rate
     wave_ = (0.3 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
     return np.tile(wave_, (channels, 1))
 

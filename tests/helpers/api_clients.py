@@ -1,0 +1,75 @@
+"""Clients of the HTTP API for the tests that talk to it through httpx, and fake audio
+steps that take a record to a transcript (the API's fixtures `config`, `ann`, `ben`,
+`base_url`, `as_ann`, `as_ben` are in tests/integration/conftest.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from actors import Wakeup, Worker
+from tests.helpers.pg_pipeline import table
+from transcriber.config import Config
+from transcriber.db.database import Database
+from transcriber.owners import NewOwner
+from transcriber.pipeline.pg_queue import PgQueue, Saved
+from transcriber.storage.local import LocalBlobs
+
+SEGMENTS = [
+    {"start": 0.0, "end": 1.5, "text": "Hello world."},
+    {"start": 1.5, "end": 3.25, "text": "Goodbye."},
+]
+TEXT = "Hello world. Goodbye."
+
+
+def client(base_url: str, owner: NewOwner | None = None) -> httpx.AsyncClient:
+    headers = {} if owner is None else {"Authorization": f"Bearer {owner.token}"}
+    return httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30)
+
+
+async def upload(
+    c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", *, name: str = "talk.wav", **fields: str
+) -> httpx.Response:
+    return await c.post("/v1/recordings", files={"file": (name, data, "audio/wav")}, data=fields)
+
+
+async def uploaded(
+    c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", **fields: str
+) -> dict[str, Any]:
+    r = await upload(c, data, **fields)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def store_files(config: Config) -> list[Path]:
+    return (
+        sorted(LocalBlobs(config.home).uploads.iterdir())
+        if LocalBlobs(config.home).uploads.exists()
+        else []
+    )
+
+
+async def count_recordings(db: Database) -> int:
+    return await db.run(lambda con: con.fetchval("SELECT count(*) FROM recordings"))
+
+
+def worker(db: Database, **steps: Any) -> Worker:
+    table_ = table(**steps)
+    return Worker("w", PgQueue(db, table_), table_, Wakeup())
+
+
+async def normalized(job: Any, progress: Any) -> Saved:
+    return Saved("save_normalized", ("/store/audio.wav", 3.25))
+
+
+async def recognized(job: Any, progress: Any) -> Saved:
+    return Saved("save_transcript", (TEXT, SEGMENTS, "en", "test-model"))
+
+
+async def transcribe(db: Database) -> None:
+    """Take every waiting record through both steps with fake audio steps."""
+    w = worker(db, normalize=normalized, recognize=recognized)
+    while await w.work_once():
+        pass
