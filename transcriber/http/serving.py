@@ -10,10 +10,12 @@ import importlib.metadata
 import json
 import logging
 from collections.abc import AsyncIterator
+from typing import cast
 
 import h11
 import hypercorn.config
 import hypercorn.trio
+import hypercorn.typing
 import trio
 from fastapi import FastAPI
 from hypercorn.events import RawData
@@ -114,7 +116,10 @@ async def serve_app(
     """
     settings = server_config(host, port, head_timeout_s=app.state.config.http_head_timeout_s)
     async with trio.open_nursery() as nursery:
-        binds = await nursery.start(functools.partial(hypercorn.trio.serve, app, settings))
+        # Starlette's ASGI types and Hypercorn's describe the same protocol in two
+        # vocabularies that mypy cannot match up; the app is an ASGI 3 application.
+        asgi = cast("hypercorn.typing.ASGIFramework", app)
+        binds = await nursery.start(functools.partial(hypercorn.trio.serve, asgi, settings))
         task_status.started(binds[0])
 
 
