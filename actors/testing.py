@@ -16,7 +16,8 @@ from typing import Any
 import attrs
 import trio
 
-from actors.queue import Claim, FailOutcome, Job
+from actors.jobs import Claim, Job
+from actors.queue import FailOutcome
 from actors.steps import Step, StepTable
 
 
