@@ -9,10 +9,9 @@ from collections.abc import Awaitable, Callable
 import attrs
 import trio
 
-from actors.log import event
-from actors.metrics import REGISTRY
+from actors.log import describe, event
+from actors.metrics import RuntimeMetrics
 from actors.steps import Backoff
-from actors.worker import describe
 
 
 @attrs.frozen
@@ -31,6 +30,8 @@ class Supervisor:
     stable_s: float = 60.0
     rng: random.Random = attrs.field(factory=random.Random)
     restarts: dict[str, int] = attrs.field(factory=dict)
+    metrics: RuntimeMetrics = attrs.field(factory=RuntimeMetrics)
+    """The product's: the one its /metrics shows (its own unless given)."""
     _nursery: trio.Nursery | None = None
     _running: int = 0
     _all_done: trio.Event = attrs.field(factory=trio.Event)
@@ -71,7 +72,7 @@ class Supervisor:
                     pause = self.restart.delay(crashes, self.rng)
                     crashes += 1
                     self.restarts[child.name] = self.restarts.get(child.name, 0) + 1
-                    REGISTRY.inc("transcriber_actor_restarts_total", actor=child.name)
+                    self.metrics.actor_restarts.labels(child.name).inc()
                     event(
                         logging.ERROR,
                         "actor_restart",

@@ -23,10 +23,14 @@ import pytest
 import trio
 import trio_asyncio
 
+from actors.log import use_logger
 from transcriber.db import embedded
 from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
 from transcriber.owners import add_owner
+
+# The product's events under its own name, as `transcriber`'s start names them.
+use_logger("transcriber")
 
 
 def with_database(url: str, name: str) -> str:

@@ -23,6 +23,7 @@ from transcriber.db.database import WORK_CHANNEL, Database
 from transcriber.http import create_app, serving
 from transcriber.owners import NewOwner, add_owner
 from transcriber.pipeline.pg_queue import PgQueue, Saved
+from transcriber.pipeline.prometheus import RUNTIME_METRICS
 from transcriber.stops import stop_message
 from transcriber.storage.local import LocalBlobs
 
@@ -130,7 +131,8 @@ async def count_recordings(db: Database) -> int:
 
 def worker(db: Database, **steps: Any) -> Worker:
     table_ = table(**steps)
-    return Worker("w", PgQueue(db, table_), table_, Wakeup())
+    # Counts where /metrics looks, as the daemon's workers do.
+    return Worker("w", PgQueue(db, table_), table_, Wakeup(), RUNTIME_METRICS)
 
 
 async def normalized(job: Any, progress: Any) -> Saved:

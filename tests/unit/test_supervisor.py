@@ -7,8 +7,7 @@ import random
 import trio
 import trio.testing
 
-from actors import Backoff, Supervisor
-from actors.supervisor import Child
+from actors import Backoff, Child, Supervisor
 from tests.unit.pipeline import LEASE_S, NORMALIZED, RECEIVED, rig, single
 
 BASE_S = 1.0

@@ -21,6 +21,7 @@ import trio
 import trio_asyncio
 import typer
 
+from actors.log import use_logger
 from actors.log import value as logfmt_value
 from transcriber.config import Config
 from transcriber.db.connect import open_session
@@ -634,6 +635,7 @@ def main() -> None:
     # The service log goes to stderr, one logfmt line an event; the command line shows
     # warnings and worse, `serve` shows everything.
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+    use_logger("transcriber")  # the runtime's events and ours, under the product's name
     app()
 
 

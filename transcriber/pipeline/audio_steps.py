@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors import StepTable, StopRecord
-from actors.queue import Job
-from actors.steps import Progress
+from actors import Job, Progress, StepTable, StopRecord
 from transcriber.audio.models import model_name
 from transcriber.audio.normalize import Rejected, decode_to_wav
 from transcriber.audio.processes import ProcessRecognizer
