@@ -79,7 +79,7 @@ class Backoff:
     cap_s: float
 
     def delay(self, attempts_before: int, rng: random.Random) -> float:
-        ceiling = min(self.cap_s, self.base_s * 2 ** min(attempts_before, 30))
+        ceiling = min(self.cap_s, self.base_s * 2.0 ** min(attempts_before, 30))
         return ceiling * rng.uniform(0.5, 1.0)
 
 
@@ -101,11 +101,15 @@ class Step:
     """None: an attempt may run as long as its holder renews the lease."""
 
 
+def _as_dict(steps: Mapping[str, Step]) -> dict[str, Step]:
+    return dict(steps)
+
+
 @attrs.frozen
 class StepTable:
     """Milestone → step. The one place that says what runs where, and with what limits."""
 
-    steps: Mapping[str, Step] = attrs.field(converter=lambda s: dict(s))
+    steps: Mapping[str, Step] = attrs.field(converter=_as_dict)
 
     @classmethod
     def of(cls, steps: Iterable[Step]) -> StepTable:

@@ -21,12 +21,16 @@ class Child:
     """Returns when its work is over (it is not restarted); raises to be restarted."""
 
 
+RESTART_BACKOFF = Backoff(base_s=0.5, cap_s=30.0)
+"""A crashed child's first pause ½–1 s before its restart, doubling up to 30 s."""
+
+
 @attrs.define(eq=False)
 class Supervisor:
     """Runs children in one nursery; a crashed child is restarted alone, after a pause
     that doubles with each crash in a row and resets once it has run `stable_s`."""
 
-    restart: Backoff = Backoff(base_s=0.5, cap_s=30.0)
+    restart: Backoff = RESTART_BACKOFF
     stable_s: float = 60.0
     rng: random.Random = attrs.field(factory=random.Random)
     restarts: dict[str, int] = attrs.field(factory=dict)

@@ -67,9 +67,10 @@ def _one(group: BaseExceptionGroup) -> BaseException:
     a cancel from outside reaches both tasks, and the helper raises nothing else."""
     cancelled, rest = group.split(trio.Cancelled)
     if rest is None and cancelled is not None:
-        while isinstance(cancelled, BaseExceptionGroup):
-            cancelled = cancelled.exceptions[0]
-        return cancelled
+        first: BaseException = cancelled
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        return first
     if (
         rest is not None
         and len(rest.exceptions) == 1
@@ -131,7 +132,7 @@ class Worker:
             with beat.renewing:
                 try:
                     renewed = await self.queue.renew(beat.job, beat.step)
-                except Exception as e:  # noqa: BLE001 - no renewal is no sign of life
+                except Exception as e:  # no renewal is no sign of life
                     event(
                         logging.WARNING,
                         "renew_failed",
