@@ -31,8 +31,8 @@ def test_a_label_value_with_a_quote_a_backslash_and_a_newline_is_escaped() -> No
     newline in it must be escaped, or the scrape breaks (or says something else)."""
     m = RuntimeMetrics("t")
     m.actor_restarts.labels('say "hi"\\\nbye').inc()
-    lines = [line for line in series(m.render()) if line.startswith("t_actor_restarts_total")]
-    assert lines == ['t_actor_restarts_total{actor="say \\"hi\\"\\\\\\nbye"} 1.0']
+    [line] = [line for line in series(m.render()) if line.startswith("t_actor_restarts_total")]
+    assert line.rpartition(" ")[0] == 't_actor_restarts_total{actor="say \\"hi\\"\\\\\\nbye"}'
 
 
 def test_the_names_carry_the_product_namespace_and_registries_are_apart() -> None:
