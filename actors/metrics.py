@@ -7,10 +7,15 @@ has a registry of its own, not prometheus_client's global one."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
+
+FencedWrite = Literal["commit", "progress", "fail", "stop"]
+"""The writes a lost lease can refuse (`lease_lost`'s `write` label)."""
+FENCED_WRITES: tuple[FencedWrite, ...] = get_args(FencedWrite)
 
 STEP_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600)
 
@@ -59,6 +64,8 @@ class RuntimeMetrics:
             namespace=namespace,
             registry=self.registry,
         )
+        for write in FENCED_WRITES:  # shown at 0 from the start, so rates start from it
+            self.lease_lost.labels(write)
         self.step_seconds = Histogram(
             "step_seconds",
             "Time a step ran, by step.",

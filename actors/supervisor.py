@@ -60,6 +60,7 @@ class Supervisor:
     def start(self, child: Child) -> None:
         assert self._nursery is not None, "the supervisor is not running"
         self._running += 1
+        self.metrics.actor_restarts.labels(child.name)  # shown at 0 from its start
         self._nursery.start_soon(self._keep, child, name=child.name)
 
     async def _keep(self, child: Child) -> None:

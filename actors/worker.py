@@ -15,7 +15,7 @@ import trio
 
 from actors.jobs import Job
 from actors.log import describe, event
-from actors.metrics import RuntimeMetrics
+from actors.metrics import FencedWrite, RuntimeMetrics
 from actors.queue import Queue, ResultRefused
 from actors.steps import Step, StepTable, StopRecord
 from actors.wakeup import Wakeup
@@ -393,7 +393,7 @@ class Worker:
             else:
                 self._lost(job, "fail")
 
-    def _lost(self, job: Job, at: str) -> None:
+    def _lost(self, job: Job, at: FencedWrite) -> None:
         """A fenced write found another claim's token (or none): nothing was written."""
         self.metrics.lease_lost.labels(at).inc()
         event(

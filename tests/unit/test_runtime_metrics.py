@@ -6,7 +6,7 @@ import re
 
 import trio
 
-from actors import RuntimeMetrics, Worker
+from actors import Child, RuntimeMetrics, Supervisor, Worker
 from tests.unit.pipeline import TRANSCRIBED, pipeline, rig, until
 
 
@@ -40,10 +40,24 @@ def test_the_names_carry_the_product_namespace_and_registries_are_apart() -> Non
     ours.claims.inc()
     text = ours.render()
     names = {re.split(r"[{ ]", line)[0] for line in series(text)}
-    assert names == {"ours_claims_total"}  # labelled ones show once they have a label set
+    assert names == {"ours_claims_total", "ours_lease_lost_total"}
     assert "_created" not in text
     assert "ours_claims_total 1.0" in text and "ours_claims_total 0.0" in theirs.render()
     assert {n.split("_")[0] for n in re.findall(r"^# TYPE (\S+)", text, re.M)} == {"ours"}
+
+
+async def test_lost_leases_and_restarts_show_at_zero_before_the_first(autojump_clock) -> None:
+    """A series that first appears at 1 hides that first increase from `rate()`."""
+    metrics = RuntimeMetrics("t")
+    assert series(metrics.render()) == [
+        "t_claims_total 0.0",
+        *(f't_lease_lost_total{{write="{w}"}} 0.0' for w in ("commit", "progress", "fail", "stop")),
+    ]
+    sup = Supervisor(metrics=metrics)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sup.run, [Child("listener", trio.sleep_forever)])
+        assert 't_actor_restarts_total{actor="listener"} 0.0' in series(metrics.render())
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_worker_counts_into_the_metrics_it_is_given(autojump_clock) -> None:
