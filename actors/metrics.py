@@ -82,6 +82,18 @@ class RuntimeMetrics:
             registry=self.registry,
         )
 
+        self._ended: dict[tuple[str, str], tuple[Histogram, Counter]] = {}
+
+    def step_ended(self, step: str, outcome: str, seconds: float) -> None:
+        """A step ran `seconds` and came to `outcome`: its time and its count. The label
+        sets are looked up once (a lookup costs twice the update, on every transition)."""
+        children = self._ended.get((step, outcome))
+        if children is None:
+            children = (self.step_seconds.labels(step), self.steps.labels(step, outcome))
+            self._ended[(step, outcome)] = children
+        children[0].observe(seconds)
+        children[1].inc()
+
     def render(self) -> str:
         """The exposition text (Prometheus' text format 0.0.4)."""
         return generate_latest(self._exposed).decode()

@@ -250,8 +250,7 @@ class Worker:
                         milestone=job.milestone,
                     )
             raise
-        self.metrics.step_seconds.labels(step.name).observe(trio.current_time() - started)
-        self.metrics.steps.labels(step.name, outcome.kind).inc()
+        self.metrics.step_ended(step.name, outcome.kind, trio.current_time() - started)
         if outcome.renewals:
             job = attrs.evolve(job, renewals=outcome.renewals)
         if outcome.kind == "done":
