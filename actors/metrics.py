@@ -81,7 +81,6 @@ class RuntimeMetrics:
             namespace=namespace,
             registry=self.registry,
         )
-
         self._ended: dict[tuple[str, str], tuple[Histogram, Counter]] = {}
 
     def step_ended(self, step: str, outcome: str, seconds: float) -> None:
