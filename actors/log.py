@@ -1,11 +1,23 @@
-"""The service log: one logfmt line per event, readable by journald and by grep."""
+"""The service log: one logfmt line per event, readable by journald and by grep.
+
+The runtime names no product: its events go to the logger named "actors" until the
+product names its own, once at start, with `use_logger`."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-log = logging.getLogger("transcriber")
+DEFAULT_LOGGER = "actors"
+
+_log = logging.getLogger(DEFAULT_LOGGER)
+
+
+def use_logger(name: str) -> None:
+    """Send every event (the runtime's and the product's) to the logger `name` from now
+    on; the product calls it once at start, before its workers run."""
+    global _log
+    _log = logging.getLogger(name)
 
 
 def value(v: Any) -> str:
@@ -23,5 +35,16 @@ def logfmt(event: str, **fields: Any) -> str:
 
 
 def event(level: int, name: str, **fields: Any) -> None:
-    if log.isEnabledFor(level):  # a line a claim: do not build the unwanted ones
-        log.log(level, logfmt(name, **fields))
+    if _log.isEnabledFor(level):  # a line a claim: do not build the unwanted ones
+        _log.log(level, logfmt(name, **fields))
+
+
+def describe(exc: BaseException, *, with_type: bool = True) -> str:
+    """The machine error text of a failure, for the log and the journal: the first line
+    of its message, after its type name (`ValueError: bad header`). `with_type=False`
+    leaves the type out, for texts where it tells the reader nothing (a connection
+    refused is one whatever the driver calls it). No message: the type name alone."""
+    text = str(exc).strip().splitlines()
+    if not text:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {text[0]}" if with_type else text[0]

@@ -1,84 +1,98 @@
-"""Process-wide counters and histograms of the runtime, in Prometheus' text format.
+"""The runtime's counters and histograms, in Prometheus' text format (prometheus_client).
 
-Small on purpose: counters and one histogram kind, labelled, no dependency."""
+The runtime names no product: the product gives the namespace (the metric names'
+prefix) and hands the same `RuntimeMetrics` to its workers and supervisors. Each one
+has a registry of its own, not prometheus_client's global one."""
 
 from __future__ import annotations
 
-import bisect
-from collections import defaultdict
+from collections.abc import Iterable
+from typing import Literal, get_args
 
-Labels = tuple[tuple[str, str], ...]
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+FencedWrite = Literal["commit", "progress", "fail", "stop"]
+"""The writes a lost lease can refuse (`lease_lost`'s `write` label)."""
+FENCED_WRITES: tuple[FencedWrite, ...] = get_args(FencedWrite)
 
 STEP_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600)
 
 
-def _labels(labels: dict[str, str]) -> Labels:
-    return tuple(sorted(labels.items()))
+class _Unstamped(Collector):
+    """The registry's metrics without the `_created` series prometheus_client adds to
+    counters and histograms (a process start time per label set, which says nothing
+    here); switching them off in prometheus_client is process-wide."""
+
+    def __init__(self, registry: CollectorRegistry):
+        self._registry = registry
+
+    def collect(self) -> Iterable[Metric]:
+        for metric in self._registry.collect():
+            created = metric.name + "_created"
+            metric.samples = [s for s in metric.samples if s.name != created]
+            yield metric
 
 
-def _render_labels(labels: Labels, extra: tuple[tuple[str, str], ...] = ()) -> str:
-    items = labels + extra
-    if not items:
-        return ""
-    text = ",".join(f'{k}="{v}"'.replace("\n", " ") for k, v in items)
-    return "{" + text + "}"
+class RuntimeMetrics:
+    """Claims, lost leases, steps (by step and outcome), their times, and restarts of
+    crashed actors, as `<namespace>_claims_total` and so on."""
 
+    def __init__(self, namespace: str = "actors"):
+        self.namespace = namespace
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._exposed = _Unstamped(self.registry)
+        # Registered in name order, as the text shows them.
+        self.actor_restarts = Counter(
+            "actor_restarts",
+            "Crashed actors restarted, by actor.",
+            ["actor"],
+            namespace=namespace,
+            registry=self.registry,
+        )
+        self.claims = Counter(
+            "claims",
+            "Records claimed by this process's workers.",
+            namespace=namespace,
+            registry=self.registry,
+        )
+        self.lease_lost = Counter(
+            "lease_lost",
+            "Writes refused because the claim's token was no longer on the record.",
+            ["write"],
+            namespace=namespace,
+            registry=self.registry,
+        )
+        for write in FENCED_WRITES:  # shown at 0 from the start, so rates start from it
+            self.lease_lost.labels(write)
+        self.step_seconds = Histogram(
+            "step_seconds",
+            "Time a step ran, by step.",
+            ["step"],
+            buckets=STEP_BUCKETS,
+            namespace=namespace,
+            registry=self.registry,
+        )
+        self.steps = Counter(
+            "steps",
+            "Steps finished, by step and outcome.",
+            ["step", "outcome"],
+            namespace=namespace,
+            registry=self.registry,
+        )
+        self._ended: dict[tuple[str, str], tuple[Histogram, Counter]] = {}
 
-class Registry:
-    def __init__(self) -> None:
-        self.help: dict[str, tuple[str, str]] = {}
-        self.counters: dict[str, dict[Labels, float]] = defaultdict(lambda: defaultdict(float))
-        self.histograms: dict[str, dict[Labels, list[float]]] = defaultdict(dict)
-        self.buckets: dict[str, tuple[float, ...]] = {}
-
-    def counter(self, name: str, help_text: str) -> None:
-        self.help[name] = ("counter", help_text)
-
-    def histogram(self, name: str, help_text: str, buckets: tuple[float, ...]) -> None:
-        self.help[name] = ("histogram", help_text)
-        self.buckets[name] = buckets
-
-    def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
-        self.counters[name][_labels(labels)] += amount
-
-    def observe(self, name: str, value: float, **labels: str) -> None:
-        buckets = self.buckets[name]
-        # Per label set: one count a bucket (cumulated when rendered), then sum, count.
-        row = self.histograms[name].setdefault(_labels(labels), [0.0] * (len(buckets) + 3))
-        row[bisect.bisect_left(buckets, value)] += 1
-        row[-2] += value
-        row[-1] += 1
+    def step_ended(self, step: str, outcome: str, seconds: float) -> None:
+        """A step ran `seconds` and came to `outcome`: its time and its count. The label
+        sets are looked up once (a lookup costs twice the update, on every transition)."""
+        children = self._ended.get((step, outcome))
+        if children is None:
+            children = (self.step_seconds.labels(step), self.steps.labels(step, outcome))
+            self._ended[(step, outcome)] = children
+        children[0].observe(seconds)
+        children[1].inc()
 
     def render(self) -> str:
-        lines: list[str] = []
-        for name, (kind, help_text) in sorted(self.help.items()):
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-            if kind == "counter":
-                # A counter never incremented still shows, at 0, so rates start from it.
-                samples = sorted(self.counters[name].items()) or [((), 0.0)]
-                for labels, value in samples:
-                    lines.append(f"{name}{_render_labels(labels)} {value:g}")
-                continue
-            buckets = self.buckets[name]
-            for labels, row in sorted(self.histograms[name].items()):
-                running = 0.0
-                for bound, count in zip((*buckets, float("inf")), row):
-                    running += count
-                    le = "+Inf" if bound == float("inf") else f"{bound:g}"
-                    lines.append(
-                        f"{name}_bucket{_render_labels(labels, (('le', le),))} {running:g}"
-                    )
-                lines.append(f"{name}_sum{_render_labels(labels)} {row[-2]:g}")
-                lines.append(f"{name}_count{_render_labels(labels)} {row[-1]:g}")
-        return "\n".join(lines) + "\n"
-
-
-REGISTRY = Registry()
-REGISTRY.counter("transcriber_claims_total", "Records claimed by this process's workers.")
-REGISTRY.counter(
-    "transcriber_lease_lost_total",
-    "Writes refused because the claim's token was no longer on the record.",
-)
-REGISTRY.counter("transcriber_steps_total", "Steps finished, by step and outcome.")
-REGISTRY.counter("transcriber_actor_restarts_total", "Crashed actors restarted, by actor.")
-REGISTRY.histogram("transcriber_step_seconds", "Time a step ran, by step.", STEP_BUCKETS)
+        """The exposition text (Prometheus' text format 0.0.4)."""
+        return generate_latest(self._exposed).decode()

@@ -1,41 +1,13 @@
-"""What the runtime needs from a durable queue, and the values that cross it."""
+"""What the runtime needs from a durable queue (its values are in actors.jobs)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
 from typing import Any, Literal, Protocol
 
-import attrs
-
+from actors.jobs import Claim, Job
 from actors.steps import Step
 
 FailOutcome = Literal["retry", "stopped", "lease_lost"]
-
-
-@attrs.frozen
-class Claim:
-    """What a claim returns: the record's id and this claim's unique token, nothing else."""
-
-    id: Hashable
-    token: Hashable
-
-
-@attrs.frozen
-class Job:
-    """A claimed record as the worker read it right after the claim."""
-
-    claim: Claim
-    milestone: str
-    attempt: int
-    """This attempt's number: claims of the record since it reached its milestone (or
-    was resumed), this one included."""
-    lease_remaining_s: float
-    """Seconds until the lease expires, measured by the queue's clock at the read."""
-    in_milestone_s: float
-    """Seconds since the record reached its milestone."""
-    inputs: Mapping[str, Any] = attrs.field(factory=dict)
-    renewals: int = 0
-    """Lease renewals the holder made before its write (journaled with the commit)."""
 
 
 class ResultRefused(Exception):

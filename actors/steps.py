@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
-if TYPE_CHECKING:
-    from actors.queue import Job
+from actors.jobs import Job
 
 Progress = Callable[[float], Awaitable[None]]
 """Reports the fraction of the step done; cancels the step when the claim is gone."""
 
-StepFn = Callable[["Job", Progress], Awaitable[Any]]
+StepFn = Callable[[Job, Progress], Awaitable[Any]]
 """Runs one step on a claimed record and returns its result, which the queue commits."""
 
 
@@ -28,15 +27,25 @@ class StopRecord(Exception):
 
 
 @attrs.frozen
-class Lease:
+class _ByDuration:
+    """A length of time that grows with the record: `base_s + per_audio_s * duration_s`
+    (the record's `duration_s` input; none counts as 0)."""
+
+    base_s: float
+    per_audio_s: float = 0.0
+
+    def seconds(self, duration_s: float | None) -> float:
+        return self.base_s + self.per_audio_s * (duration_s or 0.0)
+
+
+@attrs.frozen
+class Lease(_ByDuration):
     """How long a claim lasts without a sign of life from its holder:
     `base_s + per_audio_s * duration_s` of the record. A live holder renews it every
     `renew_s` (a third of the base unless set), so a step may run far longer than its
     lease; a holder that dies or freezes stops renewing and loses the record within
     the lease."""
 
-    base_s: float
-    per_audio_s: float = 0.0
     renew_s: float | None = None
 
     def __attrs_post_init__(self) -> None:
@@ -50,25 +59,16 @@ class Lease:
                 f"than the lease ({self.base_s}s)"
             )
 
-    def seconds(self, duration_s: float | None) -> float:
-        return self.base_s + self.per_audio_s * (duration_s or 0.0)
-
     @property
     def renew_every_s(self) -> float:
         return self.renew_s if self.renew_s is not None else self.base_s / 3
 
 
 @attrs.frozen
-class RunLimit:
+class RunLimit(_ByDuration):
     """How long one attempt of a step may run, renewals or not:
     `base_s + per_audio_s * duration_s` of the record. A step still running then is hung
     (or hopelessly slow): it is cut and the attempt counts as failed."""
-
-    base_s: float
-    per_audio_s: float = 0.0
-
-    def seconds(self, duration_s: float | None) -> float:
-        return self.base_s + self.per_audio_s * (duration_s or 0.0)
 
 
 @attrs.frozen
@@ -79,7 +79,7 @@ class Backoff:
     cap_s: float
 
     def delay(self, attempts_before: int, rng: random.Random) -> float:
-        ceiling = min(self.cap_s, self.base_s * 2 ** min(attempts_before, 30))
+        ceiling = min(self.cap_s, self.base_s * 2.0 ** min(attempts_before, 30))
         return ceiling * rng.uniform(0.5, 1.0)
 
 
@@ -101,11 +101,15 @@ class Step:
     """None: an attempt may run as long as its holder renews the lease."""
 
 
+def _as_dict(steps: Mapping[str, Step]) -> dict[str, Step]:
+    return dict(steps)
+
+
 @attrs.frozen
 class StepTable:
     """Milestone → step. The one place that says what runs where, and with what limits."""
 
-    steps: Mapping[str, Step] = attrs.field(converter=lambda s: dict(s))
+    steps: Mapping[str, Step] = attrs.field(converter=_as_dict)
 
     @classmethod
     def of(cls, steps: Iterable[Step]) -> StepTable:

@@ -9,10 +9,9 @@ from collections.abc import Awaitable, Callable
 import attrs
 import trio
 
-from actors.log import event
-from actors.metrics import REGISTRY
+from actors.log import describe, event
+from actors.metrics import RuntimeMetrics
 from actors.steps import Backoff
-from actors.worker import describe
 
 
 @attrs.frozen
@@ -22,15 +21,21 @@ class Child:
     """Returns when its work is over (it is not restarted); raises to be restarted."""
 
 
+RESTART_BACKOFF = Backoff(base_s=0.5, cap_s=30.0)
+"""A crashed child's first pause ½–1 s before its restart, doubling up to 30 s."""
+
+
 @attrs.define(eq=False)
 class Supervisor:
     """Runs children in one nursery; a crashed child is restarted alone, after a pause
     that doubles with each crash in a row and resets once it has run `stable_s`."""
 
-    restart: Backoff = Backoff(base_s=0.5, cap_s=30.0)
+    restart: Backoff = RESTART_BACKOFF
     stable_s: float = 60.0
     rng: random.Random = attrs.field(factory=random.Random)
     restarts: dict[str, int] = attrs.field(factory=dict)
+    metrics: RuntimeMetrics = attrs.field(factory=RuntimeMetrics)
+    """The product's: the one its /metrics shows (its own unless given)."""
     _nursery: trio.Nursery | None = None
     _running: int = 0
     _all_done: trio.Event = attrs.field(factory=trio.Event)
@@ -55,6 +60,7 @@ class Supervisor:
     def start(self, child: Child) -> None:
         assert self._nursery is not None, "the supervisor is not running"
         self._running += 1
+        self.metrics.actor_restarts.labels(child.name)  # shown at 0 from its start
         self._nursery.start_soon(self._keep, child, name=child.name)
 
     async def _keep(self, child: Child) -> None:
@@ -71,7 +77,7 @@ class Supervisor:
                     pause = self.restart.delay(crashes, self.rng)
                     crashes += 1
                     self.restarts[child.name] = self.restarts.get(child.name, 0) + 1
-                    REGISTRY.inc("transcriber_actor_restarts_total", actor=child.name)
+                    self.metrics.actor_restarts.labels(child.name).inc()
                     event(
                         logging.ERROR,
                         "actor_restart",

@@ -1,9 +1,9 @@
 """An in-memory queue for tests of the runtime, with the semantics of the SQL queue.
 
 It follows the named queries `claim`, `read_claimed`, `commit`, `fail`, `stop`,
-`progress`, `renew`, `release` and `resume` of the SQL queue, write for write, so a test on it proves
-something about the runtime against the real queue too. Time is `trio.current_time()`,
-so it runs under trio's virtual clock (`autojump_clock`).
+`progress`, `renew`, `release` and `resume` of the product's SQL queue, write for write,
+so a test on it proves something about the runtime against the real queue too. Time is
+`trio.current_time()`, so it runs under trio's virtual clock (`autojump_clock`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 import attrs
 import trio
 
-from actors.queue import Claim, FailOutcome, Job
+from actors.jobs import Claim, Job
+from actors.queue import FailOutcome
 from actors.steps import Step, StepTable
 
 

@@ -13,21 +13,16 @@ from typing import Any
 import attrs
 import trio
 
-from actors.log import event
-from actors.metrics import REGISTRY
-from actors.queue import Job, Queue, ResultRefused
+from actors.jobs import Job
+from actors.log import describe, event
+from actors.metrics import FencedWrite, RuntimeMetrics
+from actors.queue import Queue, ResultRefused
 from actors.steps import Step, StepTable, StopRecord
 from actors.wakeup import Wakeup
 
-
 RELEASE_TIMEOUT_S = 5.0
-"""How long a cancelled worker may still spend handing its record back."""
-
-
-def describe(exc: BaseException) -> str:
-    """The machine error text of a failure: type and first line of the message."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+"""How long a cancelled worker may still spend handing its record back (a shielded,
+fenced release); a queue that hands back claims when cut bounds those by it too."""
 
 
 @attrs.frozen
@@ -72,9 +67,10 @@ def _one(group: BaseExceptionGroup) -> BaseException:
     a cancel from outside reaches both tasks, and the helper raises nothing else."""
     cancelled, rest = group.split(trio.Cancelled)
     if rest is None and cancelled is not None:
-        while isinstance(cancelled, BaseExceptionGroup):
-            cancelled = cancelled.exceptions[0]
-        return cancelled
+        first: BaseException = cancelled
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        return first
     if (
         rest is not None
         and len(rest.exceptions) == 1
@@ -90,6 +86,8 @@ class Worker:
     queue: Queue
     steps: StepTable
     wakeup: Wakeup
+    metrics: RuntimeMetrics = attrs.field(factory=RuntimeMetrics)
+    """The product's: the one its /metrics shows (each worker its own unless given)."""
     _beat: _Beat | None = attrs.field(init=False, default=None)
     _beating: bool = attrs.field(init=False, default=False)
 
@@ -134,7 +132,7 @@ class Worker:
             with beat.renewing:
                 try:
                     renewed = await self.queue.renew(beat.job, beat.step)
-                except Exception as e:  # noqa: BLE001 - no renewal is no sign of life
+                except Exception as e:  # no renewal is no sign of life
                     event(
                         logging.WARNING,
                         "renew_failed",
@@ -148,7 +146,6 @@ class Worker:
                 beat.lose()
             elif renewed:
                 beat.renewals += 1
-                REGISTRY.inc("transcriber_lease_renewals_total")
                 beat.last = sent
                 # Measured from before the renewal left: the server's expiry is no
                 # earlier than this, whatever the trip took.
@@ -199,7 +196,7 @@ class Worker:
     async def _next(self) -> Job | None:
         job = await self.queue.next_job()
         if job is not None:
-            REGISTRY.inc("transcriber_claims_total")
+            self.metrics.claims.inc()
             self.wakeup.wake_one()  # there may be more: let an idle peer look too
         return job
 
@@ -253,8 +250,7 @@ class Worker:
                         milestone=job.milestone,
                     )
             raise
-        REGISTRY.observe("transcriber_step_seconds", trio.current_time() - started, step=step.name)
-        REGISTRY.inc("transcriber_steps_total", step=step.name, outcome=outcome.kind)
+        self.metrics.step_ended(step.name, outcome.kind, trio.current_time() - started)
         if outcome.renewals:
             job = attrs.evolve(job, renewals=outcome.renewals)
         if outcome.kind == "done":
@@ -270,7 +266,7 @@ class Worker:
             if then_next:
                 committed, following = await self.queue.commit_then_next(job, step, result)
                 if following is not None:
-                    REGISTRY.inc("transcriber_claims_total")
+                    self.metrics.claims.inc()
                     self.wakeup.wake_one()
             else:
                 committed = await self.queue.commit(job, step, result)
@@ -396,9 +392,9 @@ class Worker:
             else:
                 self._lost(job, "fail")
 
-    def _lost(self, job: Job, at: str) -> None:
+    def _lost(self, job: Job, at: FencedWrite) -> None:
         """A fenced write found another claim's token (or none): nothing was written."""
-        REGISTRY.inc("transcriber_lease_lost_total", write=at)
+        self.metrics.lease_lost.labels(at).inc()
         event(
             logging.WARNING,
             "lease_lost",

@@ -21,11 +21,15 @@ from typing import Any
 import pytest
 import trio_asyncio
 
+from actors.log import use_logger
 from tests.helpers.postgres import admin, run_with_loop, scratch_database, with_database
 from transcriber.db import embedded
 from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
 from transcriber.owners import add_owner
+
+# The product's events under its own name, as `transcriber`'s start names them.
+use_logger("transcriber")
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
 from transcriber.pipeline.pg_queue import PgQueue, Saved
+from transcriber.pipeline.prometheus import RUNTIME_METRICS
 from transcriber.storage.local import LocalBlobs
 
 SEGMENTS = [
@@ -57,7 +58,8 @@ async def count_recordings(db: Database) -> int:
 
 def worker(db: Database, **steps: Any) -> Worker:
     table_ = table(**steps)
-    return Worker("w", PgQueue(db, table_), table_, Wakeup())
+    # Counts where /metrics looks, as the daemon's workers do.
+    return Worker("w", PgQueue(db, table_), table_, Wakeup(), RUNTIME_METRICS)
 
 
 async def normalized(job: Any, progress: Any) -> Saved:

@@ -9,8 +9,7 @@ from collections.abc import Callable
 import trio
 import trio.testing
 
-from actors import Backoff, Lease, RunLimit, Step, StepTable, Wakeup, Worker
-from actors.steps import StepFn
+from actors import Backoff, Lease, RunLimit, Step, StepFn, StepTable, Wakeup, Worker
 from actors.testing import MemoryQueue
 
 RECEIVED, NORMALIZED, TRANSCRIBED = "received", "normalized", "transcribed"

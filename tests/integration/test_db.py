@@ -40,7 +40,7 @@ async def other_sessions(db_url: str) -> dict[str, int]:
 
 async def wait_until_active(db_url: str, n: int) -> None:
     # Polled: the server's sessions are a view to read, nothing signals a change.
-    while (await other_sessions(db_url)).get("active", 0) < n:  # noqa: ASYNC110
+    while (await other_sessions(db_url)).get("active", 0) < n:
         await trio.sleep(0.005)
 
 

@@ -7,7 +7,6 @@ import re
 import httpx
 import pytest
 
-from actors.metrics import Registry
 from tests.helpers.api_clients import (
     transcribe,
 )
@@ -47,15 +46,3 @@ async def test_metrics_count_milestones_stops_and_steps(
     assert value(text, 'transcriber_stopped{reason="empty_audio"}') == 1
     assert value(text, "transcriber_claims_total") - claims_before == 6
     assert value(text, 'transcriber_step_seconds_count{step="recognize"}') >= 3
-
-
-def test_histogram_buckets_are_cumulative() -> None:
-    r = Registry()
-    r.histogram("h", "a test histogram", (1.0, 10.0))
-    for v in (0.5, 2.0, 20.0):
-        r.observe("h", v, step="x")
-    text = r.render()
-    assert 'h_bucket{step="x",le="1"} 1' in text
-    assert 'h_bucket{step="x",le="10"} 2' in text
-    assert 'h_bucket{step="x",le="+Inf"} 3' in text
-    assert 'h_count{step="x"} 3' in text and 'h_sum{step="x"} 22.5' in text

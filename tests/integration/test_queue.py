@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from actors import Lease, RunLimit, Wakeup, Worker
-from actors.supervisor import Child, Supervisor
+from actors import Child, Lease, RunLimit, Supervisor, Wakeup, Worker
 from tests.helpers.pg_pipeline import FAST_RETRY, accept, at, db_now, journal, state, table
 from transcriber.db.database import Database
 from transcriber.milestones import MILESTONES, TRANSCRIBED

@@ -5,7 +5,9 @@ Races are forced with events and `wait_all_tasks_blocked`, never hoped for with 
 
 from __future__ import annotations
 
+import itertools
 import logging
+from collections.abc import Hashable
 
 import attrs
 import pytest
@@ -92,8 +94,8 @@ async def test_no_work_logs_nothing_and_polls_without_a_busy_loop(autojump_clock
     # The poll waits 5 s × [0.5, 1.5]: at least 2.5 s between two empty claims, and
     # about 5 s on average.
     assert 3600 / 6 <= queue.claims <= 3600 / 4
-    gaps = [b - a for a, b in zip(queue.claimed_at, queue.claimed_at[1:])]
-    assert 2.5 <= min(gaps) and max(gaps) <= 7.5
+    gaps = [b - a for a, b in itertools.pairwise(queue.claimed_at)]
+    assert min(gaps) >= 2.5 and max(gaps) <= 7.5
     assert warnings_and_worse(caplog) == []
 
 
@@ -244,11 +246,12 @@ async def test_a_slow_step_that_is_alive_keeps_its_claim_and_completes_once(auto
     assert queue.events("lease_lost") == [] and queue.events("attempt_failed") == []
 
 
+@attrs.define(eq=False)
 class FreezableQueue(MemoryQueue):
     """A memory queue whose renewals from one frozen holder never arrive, as from a
     SIGSTOPped process: no sign of life."""
 
-    frozen: set = set()
+    frozen: set[Hashable] = attrs.field(factory=set)
 
     async def renew(self, job, step):
         if job.claim.token in self.frozen:
@@ -403,7 +406,7 @@ async def test_a_failing_step_retries_with_backoff_then_stops_attempts_exhausted
 
     rec = queue.records[rid]
     assert len(runs) == MAX_ATTEMPTS == 3
-    pauses = [b - a for a, b in zip(runs, runs[1:])]
+    pauses = [b - a for a, b in itertools.pairwise(runs)]
     assert BACKOFF.base_s / 2 <= pauses[0] <= BACKOFF.base_s
     assert BACKOFF.base_s <= pauses[1] <= 2 * BACKOFF.base_s
     assert (rec.milestone, rec.stop_reason, rec.attempts) == (RECEIVED, "attempts_exhausted", 3)

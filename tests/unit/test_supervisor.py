@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import trio
 import trio.testing
 
-from actors import Backoff, Supervisor
-from actors.supervisor import Child
+from actors import Backoff, Child, Supervisor
 from tests.helpers.memory_pipeline import LEASE_S, NORMALIZED, RECEIVED, rig, single
 
 BASE_S = 1.0
@@ -31,6 +31,7 @@ async def test_a_crashed_child_is_restarted_alone_with_growing_pauses(autojump_c
     spans: list[tuple[float, float]] = []
     sibling_starts: list[float] = []
     sibling_cancelled = trio.Event()
+    scripted = trio.Event()
     sup = supervisor()
 
     async def flaky() -> None:
@@ -38,6 +39,8 @@ async def test_a_crashed_child_is_restarted_alone_with_growing_pauses(autojump_c
         run_s = script[len(spans)]
         await trio.sleep(run_s or 0)
         spans.append((start, trio.current_time()))
+        if len(spans) == len(script):
+            scripted.set()
         if run_s is not None:
             raise Crash(f"start {len(spans)}")
 
@@ -51,8 +54,7 @@ async def test_a_crashed_child_is_restarted_alone_with_growing_pauses(autojump_c
     async with trio.open_nursery() as nursery:
         await nursery.start(sup.run, [Child("flaky", flaky), Child("steady", steady)])
         with trio.fail_after(3600):
-            while len(spans) < len(script):
-                await trio.sleep(1)
+            await scripted.wait()
         await trio.sleep(3600)  # a child that returned stays returned
         assert not sibling_cancelled.is_set()
         nursery.cancel_scope.cancel()
@@ -60,9 +62,9 @@ async def test_a_crashed_child_is_restarted_alone_with_growing_pauses(autojump_c
     assert len(spans) == len(script)
     assert sibling_starts == [0.0]
     assert sup.restarts == {"flaky": 5}
-    pauses = [nxt[0] - prev[1] for prev, nxt in zip(spans, spans[1:])]
+    pauses = [nxt[0] - prev[1] for prev, nxt in itertools.pairwise(spans)]
     # Doubling in a row; back to the base once the child ran `stable_s`.
-    for pause, ceiling in zip(pauses, [1, 2, 4, 1, 2]):
+    for pause, ceiling in zip(pauses, [1, 2, 4, 1, 2], strict=True):
         assert ceiling * BASE_S / 2 <= pause <= ceiling * BASE_S
 
 
@@ -80,7 +82,10 @@ async def test_a_child_that_returns_is_not_restarted(autojump_clock):
 
 
 async def test_drain_returns_idle_workers_at_once(autojump_clock):
-    queue, wakeup, workers = rig(single(lambda job, progress: trio.sleep(0)), workers=3)
+    async def instant(job, progress):
+        await trio.lowlevel.checkpoint()
+
+    _, wakeup, workers = rig(single(instant), workers=3)
     sup = supervisor()
     async with trio.open_nursery() as nursery:
         await nursery.start(sup.run, [Child(w.name, w.run) for w in workers])

@@ -9,6 +9,7 @@ import sys
 
 import typer
 
+from actors.log import use_logger
 from transcriber.cli import (
     bench_commands,
     daemon_commands,
@@ -47,4 +48,5 @@ def main() -> None:
     # The service log goes to stderr, one logfmt line an event; the command line shows
     # warnings and worse, `serve` shows everything.
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+    use_logger("transcriber")  # the runtime's events and ours, under the product's name
     app()

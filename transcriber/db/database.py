@@ -31,6 +31,7 @@ import tenacity
 import trio
 import trio_asyncio
 
+from actors import describe
 from transcriber.db.named_sql import load_queries
 
 T = TypeVar("T")
@@ -43,7 +44,9 @@ class DatabaseUnreachable(Exception):
     """The server did not answer; the message names the URL with its password hidden."""
 
     def __init__(self, url: str, cause: BaseException):
-        super().__init__(f"database unreachable at {hide_password(url)}: {describe(cause)}")
+        super().__init__(
+            f"database unreachable at {hide_password(url)}: {describe(cause, with_type=False)}"
+        )
         self.url = url
 
 
@@ -54,11 +57,6 @@ class DatabaseBusy(Exception):
 
 
 DEFAULT_TIMEOUT_S = 30.0
-
-
-def describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def hide_password(url: str) -> str:
@@ -121,7 +119,7 @@ def _log_retry(state: tenacity.RetryCallState) -> None:
         logging.WARNING,
         "database_retry",
         attempt=state.attempt_number,
-        error=describe(error) if error else None,
+        error=describe(error, with_type=False) if error else None,
     )
 
 

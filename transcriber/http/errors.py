@@ -14,8 +14,9 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from actors import describe
 from actors.log import event
-from transcriber.db.database import DatabaseBusy, DatabaseUnreachable, describe
+from transcriber.db.database import DatabaseBusy, DatabaseUnreachable
 from transcriber.http.uploads import UploadRefused
 from transcriber.storage.blobs import StorageError
 
@@ -157,7 +158,12 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) ->
         return error_response(request, exc.status_code, str(exc.detail), headers or None)
 
     async def database_away(request: Request, exc: Exception) -> JSONResponse:
-        event(logging.WARNING, "database_away", path=request.url.path, error=describe(exc))
+        event(
+            logging.WARNING,
+            "database_away",
+            path=request.url.path,
+            error=describe(exc, with_type=False),
+        )
         return error_response(request, 503, DATABASE_AWAY, {"Retry-After": str(RETRY_AFTER_S)})
 
     for cls in DATABASE_AWAY_ERRORS:

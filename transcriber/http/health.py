@@ -7,9 +7,9 @@ import trio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from actors import describe
 from actors.log import event
 from transcriber.audio.devices import recognizer_info
-from transcriber.db.database import describe
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, Error
 from transcriber.http.middleware import is_loopback
@@ -35,7 +35,7 @@ async def healthz(db: Db, config: Settings) -> JSONResponse:
             await check_database(db)
     except Exception as e:  # whatever fails, the answer is "unavailable"
         # The cause (a host, a database name) is the operator's: in the log only.
-        event(logging.WARNING, "health_unavailable", error=describe(e))
+        event(logging.WARNING, "health_unavailable", error=describe(e, with_type=False))
         return JSONResponse(
             {"status": "unavailable", "error": HEALTH_DOWN, "recognizer": recognizer_info(config)},
             status_code=503,

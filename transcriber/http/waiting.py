@@ -10,8 +10,9 @@ from collections.abc import Iterator
 
 import trio
 
+from actors import describe
 from actors.log import event
-from transcriber.db.database import JOURNAL_CHANNEL, Database, describe
+from transcriber.db.database import JOURNAL_CHANNEL, Database
 
 RECONNECT_S = 1.0
 
@@ -87,7 +88,7 @@ class Waiting:
             except Exception as e:  # wake-ups are hints, the poll covers
                 # Whatever broke the connection (a restart, the network) must not end the
                 # service this runs in: listen again after a pause.
-                event(logging.WARNING, "journal_follow_lost", error=describe(e))
+                event(logging.WARNING, "journal_follow_lost", error=describe(e, with_type=False))
             await trio.sleep(RECONNECT_S)
 
     async def stop(self, patience_s: float) -> bool:

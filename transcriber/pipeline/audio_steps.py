@@ -8,9 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from actors import StepTable, StopRecord
-from actors.queue import Job
-from actors.steps import Progress, StepFn
+from actors import Job, Progress, StepFn, StepTable, StopRecord
 from transcriber.audio.models import model_name
 from transcriber.audio.normalize import Rejected, decode_to_wav
 from transcriber.audio.processes import ProcessRecognizer

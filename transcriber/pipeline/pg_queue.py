@@ -14,8 +14,16 @@ import asyncpg
 import attrs
 import trio
 
-from actors import Claim, FailOutcome, Job, ResultRefused, Step, StepTable
-from actors.worker import RELEASE_TIMEOUT_S, describe
+from actors import (
+    RELEASE_TIMEOUT_S,
+    Claim,
+    FailOutcome,
+    Job,
+    ResultRefused,
+    Step,
+    StepTable,
+    describe,
+)
 from transcriber.db.database import CONNECTION_LOST, Database, Pinned, retry_while_unreachable
 from transcriber.pipeline import operator
 from transcriber.pipeline.operator import NotStopped as NotStopped

@@ -3,8 +3,12 @@ sees it (shared by every daemon)."""
 
 from __future__ import annotations
 
-from actors.metrics import REGISTRY
+from actors import RuntimeMetrics
 from transcriber.db.database import Database
+
+RUNTIME_METRICS = RuntimeMetrics(namespace="transcriber")
+"""This process's workers and supervisors count here (`transcriber_claims_total`, …);
+the pipeline hands it to each."""
 
 
 def _escape(value: str) -> str:
@@ -35,4 +39,4 @@ async def render_metrics(db: Database, recognizer: dict[str, str] | None = None)
     ]
     for r in await db.fetch("metrics_stop_reasons"):
         lines.append(f'transcriber_stopped{{reason="{_escape(r["stop_reason"])}"}} {r["n"]}')
-    return "\n".join(lines) + "\n" + REGISTRY.render()
+    return "\n".join(lines) + "\n" + RUNTIME_METRICS.render()

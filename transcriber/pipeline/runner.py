@@ -10,11 +10,11 @@ import random
 import attrs
 import trio
 
-from actors import Backoff, StepTable, Supervisor, Wakeup, Worker
+from actors import Backoff, Child, RuntimeMetrics, StepTable, Supervisor, Wakeup, Worker
 from actors.log import event
-from actors.supervisor import Child
 from transcriber.db.database import WORK_CHANNEL, Database
 from transcriber.pipeline.pg_queue import PgQueue
+from transcriber.pipeline.prometheus import RUNTIME_METRICS
 
 
 async def listen_for_work(db: Database, wakeup: Wakeup) -> None:
@@ -46,6 +46,8 @@ class Pipeline:
     workers: int = 2
     poll_s: float = 5.0
     rng: random.Random = attrs.field(factory=random.Random)
+    metrics: RuntimeMetrics = RUNTIME_METRICS
+    """Where its workers and supervisors count: the one /metrics shows."""
     wakeup: Wakeup = attrs.field(init=False)
     queue: PgQueue = attrs.field(init=False)
     worker_supervisor: Supervisor = attrs.field(init=False)
@@ -56,9 +58,11 @@ class Pipeline:
         self.wakeup = Wakeup(self.poll_s, rng=self.rng)
         self.queue = PgQueue(self.db, self.steps, rng=self.rng)
         self.queue.full_trip = max(1, math.ceil(self.workers / self.queue.trips_at_once))
-        self.worker_supervisor = Supervisor(rng=self.rng)
+        self.worker_supervisor = Supervisor(rng=self.rng, metrics=self.metrics)
         # Reconnects quickly at first: wake-ups are missed while it is away.
-        self.listener_supervisor = Supervisor(restart=Backoff(base_s=0.1, cap_s=10.0), rng=self.rng)
+        self.listener_supervisor = Supervisor(
+            restart=Backoff(base_s=0.1, cap_s=10.0), rng=self.rng, metrics=self.metrics
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until drained (every worker returned), or until cancelled.
@@ -66,7 +70,7 @@ class Pipeline:
         Cancellation: cancels steps in flight; their claims stay until the lease ends.
         """
         self._workers = [
-            Worker(f"worker-{i + 1}", self.queue, self.steps, self.wakeup)
+            Worker(f"worker-{i + 1}", self.queue, self.steps, self.wakeup, self.metrics)
             for i in range(self.workers)
         ]
         async with self.queue.pinned(), trio.open_nursery() as nursery:

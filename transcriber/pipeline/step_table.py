@@ -3,8 +3,7 @@ milestone, and under which lease, time limit, attempts and backoff."""
 
 from __future__ import annotations
 
-from actors import Backoff, Lease, RunLimit, Step, StepTable
-from actors.steps import StepFn
+from actors import Backoff, Lease, RunLimit, Step, StepFn, StepTable
 from transcriber.milestones import NORMALIZED, RECEIVED, TRANSCRIBED
 
 
