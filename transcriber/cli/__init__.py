@@ -1,6 +1,6 @@
-"""The `transcriber` command, one module per command group (transcriber.cli.app puts
+"""The `transcriber` command, one module per command group (transcriber.cli.command_line puts
 them together)."""
 
-from transcriber.cli.app import main
+from transcriber.cli.command_line import main
 
 __all__ = ["main"]
