@@ -7,7 +7,7 @@ import re
 import trio
 
 from actors import Child, RuntimeMetrics, Supervisor, Worker
-from tests.unit.pipeline import TRANSCRIBED, pipeline, rig, until
+from tests.helpers.memory_pipeline import TRANSCRIBED, pipeline, rig, until
 
 
 def series(text: str) -> list[str]:
