@@ -236,6 +236,24 @@ async def test_a_wait_past_its_limit_names_the_record(
         assert (await api.get(f"/v1/recordings/{rid}/text")).text == TEXT + "\n"
 
 
+@scenario("A wait longer than the body's silence bound waits for its limit")
+async def test_a_wait_is_not_cut_by_the_silent_body_bound(
+    db: Database, config: Config, ann: NewOwner
+) -> None:
+    # No worker runs: the request waits its whole limit, five silent-body bounds long.
+    patient = Config(home=config.home, openai_wait_s=1.0, http_body_idle_s=0.2)
+    async with (
+        serving(create_app(db, patient)) as url,
+        httpx.AsyncClient(
+            base_url=url, timeout=60, headers={"Authorization": f"Bearer {ann.token}"}
+        ) as api,
+    ):
+        r = await post(api, {"model": "whisper-1"})
+        # Cut by the silent-body bound, it was a 500 after 0.2 s (and the SDKs retried it).
+        assert r.status_code == 504, r.text
+        assert openai_error(r)["code"] == "still_working"
+
+
 @scenario("Bad requests get OpenAI's errors and leave nothing behind")
 async def test_bad_requests_get_openais_errors(
     db: Database, config: Config, api: httpx.AsyncClient

@@ -78,7 +78,9 @@ class DrainRequestBody:
     client still sends.
 
     A body that sends nothing for `idle_s` raises `BodyIdle` (408) in whatever reads it,
-    and counts as ended: nothing more is read from it.
+    and counts as ended: nothing more is read from it. Once the body has ended, a read
+    waits for the disconnect unbounded (a handler watching for it, as the OpenAI
+    endpoint's waits do, is cancelled by its own limit).
 
     Hypercorn's trio worker queues a few chunks of the request body for the application
     and stops reading the socket until the application takes them. When the application
@@ -103,10 +105,17 @@ class DrainRequestBody:
 
         async def tracked() -> dict[str, Any]:
             nonlocal ended, gave_up
+            message: dict[str, Any]
             if gave_up:
                 raise BodyIdle(self.idle_s)
+            if ended:
+                # The body is all here: what is left to receive is the client's
+                # disconnect, which may come at any time or never. A client waiting for
+                # its answer sends nothing and is not a silent body.
+                message = await receive()
+                return message
             with trio.move_on_after(self.idle_s):
-                message: dict[str, Any] = await receive()
+                message = await receive()
                 if message["type"] == "http.disconnect" or not message.get("more_body"):
                     ended = True
                 return message
