@@ -33,7 +33,7 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.db.named_sql import BENCH_AREAS, load_queries
 from transcriber.http import app as app_module
-from transcriber.http import create_app, page, page_session, serving
+from transcriber.http import create_app, page, page_sign_in, serving
 from transcriber.owners import NewOwner, token_hash
 from transcriber.pipeline.pg_queue import Saved
 from transcriber.storage.local import LocalBlobs
@@ -277,14 +277,14 @@ async def test_refused_uploads_say_why(
 async def test_page_upload_checked_first_and_bounded(
     db: Database, config: Config, base_url: str, page_ann: httpx.AsyncClient, ann: NewOwner
 ) -> None:
-    secret = page_ann.cookies[page_session.COOKIE]
+    secret = page_ann.cookies[page_sign_in.COOKIE]
     declared = {
         "Content-Type": "multipart/form-data; boundary=x",
         "Content-Length": str(300 * 10**6),
     }
     for headers, status, words in (
-        (declared, 401, page_session.SESSION_EXPIRED),
-        ({**declared, "Cookie": f"{page_session.COOKIE}={secret}"}, 403, page_session.FORGED),
+        (declared, 401, page_sign_in.SESSION_EXPIRED),
+        ({**declared, "Cookie": f"{page_sign_in.COOKIE}={secret}"}, 403, page_sign_in.FORGED),
     ):
         # 300 MB declared, not a byte sent: the answer comes anyway.
         got, _, body = await exchange(

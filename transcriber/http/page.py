@@ -26,7 +26,7 @@ from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import owned_card, parse_id
 from transcriber.http.page_audio import audio_response, open_audio
-from transcriber.http.page_session import (
+from transcriber.http.page_sign_in import (
     CSRF_FIELD,
     SIGNIN_PATH,
     ChangingSession,
