@@ -43,7 +43,9 @@ from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
 from transcriber.milestones import MILESTONES, TRANSCRIBED
 from transcriber.owners import add_owner
-from transcriber.pipeline.pg_queue import NotStopped, PgQueue
+from transcriber.pipeline import operator
+from transcriber.pipeline.operator import NotStopped
+from transcriber.pipeline.pg_queue import PgQueue
 
 ROOT = Path(__file__).resolve().parents[2]
 ALWAYS_STOP = 4
@@ -251,7 +253,9 @@ class Chaos:
                 elif self.rng.random() > 0.6:
                     continue
                 try:
-                    await queue.resume(rid, by="chaos")
+                    await operator.resume(
+                        queue.db, rid, by="chaos", now=queue.now, patience_s=queue.patience_s
+                    )
                 except NotStopped:
                     continue
                 self.resumed.add(rid)

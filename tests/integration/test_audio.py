@@ -46,6 +46,7 @@ from transcriber.audio.threads import Control, Stopped, run_in_thread
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.formats import render
+from transcriber.pipeline import operator
 from transcriber.pipeline.audio_steps import audio_steps
 from transcriber.pipeline.oneshot import transcribe_file
 from transcriber.pipeline.operator import card
@@ -419,7 +420,7 @@ async def test_stopped_record_continues_with_real_steps(
     assert stopped["stopped"]["reason"] == "attempts_exhausted"
     assert "model.bin" in stopped["stopped"]["error"]
 
-    await PgQueue(db, steps).resume(rid, by="operator")
+    await operator.resume(db, rid, by="operator")
     working = attrs.evolve(failing, model=str(model_dir))
     with trio.fail_after(120):
         assert await worker(db, audio_steps(working, warm_recognizer), "healed").work_once()

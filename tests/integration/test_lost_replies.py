@@ -17,6 +17,7 @@ import trio
 from tests.helpers.pg_pipeline import accept, journal, state, table
 from transcriber.db.database import Database
 from transcriber.milestones import NORMALIZED, RECEIVED
+from transcriber.pipeline import operator
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 
 T = TypeVar("T")
@@ -180,7 +181,9 @@ async def test_a_resume_whose_reply_was_lost(db: Database, owner_id: int) -> Non
     rid, losing, queue, job = await setup(db, owner_id)
     assert await queue.stop(job, "empty_audio", "nothing in it")
     losing.arm("resume")
-    resumed = await queue.resume(rid, by="operator")
+    resumed = await operator.resume(
+        queue.db, rid, by="operator", now=queue.now, patience_s=queue.patience_s
+    )
     assert (resumed.id, resumed.milestone) == (rid, RECEIVED)
     assert losing.lost == 1
     assert (await state(db, rid))["stopped_at"] is None

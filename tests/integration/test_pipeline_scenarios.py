@@ -24,6 +24,7 @@ from tests.helpers.pg_pipeline import (
     table,
 )
 from transcriber.db.database import Database
+from transcriber.pipeline import operator
 from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 
@@ -124,7 +125,7 @@ async def test_reissued_claim_has_different_token(db: Database, owner_id: int) -
     first = await queue.claim()
     job = await queue.read(first)
     assert await queue.stop(job, "test_stop", "stopped by the test")
-    await queue.resume(rid, by="tester")
+    await operator.resume(queue.db, rid, by="tester", now=queue.now, patience_s=queue.patience_s)
     second = await queue.claim()
     assert second is not None and second.id == rid
     assert second.token != first.token
@@ -201,7 +202,9 @@ async def test_person_resumed_under_working_step(db: Database, owner_id: int) ->
         later = at(queue, now, queue.steps["received"].lease.base_s + 1)
         b = await later.read(await later.claim())
         assert await later.stop(b, "test_stop", "stopped while the first step ran")
-        await later.resume(rid, by="operator")
+        await operator.resume(
+            later.db, rid, by="operator", now=later.now, patience_s=later.patience_s
+        )
         third = await later.claim()
         assert third is not None and third.id == rid
         gate.open.set()
@@ -240,7 +243,7 @@ async def test_stopped_record_continues_where_it_stopped(db: Database, owner_id:
     stopped = await state(db, rid)
     assert (stopped["milestone"], stopped["stop_reason"]) == ("normalized", "attempts_exhausted")
 
-    await PgQueue(db, steps).resume(rid, by="operator")
+    await operator.resume(db, rid, by="operator")
     healed = worker(PgQueue(db, table(normalize=normalize, recognize=recognize)))
     assert await healed.work_once()
     assert recognized == ["normalized"]  # recognition came next
@@ -280,7 +283,7 @@ async def test_resuming_resets_every_guard(db: Database, owner_id: int, caplog: 
     assert stopped["attempts"] == 2 and stopped["retry_at"] is not None
 
     later = at(queue, now, 2 * limit)
-    await later.resume(rid, by="operator")
+    await operator.resume(later.db, rid, by="operator", now=later.now, patience_s=later.patience_s)
     resumed = await state(db, rid)
     assert resumed["attempts"] == 0 and resumed["retry_at"] is None
     assert resumed["milestone_entered_at"] == later.now
@@ -302,7 +305,7 @@ async def test_resuming_frees_the_claim(db: Database, owner_id: int) -> None:
     held = await state(db, rid)
     assert held["claim_token"] == job.claim.token and held["lease_expires_at"] > now
 
-    await queue.resume(rid, by="operator")
+    await operator.resume(queue.db, rid, by="operator", now=queue.now, patience_s=queue.patience_s)
     freed = await state(db, rid)
     assert freed["claim_token"] is None and freed["lease_expires_at"] is None
     # Handed out at once, long before the old lease would have expired.
@@ -316,7 +319,9 @@ async def test_resuming_shows_in_journal(db: Database, owner_id: int) -> None:
     queue = PgQueue(db, table())
     job = await queue.read(await queue.claim())
     assert await queue.stop(job, "test_stop", "parked")
-    await queue.resume(rid, by="operator-ann")
+    await operator.resume(
+        queue.db, rid, by="operator-ann", now=queue.now, patience_s=queue.patience_s
+    )
     events = await journal(db, rid)
     human = [e for e in events if e["origin"] == "human"]
     assert [(e["kind"], e["milestone"], e["detail"]["by"]) for e in human] == [

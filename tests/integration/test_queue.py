@@ -16,7 +16,9 @@ from actors import Child, Lease, RunLimit, Supervisor, Wakeup, Worker
 from tests.helpers.pg_pipeline import FAST_RETRY, accept, at, db_now, journal, state, table
 from transcriber.db.database import Database
 from transcriber.milestones import MILESTONES, TRANSCRIBED
-from transcriber.pipeline.pg_queue import NotStopped, PgQueue
+from transcriber.pipeline import operator
+from transcriber.pipeline.operator import NotStopped
+from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.pipeline.step_table import step_table
 
 
@@ -56,9 +58,13 @@ async def test_resume_refuses_unknown_and_not_stopped(db: Database, owner_id: in
     before = await journal(db)
     queue = PgQueue(db, table())
     with pytest.raises(NotStopped):
-        await queue.resume(rid, by="operator")
+        await operator.resume(
+            queue.db, rid, by="operator", now=queue.now, patience_s=queue.patience_s
+        )
     with pytest.raises(NotStopped):
-        await queue.resume(uuid.uuid4(), by="operator")
+        await operator.resume(
+            queue.db, uuid.uuid4(), by="operator", now=queue.now, patience_s=queue.patience_s
+        )
     assert await journal(db) == before
 
 

@@ -20,6 +20,7 @@ from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
 from transcriber.db.named_sql import BENCH_AREAS, load_queries, schema_text
 from transcriber.milestones import NORMALIZED, TRANSCRIBED
+from transcriber.pipeline import operator
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 from transcriber.pipeline.step_table import step_table
 
@@ -347,7 +348,7 @@ async def test_the_queue_leaves_owner_fields_alone(db: Database, owner_id: int) 
     queue.now = t0 + dt.timedelta(hours=1)  # past the retry pause
     job, step = await claimed()
     assert await queue.stop(job, "test", "parked")
-    await queue.resume(rid, by="test")
+    await operator.resume(queue.db, rid, by="test", now=queue.now, patience_s=queue.patience_s)
     job, step = await claimed()
     assert await queue.commit(job, step, Saved("save_normalized", ("/a.flac", 1.0)))
     job, step = await claimed()

@@ -25,9 +25,6 @@ from actors import (
     describe,
 )
 from transcriber.db.database import CONNECTION_LOST, Database, Pinned, retry_while_unreachable
-from transcriber.pipeline import operator
-from transcriber.pipeline.operator import NotStopped as NotStopped
-from transcriber.pipeline.operator import Resumed
 
 T = TypeVar("T")
 
@@ -489,11 +486,4 @@ class PgQueue:
     async def release(self, job: Job, why: str) -> bool:
         return bool(
             await self._fetchval("release", job.claim.id, job.claim.token, job.milestone, why)
-        )
-
-    async def resume(self, recording_id: Any, *, by: str) -> Resumed:
-        """`transcriber.pipeline.operator.resume` at this queue's clock and patience (for
-        tests, which hold a queue): the operator's action, not a worker's."""
-        return await operator.resume(
-            self.db, recording_id, by=by, now=self.now, patience_s=self.patience_s
         )
