@@ -33,6 +33,7 @@ import trio
 
 from actors import Backoff, StepTable, Wakeup, Worker
 from tests.helpers import generated_audio
+from tests.helpers.cli_process import cli
 from tests.helpers.generated_audio import ROOT, SAMPLES, TONE_S
 from tests.helpers.pg_pipeline import state
 from transcriber.audio.processes import ProcessRecognizer
@@ -589,22 +590,14 @@ async def test_cancel_while_waiting_for_a_thread_returns() -> None:
 async def transcriber_cli(
     db_url: str, home: Path, *args: str, model: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
-    env.update(TRANSCRIBER_DATABASE_URL=db_url, TRANSCRIBER_HOME=str(home))
-    if model is not None:
-        env["TRANSCRIBER_MODEL"] = str(model)
     with trio.fail_after(180):
-        result = await trio.run_process(
-            [sys.executable, "-m", "transcriber", *args],
-            env=env,
-            cwd=ROOT,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
+        return await cli(
+            db_url,
+            *args,
+            home=str(home),
+            model=None if model is None else str(model),
+            cwd=str(ROOT),
         )
-    return subprocess.CompletedProcess(
-        result.args, result.returncode, result.stdout.decode(), result.stderr.decode()
-    )
 
 
 @scenario("The one-shot command prints the transcript")
