@@ -9,14 +9,17 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import asyncpg
 import pytest
 import trio
 import trio.testing
+import trio_asyncio
 
 from actors import Job, ResultRefused
 from tests.helpers.pg_pipeline import accept, at, db_now, journal, state, table
 from transcriber.db.database import Database
 from transcriber.milestones import NORMALIZED, RECEIVED
+from transcriber.pipeline import pg_queue
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 
 T = TypeVar("T")
@@ -345,3 +348,178 @@ async def test_a_commit_withdrawn_before_its_trip_left_releases_its_record(
     # Claimable at once: the trip that was out, let go after the release, took it.
     after = await state(db, job.claim.id)
     assert after["milestone"] == RECEIVED and after["claim_token"] != job.claim.token
+
+
+class CancelledAtDatabase(GatedDatabase):
+    """After `cancel_at(name)`, the next run of the named query is cancelled by the
+    server: another connection holds a lock on the records, and the statement's own
+    statement_timeout ends its wait for it (a real `canceling statement due to
+    statement timeout`, after what the trip sent before it committed). `cancelled` is
+    set once it was."""
+
+    def cancel_at(self, name: str) -> None:
+        self._cancel = self.db.sql(name)
+        self.cancelled = trio.Event()
+
+    async def run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        return await super().run(lambda con: work(_CancelledConnection(con, self)))
+
+
+class _CancelledConnection(_HeldConnection):
+    async def fetch(self, sql: str, *args: Any) -> Any:
+        owner: Any = self._owner
+        if sql != getattr(owner, "_cancel", None):
+            return await self._con.fetch(sql, *args)
+        owner._cancel = None
+        locker = await asyncpg.connect(owner.db.url)
+        try:
+            async with locker.transaction():
+                await locker.execute("LOCK TABLE recordings IN ACCESS EXCLUSIVE MODE")
+                await self._con.execute("SET statement_timeout = '50ms'")
+                try:
+                    return await self._con.fetch(sql, *args)
+                finally:
+                    await self._con.execute("RESET statement_timeout")
+                    owner.cancelled.set()
+        finally:
+            await locker.close()
+
+
+@scenario("A trip the server cancels after its claims committed leaks nothing")
+async def test_trip_cancelled_by_the_server_after_its_claims_leaks_nothing(
+    db: Database, owner_id: int
+) -> None:
+    rids = [await accept(db, owner_id, f"{i}.wav") for i in range(4)]
+    (job,) = await claimed(db, 1)  # rids[0]
+    gated = CancelledAtDatabase(db)
+    queue = PgQueue(gated, table(), trips_at_once=1)  # type: ignore[arg-type]
+    got: dict[str, Any] = {}
+
+    async def commit_then_next() -> None:
+        got["commit"] = await queue.commit_then_next(job, table()[RECEIVED], None)
+
+    async def next_job() -> None:
+        try:
+            got["next"] = await queue.next_job()
+        except asyncpg.QueryCanceledError as e:
+            got["next"] = e
+
+    first = gated.hold()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(queue.next_job)  # the trip that is out: rids[1]
+            await gated.at_gate.wait()
+            nursery.start_soon(commit_then_next)
+            nursery.start_soon(next_job)
+            await trio.testing.wait_all_tasks_blocked()
+            second = gated.hold()
+            first.set()
+            await gated.at_gate.wait()
+            # The two leave together: one statement commits rids[0] and claims rids[2]
+            # and rids[3] for them; the read after it is cancelled by the server.
+            gated.cancel_at("read_claimed")
+            second.set()
+
+    assert gated.cancelled.is_set()
+    # The commit was written: its caller is told so, with no record to go on with.
+    assert got["commit"] == (True, None)
+    assert (await state(db, rids[0]))["milestone"] == NORMALIZED
+    # The ask that only wanted a record gets the server's error.
+    assert isinstance(got["next"], asyncpg.QueryCanceledError)
+    # What the cancelled trip claimed is back at once, journaled, its attempt given back.
+    for rid in rids[2:]:
+        after = await state(db, rid)
+        assert (after["claim_token"], after["lease_expires_at"], after["attempts"]) == (
+            None,
+            None,
+            0,
+        )
+        released = [e for e in await journal(db, rid) if e["kind"] == "released"]
+        assert [e["detail"]["why"] for e in released] == ["trip failed"]
+
+
+class PausedAtDatabase(GatedDatabase):
+    """`pause_before(name)`: the next run of the named query waits, before it is sent,
+    until the test sets the returned event; `paused` is set when it waits."""
+
+    def pause_before(self, name: str) -> trio.Event:
+        self._pause, self.paused, self._go = self.db.sql(name), trio.Event(), trio.Event()
+        return self._go
+
+    async def run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        return await super().run(lambda con: work(_PausedConnection(con, self)))
+
+
+class _PausedConnection(_HeldConnection):
+    async def fetch(self, sql: str, *args: Any) -> Any:
+        owner: Any = self._owner
+        if sql == getattr(owner, "_pause", None):
+            owner._pause = None
+            owner.paused.set()
+            await trio_asyncio.trio_as_aio(owner._go.wait)()
+        return await self._con.fetch(sql, *args)
+
+    async def fetchrow(self, sql: str, *args: Any) -> Any:
+        return (await self.fetch(sql, *args) or [None])[0]
+
+
+async def test_asks_whose_patience_ends_late_in_the_trip_leave_nothing_claimed(
+    db: Database, owner_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two callers cancelled while their trip is out, whose patience runs out at once
+    (RELEASE_TIMEOUT_S 0 while they are cancelled): one while the trip reads, one while
+    the trip releases the first one's record. Neither record stays claimed for nobody."""
+
+    def cancel(name: str) -> None:
+        monkeypatch.setattr(pg_queue, "RELEASE_TIMEOUT_S", 0.0)
+        scopes[name].cancel()
+
+    for i in range(5):
+        await accept(db, owner_id, f"{i}.wav")
+    paused = PausedAtDatabase(db)
+    queue = PgQueue(paused, table(), trips_at_once=1)  # type: ignore[arg-type]
+    got: dict[str, Any] = {}
+    scopes = {name: trio.CancelScope() for name in ("leader", "gone1", "gone2")}
+    ended = {name: trio.Event() for name in scopes}
+
+    async def ask(name: str) -> None:
+        try:
+            with scopes[name]:
+                got[name] = await queue.next_job()
+        finally:
+            ended[name].set()
+
+    first = paused.hold()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            got["first"] = None
+            nursery.start_soon(lambda: _store(got, "first", queue.next_job()))
+            await paused.at_gate.wait()
+            for name in scopes:
+                nursery.start_soon(ask, name)
+                await trio.testing.wait_all_tasks_blocked()
+            second = paused.hold()
+            first.set()
+            await paused.at_gate.wait()
+            read = paused.pause_before("read_claimed")
+            second.set()
+            await paused.paused.wait()  # the second trip, all three on it, is reading
+            cancel("gone1")
+            await ended["gone1"].wait()
+            monkeypatch.undo()
+            release = paused.pause_before("release_claims")
+            read.set()
+            await paused.paused.wait()  # releasing what was claimed for gone1
+            cancel("gone2")
+            await ended["gone2"].wait()
+            monkeypatch.undo()
+            release.set()
+
+    held = {j.claim.token for j in got.values() if j is not None}
+    rows = await db.run(lambda con: con.fetch("SELECT claim_token FROM recordings"))
+    claimed_now = {r["claim_token"] for r in rows if r["claim_token"] is not None}
+    assert claimed_now == held  # every claim is held by a caller that has it
+
+
+async def _store(got: dict[str, Any], name: str, call: Awaitable[Any]) -> None:
+    got[name] = await call

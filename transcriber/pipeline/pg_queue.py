@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
@@ -24,6 +25,7 @@ from actors import (
     StepTable,
     describe,
 )
+from actors.log import event
 from transcriber.db.database import CONNECTION_LOST, Database, Pinned, retry_while_unreachable
 
 T = TypeVar("T")
@@ -238,8 +240,17 @@ class PgQueue:
     async def _lead(self) -> None:
         """Take every waiting ask on one trip, answer them all, pass the lead on.
 
+        A trip that fails with anything but a cut connection (those `_run` retries): a
+        statement the server cancelled or refused, after earlier ones of the same trip
+        may have committed. What it claimed and handed to nobody is released at once,
+        journaled; an ask keeps the parts the trip answered (a commit that succeeded is
+        answered as such, with no record to go on with) and raises only for a part left
+        unanswered.
+
         Cancellation: what the cut trip may have claimed is released at once (shielded,
-        at most RELEASE_TIMEOUT_S); its asks are sent again with the next trip.
+        at most RELEASE_TIMEOUT_S); its asks are sent again with the next trip. A record
+        the trip brought for an ask whose caller has gone meanwhile (its patience ran
+        out while the trip was out, at any point of it) is released the same way.
         """
         self._trips_out += 1
         asks, self._asks = self._asks, []
@@ -252,22 +263,50 @@ class PgQueue:
         except trio.Cancelled:
             for a in asks:
                 a.resend = True
-            with trio.CancelScope(shield=True) as scope:
-                scope.deadline = trio.current_time() + RELEASE_TIMEOUT_S
-                await self._release_claims(trip, "trip cut")
+            await self._release_shielded(trip.take(), "trip cut")
             raise
         except Exception as e:
+            await self._release_shielded(trip.take(), "trip failed")
             for a in asks:
-                a.error = a.error or e
+                if a.error is None and self._unanswered(a):
+                    a.error = e
+                elif a.wants_job and not a.job_answered:
+                    a.job_answered = True  # its commit was answered: no record this time
         finally:
             if pin is not None:
                 self._pins.append(pin)
             self._trips_out -= 1
             for a in asks:
-                a.answered = True
+                a.answered = True  # from here on no ask of this trip turns `gone`
+            left = [a.job for a in asks if a.gone and a.job is not None]
+            for a in asks:
+                if a.gone:
+                    a.job = None
                 a.wake.set()
             if self._asks:
                 self._asks[0].wake.set()  # the next leader
+            if left:
+                await self._release_shielded([j.claim.token for j in left], "worker stopping")
+
+    @staticmethod
+    def _unanswered(ask: _Ask) -> bool:
+        """Whether the failed trip answered nothing of `ask` that its caller needs: its
+        commit (if it has one) is not known to have been written."""
+        if ask.commit is not None:
+            return ask.committed is None
+        return ask.wants_job and not ask.job_answered
+
+    async def _release_shielded(self, tokens: Sequence[Hashable], why: str) -> None:
+        """Release what claims with `tokens` took; shielded, at most RELEASE_TIMEOUT_S.
+        A release that fails too is logged: the lease ends those claims in time."""
+        if not tokens:
+            return
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + RELEASE_TIMEOUT_S
+            try:
+                await self._run(lambda con: self._release_claims_on(con, tokens, why))
+            except Exception as e:
+                event(logging.WARNING, "release_failed", why=why, n=len(tokens), error=describe(e))
 
     async def _abandon(self, ask: _Ask) -> None:
         """The caller of `ask` was cancelled: nothing may stay claimed for it.
@@ -294,11 +333,6 @@ class PgQueue:
                 ask.gone = not ask.answered
             if ask.job is not None:
                 await self.release(ask.job, "worker stopping")
-
-    async def _release_claims(self, trip: _Trip, why: str) -> None:
-        tokens = trip.take()
-        if tokens:
-            await self._run(lambda con: self._release_claims_on(con, tokens, why))
 
     async def _release_claims_on(
         self, con: asyncpg.Connection, tokens: Sequence[Hashable], why: str
@@ -329,14 +363,9 @@ class PgQueue:
         jobs = await self._read_on(con, claims) if claims else []
         if len(jobs) < len(wanting):
             jobs += await self._next_jobs_on(con, len(wanting) - len(jobs), trip)
-        await self._release_claims_on(
-            con,
-            [j.claim.token for a, j in zip(wanting, jobs, strict=False) if a.gone],
-            "worker stopping",
-        )
-        trip.take()  # every claim is answered now, or released
+        trip.take()  # every claim is handed to an ask now (one gone: see _lead)
         for i, a in enumerate(wanting):
-            a.job, a.job_answered = (jobs[i] if i < len(jobs) and not a.gone else None), True
+            a.job, a.job_answered = (jobs[i] if i < len(jobs) else None), True
 
     async def _commit_on(
         self, con: asyncpg.Connection, asks: list[_Ask], tokens: list[uuid.UUID]
