@@ -38,7 +38,7 @@ async def pipeline_phase(
     # One connection per worker, one for this bench's own queries, one spare; the
     # LISTEN connection is separate (db.listen opens its own).
     pool = workers + 2
-    async with fresh_db(server, "pipeline", pool) as (db, owner_id):
+    async with fresh_db(server, "pipeline", pool) as (db, setup, owner_id):
         res["server"] = {r["name"]: r["setting"] for r in await db.fetch("bench_server_settings")}
         probe = Probe()
         pipeline = Pipeline(db, probe.steps(), workers=workers)
@@ -47,10 +47,10 @@ async def pipeline_phase(
         queue = TimedQueue(pipeline.queue, target_commits=2 * records)
         pipeline.queue = queue  # type: ignore[assignment]
 
-        row = await db.fetchrow("accept_many", owner_id, records)
+        row = await setup.fetchrow("accept_many", owner_id, records)
         assert row is not None and row["accepted"] == records, row
         if analyze:
-            await db.execute("bench_analyze")
+            await setup.execute("bench_analyze")
         note(
             f"drain: {records} records accepted{', analyzed' if analyze else ''}; "
             f"starting {workers} workers"

@@ -12,9 +12,10 @@ from typing import Any
 
 import trio
 
+from transcriber.config import Config
 from transcriber.db import embedded
 from transcriber.db.admin import run_as_admin, with_database
-from transcriber.db.database import DEFAULT_TIMEOUT_S, Database, open_database
+from transcriber.db.database import Database, open_database
 from transcriber.db.migrations import migrate
 from transcriber.db.named_sql import BENCH_AREAS
 from transcriber.owners import add_owner
@@ -63,18 +64,38 @@ class Server:
             self._made.clear()
 
 
+SETUP_TIMEOUT_S = 3600.0
+"""The bound of each statement of a phase's own setup (seeding a million finished rows,
+VACUUM, EXPLAIN ANALYZE): minutes on a slow or busy machine, and not the service's
+business, so not the service's bound; an hour still ends a setup the server never
+answers."""
+
+
+def service_timeout_s() -> float | None:
+    """The statement bound of the service as configured (TRANSCRIBER_DATABASE_TIMEOUT_S):
+    what the timed part of a phase runs under, as the service would."""
+    return Config.from_env().database_timeout_s
+
+
 @contextlib.asynccontextmanager
 async def fresh_db(
-    server: Server, phase: str, pool: int, timeout_s: float | None = DEFAULT_TIMEOUT_S
-) -> AsyncIterator[tuple[Database, int]]:
+    server: Server, phase: str, pool: int, timeout_s: float | None = None
+) -> AsyncIterator[tuple[Database, Database, int]]:
     """A migrated database with one owner, the bench's queries loaded besides the
-    service's; the pool's connections are opened up front, so no timed phase pays for
-    connecting. `timeout_s` bounds each statement, as the service's does (None: no
-    bound)."""
+    service's: `(db, setup, owner_id)`. `db`'s pool of `pool` connections is opened up
+    front, so no timed phase pays for connecting; each of its statements is bounded by
+    `timeout_s` (default: the service's bound as configured). `setup` is one more
+    connection for the phase's own setup, each statement bounded by SETUP_TIMEOUT_S."""
     url = await server.fresh_database(phase)
-    async with open_database(
-        url, min_size=pool, max_size=pool, timeout_s=timeout_s, extra_areas=BENCH_AREAS
-    ) as db:
-        await migrate(db)
-        owner = await add_owner(db, "bench")
-        yield db, owner.id
+    bound = service_timeout_s() if timeout_s is None else timeout_s
+    async with (
+        open_database(
+            url, min_size=1, max_size=1, timeout_s=SETUP_TIMEOUT_S, extra_areas=BENCH_AREAS
+        ) as setup,
+        open_database(
+            url, min_size=pool, max_size=pool, timeout_s=bound, extra_areas=BENCH_AREAS
+        ) as db,
+    ):
+        await migrate(setup)
+        owner = await add_owner(setup, "bench")
+        yield db, setup, owner.id

@@ -60,10 +60,10 @@ async def scaleout_phase(
     server: Server, records: int, workers: int, processes: int, analyze: bool
 ) -> dict[str, Any]:
     per = max(1, workers // processes)
-    async with fresh_db(server, "scaleout", 2) as (db, owner_id):
-        await db.fetchrow("accept_many", owner_id, records)
+    async with fresh_db(server, "scaleout", 2) as (db, setup, owner_id):
+        await setup.fetchrow("accept_many", owner_id, records)
         if analyze:
-            await db.execute("bench_analyze")
+            await setup.execute("bench_analyze")
         note(f"scale-out: {records} records, {processes} processes x {per} workers")
         procs = [
             await trio.lowlevel.open_process(
