@@ -15,10 +15,11 @@ Errors of these routes are in OpenAI's shape,
 layer answers them (`error_body` is this area's `errors.ErrorShapes` entry, used by the
 middleware and the application's handlers); the rest of the API keeps its own. Uploads
 here are bounded as those to `POST /v1/recordings` are: the owner's uploads at once
-(429), quota and disk (507), a silent body (408). An answer about a record the client
-must not send again (stopped, still working, the service stopping) carries
-`x-should-retry: false`, which OpenAI's SDKs obey: a retry would make a second record of
-the same audio.
+(429), quota and disk (507), a silent body (408). Every 5xx answer here,
+and any answer about a record the client must not send again (stopped, still working,
+the service stopping), carries `x-should-retry: false`, which OpenAI's SDKs obey; a
+retry that comes anyway (another client, a cut connection) names the first record
+(`recordings.accept`: the same owner, bytes and fields).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db, Settings
-from transcriber.http.errors import MAY_RETRY, RETRY_AFTER, validation_message
+from transcriber.http.errors import MAY_RETRY, NO_RETRY, RETRY_AFTER, validation_message
 from transcriber.http.openai_answers import AudioRequest, answer
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS, card_path, owned_card
 from transcriber.http.quotas import room_refusals, upload_room
@@ -70,9 +71,9 @@ PREFIXES = ("/v1/audio", "/v1/models")
 """Where this area's paths live: every error under them is in OpenAI's shape."""
 
 RECORDING_HEADER = "X-Transcriber-Recording-Id"
-NO_RETRY = {"x-should-retry": "false"}
-"""OpenAI's SDKs retry 5xx answers on their own, each retry a new request: told not to
-where the record exists already."""
+# OpenAI's SDKs retry 5xx answers (and 408, 409, 429) on their own, each retry a new
+# request: every 5xx of this area says not to (`middleware.NoRetry`), and so does an
+# answer about a record that exists already, whatever its status.
 
 WHISPER_1 = "whisper-1"
 FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
