@@ -17,7 +17,7 @@ import trio
 from fastapi import APIRouter
 
 from actors import StopRecord
-from tests.helpers.api_clients import client, store_files
+from tests.helpers.api_clients import client, fake_audio, store_files
 from tests.helpers.pg_pipeline import journal, table
 from tests.helpers.raw_http import (
     RawUpload,
@@ -100,10 +100,11 @@ async def working(db: Database, nursery: trio.Nursery, **steps: Any) -> None:
 def post(
     api: httpx.AsyncClient,
     data: dict[str, Any],
-    audio: bytes = b"RIFF fake audio",
+    audio: bytes | None = None,
     path: str = "/v1/audio/transcriptions",
     **kwargs: Any,
 ) -> Any:
+    audio = fake_audio() if audio is None else audio
     return api.post(path, data=data, files={"file": ("talk.wav", audio)}, **kwargs)
 
 
