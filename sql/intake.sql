@@ -26,7 +26,9 @@ FROM rec, event
 -- `accept` for an HTTP upload, with the owner's optional Idempotency-Key ($7), the
 -- recognition options ($8, as `accept`'s $7) and the request's fingerprint ($9). A key
 -- the owner used before inserts nothing and returns no row: the caller then reads the
--- first record with `recording_by_key`. (A NULL key never conflicts.) Like `accept`, it
+-- first record with `recording_by_key`. Without a key, the same fingerprint of the
+-- same owner conflicts instead (sql/0008): the caller reads the first record with
+-- `recording_by_fingerprint`. Like `accept`, it
 -- wakes an idle worker on `transcriber_work`. $10: the door it came in by, journaled as
 -- the event's `via` ('api': the API's upload route, 'page': the owner's page,
 -- 'openai': the OpenAI-compatible endpoint).
@@ -34,7 +36,8 @@ WITH rec AS (
     INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
                             idempotency_key, options, idempotency_fingerprint)
     VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::jsonb, '{}'), $9)
-    ON CONFLICT ON CONSTRAINT idempotency_once DO NOTHING
+    -- Either idempotency_once or recordings_same_request_once (ON CONFLICT names one).
+    ON CONFLICT DO NOTHING
     RETURNING id, milestone
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, detail)
@@ -49,3 +52,9 @@ FROM rec, event
 -- $1 owner, $2 Idempotency-Key.
 SELECT id, idempotency_fingerprint AS fingerprint
   FROM recordings WHERE owner_id = $1 AND idempotency_key = $2
+
+-- name: recording_by_fingerprint
+-- The owner's ($1) record made without a key by the request of fingerprint $2.
+SELECT id, idempotency_fingerprint AS fingerprint
+  FROM recordings
+ WHERE owner_id = $1 AND idempotency_fingerprint = $2 AND idempotency_key IS NULL

@@ -4,6 +4,7 @@ steps that take a record to a transcript (the API's fixtures `config`, `ann`, `b
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,21 @@ def client(base_url: str, owner: NewOwner | None = None) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30)
 
 
+def fake_audio() -> bytes:
+    """Bytes no other upload of the test has: the same bytes with the same fields again
+    would name the first record (retries never duplicate)."""
+    return b"RIFF fake audio " + uuid.uuid4().hex.encode()
+
+
 async def upload(
-    c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", *, name: str = "talk.wav", **fields: str
+    c: httpx.AsyncClient, data: bytes | None = None, *, name: str = "talk.wav", **fields: str
 ) -> httpx.Response:
+    data = fake_audio() if data is None else data
     return await c.post("/v1/recordings", files={"file": (name, data, "audio/wav")}, data=fields)
 
 
 async def uploaded(
-    c: httpx.AsyncClient, data: bytes = b"RIFF fake audio", **fields: str
+    c: httpx.AsyncClient, data: bytes | None = None, **fields: str
 ) -> dict[str, Any]:
     r = await upload(c, data, **fields)
     assert r.status_code == 201, r.text

@@ -17,7 +17,7 @@ import trio
 from fastapi import APIRouter
 
 from actors import StopRecord
-from tests.helpers.api_clients import client, store_files
+from tests.helpers.api_clients import client, fake_audio, store_files
 from tests.helpers.pg_pipeline import journal, table
 from tests.helpers.raw_http import (
     RawUpload,
@@ -100,10 +100,11 @@ async def working(db: Database, nursery: trio.Nursery, **steps: Any) -> None:
 def post(
     api: httpx.AsyncClient,
     data: dict[str, Any],
-    audio: bytes = b"RIFF fake audio",
+    audio: bytes | None = None,
     path: str = "/v1/audio/transcriptions",
     **kwargs: Any,
 ) -> Any:
+    audio = fake_audio() if audio is None else audio
     return api.post(path, data=data, files={"file": ("talk.wav", audio)}, **kwargs)
 
 
@@ -413,3 +414,44 @@ async def test_the_hardenings_refusals_come_in_openais_shape(
         await silent.aclose()
     assert status == 408 and openai_shaped(answered)["code"] == "request_timeout"
     assert await count(db) == 1
+
+
+@scenario("Every server error tells the SDK not to retry")
+async def test_every_server_error_says_do_not_retry(
+    db: Database, db_url: str, config: Config, ann: NewOwner
+) -> None:
+    failing = APIRouter()
+
+    @failing.get(f"{TRANSCRIPTIONS}/test-broken")
+    @failing.get("/v1/recordings-test-broken")
+    async def broken_route() -> None:
+        raise RuntimeError("an unexpected error")
+
+    @failing.get(f"{TRANSCRIPTIONS}/test-busy")
+    async def busy_route() -> None:
+        raise DatabaseBusy("no answer within 5 s")
+
+    app = create_app(db, Config(home=config.home, http_max_requests=1))
+    app.include_router(failing)
+    async with serving(app) as url, client(url, ann) as c:
+        broken = await c.get(f"{TRANSCRIPTIONS}/test-broken")
+        assert broken.status_code == 500 and openai_error(broken)["code"] == "server_error"
+        away = await c.get(f"{TRANSCRIPTIONS}/test-busy")
+        assert away.status_code == 503
+        for r in (broken, away):
+            assert r.headers.get("x-should-retry") == "false", r.headers
+        # The API's own routes keep their answers: their clients do not retry on their own.
+        own = await c.get("/v1/recordings-test-broken")
+        assert own.status_code == 500 and "x-should-retry" not in own.headers
+        # The one request slot held by an upload under way: the next is busy.
+        held = await RawUpload.start(url, ann, length=1000)
+        await held.send(b"x")
+        await until(lambda: len(store_files(config)) == 1, "the upload under way")
+        busy = await c.get("/v1/models")
+        assert busy.status_code == 503 and busy.headers.get("x-should-retry") == "false"
+        await held.aclose()
+    async with open_database(db_url, min_size=1, max_size=1) as gone_db:
+        pass
+    async with serving(create_app(gone_db, config)) as url, client(url, ann) as c:
+        gone = await c.get("/v1/models")
+        assert gone.status_code == 503 and gone.headers.get("x-should-retry") == "false"

@@ -13,7 +13,7 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http import events, health, openai_api, page, recordings, transcripts
 from transcriber.http.errors import ErrorShapes, install_error_handlers
-from transcriber.http.middleware import DrainRequestBody, Guard
+from transcriber.http.middleware import DrainRequestBody, Guard, NoRetry
 from transcriber.http.quotas import UploadSlots
 from transcriber.http.waiting import Waiting
 
@@ -39,7 +39,10 @@ STREAMED: set[tuple[str, str]] = {
 """(method, path) of the routes that stream their body themselves under their own cap;
 every other body is capped at `middleware.JSON_BODY_MAX`."""
 
-ERROR_SHAPES = ErrorShapes(tuple((prefix, openai_api.error_body) for prefix in openai_api.PREFIXES))
+ERROR_SHAPES = ErrorShapes(
+    tuple((prefix, openai_api.error_body) for prefix in openai_api.PREFIXES),
+    no_retry=openai_api.PREFIXES,
+)
 """The areas that answer errors in another shape than the API's own: OpenAI's clients
 read OpenAI's (`middleware.Guard` and the application's handlers both use it)."""
 
@@ -65,7 +68,8 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
     app.state.upload_slots = UploadSlots(config.owner_max_uploads)
     # Requests that wait on a record (openai): told to answer when the service stops.
     app.state.waiting = Waiting()
-    # The last added runs first: DrainRequestBody around Guard around the routes.
+    # The last added runs first: NoRetry around DrainRequestBody around Guard around
+    # the routes.
     app.add_middleware(
         Guard,
         db=db,
@@ -75,6 +79,7 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
         shapes=ERROR_SHAPES,
     )
     app.add_middleware(DrainRequestBody, idle_s=config.http_body_idle_s)
+    app.add_middleware(NoRetry, shapes=ERROR_SHAPES)
     install_error_handlers(app, ERROR_SHAPES)
     for router in ROUTERS:
         app.include_router(router)

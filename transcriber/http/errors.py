@@ -94,12 +94,29 @@ class ErrorShapes:
     reads one shape whichever layer refused it."""
 
     areas: tuple[tuple[str, ErrorShape], ...] = ()
+    no_retry: tuple[str, ...] = ()
+    """Prefixes of the areas whose clients retry a 5xx on their own unless told not to
+    (OpenAI's SDKs, each retry a new upload): every 5xx there says `x-should-retry:
+    false`."""
 
     def of(self, path: str) -> ErrorShape:
         for prefix, shape in self.areas:
-            if path == prefix or path.startswith(prefix + "/"):
+            if _under(path, prefix):
                 return shape
         return api_error_body
+
+    def headers(self, path: str, status: int) -> dict[str, str]:
+        """What every error answer of `status` at `path` carries besides its own."""
+        if status >= 500 and any(_under(path, prefix) for prefix in self.no_retry):
+            return dict(NO_RETRY)
+        return {}
+
+
+NO_RETRY = {"x-should-retry": "false"}
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + "/")
 
 
 def validation_message(exc: RequestValidationError) -> str:
@@ -136,8 +153,11 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) ->
     def error_response(
         request: Request, status: int, message: str, headers: dict[str, str] | None = None
     ) -> JSONResponse:
+        path = request.url.path
         return JSONResponse(
-            shapes.of(request.url.path)(status, message), status_code=status, headers=headers
+            shapes.of(path)(status, message),
+            status_code=status,
+            headers={**(headers or {}), **shapes.headers(path, status)},
         )
 
     @app.exception_handler(ApiError)

@@ -1,5 +1,7 @@
 """ASGI middleware under the application, outermost first:
 
+- `NoRetry` tells the clients of the areas that retry a 5xx on their own not to
+  (`ErrorShapes.no_retry`);
 - `DrainRequestBody` bounds how long a request body may stay silent (408) and lets an
   early answer out while the client still sends;
 - `Guard` refuses before the application runs, so before any byte of the body is
@@ -71,6 +73,37 @@ async def send_error(
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+class NoRetry:
+    """ASGI middleware: every 5xx answer under `shapes.no_retry` carries
+    `x-should-retry: false`, whichever layer sends it (the application's 500 for an
+    unexpected error goes out below Starlette's own outermost layer and gets it from
+    `errors.install_error_handlers`). OpenAI's SDKs retry any 5xx unless told so; each
+    retry would be a new upload of the same audio."""
+
+    def __init__(self, app: Any, shapes: ErrorShapes):
+        self.app = app
+        self.shapes = shapes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+
+        async def told(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                extra = self.shapes.headers(path, message["status"])
+                have = {k.lower() for k, _ in message.get("headers", ())}
+                added = [
+                    (k.encode(), v.encode()) for k, v in extra.items() if k.encode() not in have
+                ]
+                if added:
+                    message = {**message, "headers": [*message.get("headers", ()), *added]}
+            await send(message)
+
+        await self.app(scope, receive, told)
 
 
 class DrainRequestBody:

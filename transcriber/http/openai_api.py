@@ -15,10 +15,11 @@ Errors of these routes are in OpenAI's shape,
 layer answers them (`error_body` is this area's `errors.ErrorShapes` entry, used by the
 middleware and the application's handlers); the rest of the API keeps its own. Uploads
 here are bounded as those to `POST /v1/recordings` are: the owner's uploads at once
-(429), quota and disk (507), a silent body (408). An answer about a record the client
-must not send again (stopped, still working, the service stopping) carries
-`x-should-retry: false`, which OpenAI's SDKs obey: a retry would make a second record of
-the same audio.
+(429), quota and disk (507), a silent body (408). Every 5xx answer here,
+and any answer about a record the client must not send again (stopped, still working,
+the service stopping), carries `x-should-retry: false`, which OpenAI's SDKs obey; a
+retry that comes anyway (another client, a cut connection) names the first record
+(`recordings.accept`: the same owner, bytes and fields).
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db, Settings
-from transcriber.http.errors import MAY_RETRY, RETRY_AFTER, validation_message
+from transcriber.http.errors import MAY_RETRY, NO_RETRY, RETRY_AFTER, validation_message
 from transcriber.http.openai_answers import AudioRequest, answer
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS, card_path, owned_card
 from transcriber.http.quotas import room_refusals, upload_room
-from transcriber.http.recordings import accept
+from transcriber.http.recordings import Hashed, accept
 from transcriber.http.uploads import (
     FORM_SLACK,
     PROMPT_MAX,
@@ -70,14 +71,16 @@ PREFIXES = ("/v1/audio", "/v1/models")
 """Where this area's paths live: every error under them is in OpenAI's shape."""
 
 RECORDING_HEADER = "X-Transcriber-Recording-Id"
-NO_RETRY = {"x-should-retry": "false"}
-"""OpenAI's SDKs retry 5xx answers on their own, each retry a new request: told not to
-where the record exists already."""
+# OpenAI's SDKs retry 5xx answers (and 408, 409, 429) on their own, each retry a new
+# request: every 5xx of this area says not to (`middleware.NoRetry`), and so does an
+# answer about a record that exists already, whatever its status.
 
 WHISPER_1 = "whisper-1"
 FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 GRANULARITIES = ("segment", "word")
 MODEL_MAX = 200
+KEY_MAX = 200
+"""Characters of an Idempotency-Key, as `POST /v1/recordings` takes it."""
 
 COMMON_FIELDS = frozenset({"model", "prompt", "response_format", "temperature", "language"})
 IGNORED_FIELDS = frozenset(
@@ -286,7 +289,9 @@ async def receive_request(
     request: Request, owner: int, db: Database, config: Config, task: str
 ) -> tuple[uuid.UUID, AudioRequest]:
     """Store the form's file and commit its record; the record's id and the request.
-    Bounded as `POST /v1/recordings` is: one of the owner's upload slots while it is
+    The same request again (the same owner, bytes and fields, or the same
+    Idempotency-Key) names the first record (`accept`). Bounded as `POST /v1/recordings`
+    is: one of the owner's upload slots while it is
     received (429), the owner's quota and the disk's room (507).
 
     Cancellation: as `POST /v1/recordings`: before the commit nothing is kept; the commit
@@ -298,6 +303,11 @@ async def receive_request(
             400, "send multipart/form-data with a 'file' field", code="invalid_content_type"
         )
     fields = TRANSCRIPTION_FIELDS if task == "transcribe" else TRANSLATION_FIELDS
+    key = request.headers.get("idempotency-key")
+    if key is not None and not 1 <= len(key) <= KEY_MAX:
+        raise OpenAIError(
+            400, f"Idempotency-Key must be 1 to {KEY_MAX} characters", code="invalid_request"
+        )
     with request.app.state.upload_slots.take(owner):
         room = await upload_room(db, config, owner, request.app.state.max_upload_bytes)
         try:
@@ -313,25 +323,37 @@ async def receive_request(
                     blobs_of(config).incoming() as into,
                     contextlib.aclosing(request.stream()) as body,
                 ):
-                    form = await receive_form(body, content_type, into, room.limit, fields)
-                    if into.size == 0:
+                    hashed = Hashed(into)
+                    # `Hashed` writes as `Incoming` does, which is all the form asks.
+                    form = await receive_form(
+                        body,
+                        content_type,
+                        hashed,  # type: ignore[arg-type]
+                        room.limit,
+                        fields,
+                    )
+                    if hashed.size == 0:
                         raise OpenAIError(400, "the file is empty", code="empty_file", param="file")
                     asked = parse_request(task, form.fields, form.lists)
-                    await into.finish()
+                    await hashed.finish()
                     up = Upload(
                         into.ref,
-                        into.size,
+                        hashed.size,
                         clean_filename(form.filename),
                         None,
                         asked.language,
                         asked.options,
                     )
-                    rid, _ = await accept(db, owner, up, None, None, into, via="openai")
+                    # What the record is made of decides; how the answer is shaped
+                    # (response_format, granularities, model) does not.
+                    rid, status = await accept(
+                        db, owner, up, key, hashed.fingerprint(up), into, via="openai"
+                    )
         except ClientDisconnect:
             raise OpenAIError(400, "the upload was interrupted", code="invalid_request") from None
     event(
         logging.INFO,
-        "openai_accepted",
+        "openai_accepted" if status == 201 else "openai_replayed",
         id=rid,
         owner=owner,
         size=up.size,

@@ -30,7 +30,7 @@ from transcriber.http.shapes import Card, CardPage, Edit
 from transcriber.http.uploads import PROMPT_MAX, TITLE_MAX, Upload, receive
 from transcriber.options import TASKS, RecognitionOptions
 from transcriber.records.archive import edit_owner_fields, records_page
-from transcriber.records.uploaded import commit_upload, upload_by_key
+from transcriber.records.uploaded import commit_upload, upload_by_fingerprint, upload_by_key
 from transcriber.storage.blobs import Incoming
 from transcriber.storage.configured import blobs_of
 
@@ -326,8 +326,10 @@ async def accept(
     via: str,
 ) -> tuple[uuid.UUID, int]:
     """Commit the record of a received upload; (id, 201), or (the first id, 200)
-    when `key` was used meanwhile by the same request (422 by another). `via` names the
-    route in the journal's `accepted`.
+    when `key` was used meanwhile by the same request (422 by another) — or, without a
+    key, when the same request (`fingerprint`: the same owner, fields and bytes) made a
+    record before: a client's retry after a 5xx, a timeout or a cut connection names the
+    first record, never a second. `via` names the route in the journal's `accepted`.
 
     Cancellation: the insert runs shielded (with a deadline), so a shutdown never
     leaves it unknown whether the record committed; if it still is unknown (the
@@ -346,7 +348,7 @@ async def accept(
                 title=up.title,
                 key=key,
                 options=up.options.to_json(),
-                fingerprint=fingerprint if key is not None else None,
+                fingerprint=fingerprint,
                 via=via,
             )
         except asyncpg.PostgresError:
@@ -358,8 +360,12 @@ async def accept(
         into.keep()
         raise ApiError(503, "the database did not confirm the upload in time")
     if rid is None:
-        # Another upload with this key committed first; this file goes.
-        assert key is not None  # only a key conflicts
+        # Another upload with this key, or without one the same request, committed
+        # first; this file goes.
+        if key is None:
+            assert fingerprint is not None  # without either nothing conflicts
+            first = await upload_by_fingerprint(db, owner, fingerprint)
+            return first["id"], 200
         first = await upload_by_key(db, owner, key)
         if not same_request(first, fingerprint):
             raise key_reused(key)
