@@ -91,6 +91,11 @@ class Worker:
     _beat: _Beat | None = attrs.field(init=False, default=None)
     _beating: bool = attrs.field(init=False, default=False)
 
+    @property
+    def current(self) -> Job | None:
+        """The job of the step in flight, if any (what a daemon reports it holds)."""
+        return None if self._beat is None else self._beat.job
+
     @contextlib.asynccontextmanager
     async def _heart(self) -> AsyncIterator[None]:
         """The worker's heartbeat runs for the block: one task for all its steps (a

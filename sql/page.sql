@@ -16,18 +16,24 @@ SELECT $2, o.id, o.token_hash, $3, now() + make_interval(secs => $4)
 -- A session that has not expired: its owner, anti-forgery token, and the hash of the
 -- token it was signed in with (the caller checks that token with `owner_by_token`).
 -- $1 the session id's hash.
-SELECT owner_id, csrf, token_hash FROM page_sessions WHERE id_hash = $1 AND expires_at > now()
+-- Only an owner's session: an operator's (kind 'operator', sql/ops.sql) opens no owner page.
+SELECT owner_id, csrf, token_hash FROM page_sessions
+ WHERE id_hash = $1 AND kind = 'owner' AND expires_at > now()
 
 -- name: page_session_end
 -- Owner $1 signs out of their session $2.
 DELETE FROM page_sessions WHERE owner_id = $1 AND id_hash = $2
 
 -- name: page_sessions_sweep
--- Sessions that can never be valid again: expired, or signed in with a token the owner
--- no longer holds.
+-- Sessions that can never be valid again: expired, or signed in with a token their owner
+-- (or operator, for the operator's screen) no longer holds.
 DELETE FROM page_sessions s
  WHERE s.expires_at <= now()
-    OR NOT EXISTS (SELECT 1 FROM owners o WHERE o.id = s.owner_id AND o.token_hash = s.token_hash)
+    OR (s.kind = 'owner' AND NOT EXISTS (
+            SELECT 1 FROM owners o WHERE o.id = s.owner_id AND o.token_hash = s.token_hash))
+    OR (s.kind = 'operator' AND NOT EXISTS (
+            SELECT 1 FROM operators p
+             WHERE p.id = s.operator_id AND p.token_hash = s.token_hash))
 
 -- name: page_recordings
 -- A page of owner $1's records for the page, newest first after the cursor ($2, $3, as

@@ -20,6 +20,7 @@ from transcriber.audio.recognize import ModelUnavailable
 from transcriber.config import Config
 from transcriber.db.connect import open_session
 from transcriber.db.database import Database
+from transcriber.pipeline import daemons
 from transcriber.pipeline.runner import Pipeline
 from transcriber.storage.blobs import StorageError
 from transcriber.storage.configured import blobs_of
@@ -88,6 +89,23 @@ def parse_http(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def daemon_info(config: Config, options: ServeOptions) -> daemons.DaemonInfo:
+    """What the operator's screen says of this daemon."""
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version("transcriber")
+    except importlib.metadata.PackageNotFoundError:  # a checkout run in place
+        version = "unknown"
+    info = recognizer_info(config) if options.workers else {}
+    return daemons.DaemonInfo(
+        workers=options.workers,
+        model=info.get("model"),
+        device=info.get("device"),
+        version=version,
+    )
+
+
 async def queue_status(db: Database) -> str:
     rows = await db.fetch("status")
     waiting = sum(r["waiting"] for r in rows)
@@ -128,7 +146,9 @@ async def serve(
     store = blobs_of(config)  # a bad TRANSCRIBER_STORAGE_URL ends the start here, in one line
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with open_session(config, max_size=options.workers + 8, needs_home=True) as db:
-            pipeline = Pipeline(db, steps_for(config), workers=options.workers)
+            totals = daemons.RecognitionTotals()
+            steps = daemons.timed_recognition(steps_for(config), totals)
+            pipeline = Pipeline(db, steps, workers=options.workers)
             async with trio.open_nursery() as nursery:
                 url = app = None
                 if options.http is not None:
@@ -149,6 +169,11 @@ async def serve(
                     url = await listen(nursery, app, host, port)
                 if options.workers:
                     await nursery.start(pipeline.run)
+                # Registered once it works; beats until the nursery ends (cancelled
+                # with it, mid-beat or asleep: nothing to undo, the row says stopped
+                # below or goes silent).
+                daemon_id = await daemons.register(db, daemon_info(config, options))
+                nursery.start_soon(daemons.heartbeat, db, daemon_id, pipeline.held, totals)
                 nursery.start_soon(
                     watchdog, notifier, lambda: database_answers(db), lambda: queue_status(db)
                 )
@@ -181,5 +206,10 @@ async def serve(
                     # after the restart.
                     await app.state.waiting.stop(ANSWER_PATIENCE_S)
                 drained = await pipeline.drain(options.grace_s)
+                with trio.move_on_after(ANSWER_PATIENCE_S):  # the database may be away
+                    try:
+                        await daemons.stopped(db, daemon_id)
+                    except Exception as e:  # then the screen shows it silent
+                        event(logging.WARNING, "deregister_failed", error=str(e))
                 event(logging.INFO, "shut_down", drained=drained)
                 nursery.cancel_scope.cancel()

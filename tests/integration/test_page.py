@@ -568,7 +568,7 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
     # The guard lets the page's paths through to the page's own session check: nothing
     # of an owner's answers without one or the other.
     rid = uuid.uuid4()
-    open_to_all = {("GET", "/signin"), ("GET", "/static/page.css")}
+    open_to_all = {("GET", "/signin"), ("GET", "/ops/signin"), ("GET", "/static/page.css")}
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as anonymous:
         for route in (r for router in app_module.ROUTERS for r in router.routes):
             path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css")
@@ -581,5 +581,7 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
                 # The sign-in form posted without a token is the form again, with why.
                 if (method, path) == ("POST", "/signin"):
                     assert "not an owner&#39;s API token" in r.text, r.text
+                elif (method, path) == ("POST", "/ops/signin"):  # the operator's screen's
+                    assert "not an operator&#39;s token" in r.text, r.text
                 elif wanted != 200:
                     assert set(r.json()) == {"error"}, (method, path, r.text)

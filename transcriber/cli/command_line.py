@@ -15,8 +15,10 @@ from transcriber.cli import (
     daemon_commands,
     model_commands,
     operator_commands,
+    ops_commands,
     record_commands,
 )
+from transcriber.cli.ops_commands import operator_app
 from transcriber.cli.owner_commands import owner_app
 from transcriber.cli.storage_commands import storage_app
 
@@ -26,6 +28,7 @@ app = typer.Typer(
     help="Audio recordings in, text out, on a durable PostgreSQL pipeline.",
 )
 app.add_typer(owner_app, name="owner")
+app.add_typer(operator_app, name="operator")
 app.add_typer(storage_app, name="storage")
 for command in (
     operator_commands.migrate,
@@ -33,6 +36,7 @@ for command in (
     operator_commands.stopped,
     operator_commands.resume,
     operator_commands.journal,
+    ops_commands.daemons,
     daemon_commands.serve,
     record_commands.submit,
     record_commands.transcribe,

@@ -10,7 +10,7 @@ import random
 import attrs
 import trio
 
-from actors import Backoff, Child, RuntimeMetrics, StepTable, Supervisor, Wakeup, Worker
+from actors import Backoff, Child, Job, RuntimeMetrics, StepTable, Supervisor, Wakeup, Worker
 from actors.log import event
 from transcriber.db.database import WORK_CHANNEL, Database
 from transcriber.pipeline.pg_queue import PgQueue
@@ -84,6 +84,10 @@ class Pipeline:
             )
             # Every worker has returned: nobody needs wake-ups any more.
             nursery.cancel_scope.cancel()
+
+    def held(self) -> list[tuple[str, Job]]:
+        """What each worker holds now: (worker's name, job) for each step in flight."""
+        return [(w.name, w.current) for w in self._workers if w.current is not None]
 
     async def drain(self, grace_s: float) -> bool:
         """Stop claiming; steps in flight may finish within `grace_s`, then are cancelled.

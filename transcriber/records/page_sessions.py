@@ -43,3 +43,37 @@ async def live_session(db: Database, secret_hash: bytes) -> LiveSession | None:
 async def end_session(db: Database, owner: int, secret_hash: bytes) -> None:
     """The owner signs out of this session. Cancellation: one statement."""
     await db.execute("page_session_end", owner, secret_hash)
+
+
+# --- the operator's screen (/ops): sessions of kind 'operator' --------------------------
+
+
+@attrs.frozen
+class LiveOperatorSession:
+    operator: int
+    name: str
+    csrf: str
+
+
+async def start_operator_session(
+    db: Database, operator: int, secret_hash: bytes, csrf: str, lifetime_s: float
+) -> None:
+    """A new session of `operator`, as `start_session` for an owner. Cancellation: plain
+    statements; a session cut off before its answer is never used."""
+    await db.execute("page_sessions_sweep")
+    await db.execute("ops_session_add", operator, secret_hash, csrf, lifetime_s)
+
+
+async def live_operator_session(db: Database, secret_hash: bytes) -> LiveOperatorSession | None:
+    """The operator's session of this secret's hash while it has not expired and its
+    operator still holds the token signed in with; an owner's session is None here (as
+    an operator's is to `live_session`). Cancellation: a plain read."""
+    row = await db.fetchrow("ops_session", secret_hash)
+    if row is None:
+        return None
+    return LiveOperatorSession(int(row["operator_id"]), str(row["name"]), str(row["csrf"]))
+
+
+async def end_operator_session(db: Database, operator: int, secret_hash: bytes) -> None:
+    """The operator signs out of this session. Cancellation: one statement."""
+    await db.execute("ops_session_end", operator, secret_hash)

@@ -1,0 +1,165 @@
+---------------------------------------------------------------------------------------
+-- The operator's screen at /ops (transcriber/operators.py, records/page_sessions.py,
+-- pipeline/ops_screen.py, pipeline/daemons.py): operators and their tokens (sha256
+-- only), their sessions (page_sessions of kind 'operator'), what the screen reads of
+-- every owner's records — metadata, states, stop flags, journals, never audio or text —
+-- and the daemons' registrations and heartbeats. Resume goes through `resume`
+-- (queue.sql), as `transcriber resume` does.
+---------------------------------------------------------------------------------------
+
+-- name: operator_add
+-- $1 name, $2 token hash.
+INSERT INTO operators (name, token_hash) VALUES ($1, $2) RETURNING id
+
+-- name: operator_by_token
+-- The operator holding a token, by its sha256 (compared again in constant time by the
+-- caller). A revoked operator holds no token.
+SELECT id, name, token_hash FROM operators WHERE token_hash = $1 AND revoked_at IS NULL
+
+-- name: operator_list
+SELECT name, created_at, revoked_at FROM operators ORDER BY name
+
+-- name: operator_revoke
+-- The token stops working at once (and every session signed in with it). NULL: none.
+UPDATE operators SET revoked_at = coalesce(revoked_at, now()) WHERE name = $1 RETURNING id
+
+-- name: operator_rotate
+-- A new token hash; the old one (and its sessions) stop at once; a revoked operator is
+-- reinstated. NULL: no such operator.
+UPDATE operators SET token_hash = $2, revoked_at = NULL WHERE name = $1 RETURNING id
+
+-- name: ops_session_add
+-- A new session of operator $1 holding its current token hash, valid for $4 seconds.
+-- $2 the session id's hash, $3 the anti-forgery token.
+INSERT INTO page_sessions (id_hash, kind, operator_id, token_hash, csrf, expires_at)
+SELECT $2, 'operator', p.id, p.token_hash, $3, now() + make_interval(secs => $4)
+  FROM operators p WHERE p.id = $1
+
+-- name: ops_session
+-- An operator's session that has not expired, while its operator still holds the token
+-- it was signed in with. An owner's session (kind 'owner') has no row here.
+-- $1 the session id's hash.
+SELECT s.operator_id, p.name, s.csrf
+  FROM page_sessions s
+  JOIN operators p ON p.id = s.operator_id AND p.token_hash = s.token_hash
+                  AND p.revoked_at IS NULL
+ WHERE s.id_hash = $1 AND s.kind = 'operator' AND s.expires_at > now()
+
+-- name: ops_session_end
+-- Operator $1 signs out of their session $2.
+DELETE FROM page_sessions WHERE kind = 'operator' AND operator_id = $1 AND id_hash = $2
+
+-- name: ops_stopped
+-- Stopped records for the screen, oldest stop first, at most $6: $1 a stop reason, $2 a
+-- milestone, $3 an owner's name, $4 stopped at least this many seconds ago, $5 a search
+-- (a record id, an owner's name, or part of a file name); each NULL for any. Served by
+-- recordings_stopped (partial on stopped_at): only stopped records are read.
+SELECT r.id, o.name AS owner, r.filename, r.milestone, r.stop_reason, r.stopped_at,
+       r.stop_error, r.created_at, r.duration_s
+  FROM recordings r JOIN owners o ON o.id = r.owner_id
+ WHERE r.stopped_at IS NOT NULL
+   AND ($1::text IS NULL OR r.stop_reason = $1)
+   AND ($2::text IS NULL OR r.milestone = $2)
+   AND ($3::text IS NULL OR o.name = $3)
+   AND ($4::float8 IS NULL OR r.stopped_at <= now() - make_interval(secs => $4))
+   AND ($5::text IS NULL OR r.id::text = $5 OR o.name = $5
+        OR r.filename ILIKE '%' || replace(replace(replace($5, '\', '\\'), '%', '\%'), '_', '\_') || '%')
+ ORDER BY r.stopped_at, r.id
+ LIMIT $6
+
+-- name: ops_search
+-- Records in any state, newest first, at most $2: by record id, owner's name, or part of
+-- a file name ($1).
+SELECT r.id, o.name AS owner, r.filename, r.milestone, r.stop_reason, r.stopped_at,
+       r.created_at, r.duration_s
+  FROM recordings r JOIN owners o ON o.id = r.owner_id
+ WHERE r.id::text = $1 OR o.name = $1
+    OR r.filename ILIKE '%' || replace(replace(replace($1, '\', '\\'), '%', '\%'), '_', '\_') || '%'
+ ORDER BY r.created_at DESC, r.id DESC
+ LIMIT $2
+
+-- name: ops_record
+-- One record as the operator sees it: metadata, queue state and stop flag; none of the
+-- owner's text (title, summary, topics) and nothing of the transcript. $1 id.
+SELECT r.id, o.name AS owner, r.filename, r.size_bytes, r.language, r.created_at,
+       r.milestone, r.milestone_entered_at, r.attempts, r.retry_at, r.lease_expires_at,
+       r.claim_token IS NOT NULL AS claimed, r.progress, r.duration_s,
+       r.stopped_at, r.stop_reason, r.stop_error,
+       extract(epoch FROM r.lease_expires_at - now())::float8 AS lease_left_s
+  FROM recordings r JOIN owners o ON o.id = r.owner_id
+ WHERE r.id = $1
+
+-- name: ops_journal
+-- A record's whole journal, oldest first, at most $2 events. $1 id.
+SELECT id, at, origin, kind, milestone, claim_token, detail
+  FROM journal WHERE recording_id = $1 ORDER BY id LIMIT $2
+
+-- name: ops_reached
+-- Milestones reached per bucket of $2 over the last $1, by milestone: the throughput
+-- chart (journal_by_kind_time reads only the window's events).
+SELECT date_bin($2::interval, at, now() - $1::interval) AS bucket, milestone, count(*) AS n
+  FROM journal
+ WHERE kind = 'milestone_reached' AND at > now() - $1::interval
+ GROUP BY 1, 2 ORDER BY 1, 2
+
+-- name: ops_stops
+-- Stops per bucket of $2 over the last $1, by reason (from the journal: a stop since
+-- resumed still counts).
+SELECT date_bin($2::interval, at, now() - $1::interval) AS bucket,
+       coalesce(detail ->> 'reason', '?') AS reason, count(*) AS n
+  FROM journal
+ WHERE kind = 'stopped' AND at > now() - $1::interval
+ GROUP BY 1, 2 ORDER BY 1, 2
+
+-- name: ops_audio_waiting
+-- Seconds of audio normalized and not yet recognized (stopped ones apart), and of the
+-- records among them nobody holds now.
+SELECT coalesce(sum(duration_s), 0)::float8 AS audio_s,
+       coalesce(sum(duration_s) FILTER (
+           WHERE lease_expires_at IS NULL OR lease_expires_at <= now()), 0)::float8 AS unclaimed_s
+  FROM recordings
+ WHERE milestone = 'normalized' AND stopped_at IS NULL
+
+-- name: daemon_register
+-- A daemon starting: $1 id, $2 host, $3 pid, $4 version, $5 workers, $6 model,
+-- $7 device, $8 beat interval (s).
+INSERT INTO daemons (id, host, pid, version, workers, model, device, beat_every_s)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+
+-- name: daemon_beat
+-- A daemon still running: its beat time, what its workers hold ($2, jsonb), and its
+-- recognition totals ($3 seconds of audio recognized, $4 seconds it took); none once it
+-- said it stopped. Touches no record: a heartbeat is not a lease.
+UPDATE daemons
+   SET beat_at = now(), claims = $2::jsonb,
+       recognized_audio_s = $3, recognizing_s = $4
+ WHERE id = $1 AND stopped_at IS NULL
+
+-- name: daemon_stopped
+-- A daemon that drained and stops. $1 id.
+UPDATE daemons SET stopped_at = now(), beat_at = now(), claims = '[]' WHERE id = $1
+
+-- name: daemons_list
+-- The daemons that ran in the last $1 (an interval), newest start first, with how long
+-- since their last beat. Their claims come apart (`daemon_claims`).
+SELECT id, host, pid, version, workers, model, device, started_at, beat_at, beat_every_s,
+       stopped_at, recognized_audio_s, recognizing_s,
+       extract(epoch FROM now() - beat_at)::float8 AS silent_s
+  FROM daemons
+ WHERE stopped_at IS NULL OR stopped_at > now() - $1::interval
+ ORDER BY started_at DESC, id
+
+-- name: daemon_claims
+-- The claims daemons $1 reported at their last beat, as the records show them now: a
+-- claim whose token is no longer on its record (committed, released, lost) is left out.
+SELECT d.id AS daemon, c.worker, c.since, r.id, r.milestone, r.attempts,
+       extract(epoch FROM r.lease_expires_at - now())::float8 AS lease_left_s
+  FROM daemons d,
+       jsonb_to_recordset(d.claims) AS c (worker text, id uuid, token uuid, since timestamptz)
+  JOIN recordings r ON r.id = c.id AND r.claim_token = c.token
+ WHERE d.id = ANY($1::uuid[])
+ ORDER BY d.id, c.worker
+
+-- name: ops_now
+-- The database's clock: the screen's charts are bucketed by it.
+SELECT now()

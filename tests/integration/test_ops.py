@@ -1,0 +1,370 @@
+"""The operator's screen (/ops, capability `operations`) over real HTTP on loopback and
+a real PostgreSQL, without a browser: operators apart from owners, the sessions of each
+kind refused by the other, the stopped records filtered and resumed (one and a bulk
+list), search, and the glance. tests/integration/test_ops_browser.py drives the same
+screen in a real Chromium."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from tests.helpers.api_clients import transcribe
+from tests.helpers.cli_process import cli
+from tests.helpers.pg_pipeline import Gate, accept, journal, state, table
+from transcriber.db.database import Database
+from transcriber.http import ops_sign_in, page_sign_in
+from transcriber.operators import NewOperator, add_operator
+from transcriber.owners import NewOwner
+from transcriber.pipeline import daemons, ops_screen
+from transcriber.pipeline.pg_queue import PgQueue
+from transcriber.pipeline.runner import Pipeline
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("operations", title)
+
+
+@pytest.fixture
+async def olga(db: Database) -> NewOperator:
+    return await add_operator(db, "olga")
+
+
+def csrf_of(html: str) -> str:
+    m = re.search(r'<meta name="csrf-token" content="([^"]+)">', html)
+    assert m, html[:500]
+    return m.group(1)
+
+
+@contextlib.asynccontextmanager
+async def as_operator(base_url: str, token: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        r = await c.post("/ops/signin", data={"token": token, "next": "/ops"})
+        assert r.status_code == 303, r.text
+        c.csrf = csrf_of((await c.get("/ops")).text)  # type: ignore[attr-defined]
+        yield c
+
+
+async def owner_session_secret(base_url: str, owner: NewOwner) -> str:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        r = await c.post("/signin", data={"token": owner.token, "next": "/"})
+        assert r.status_code == 303
+        return r.cookies[page_sign_in.COOKIE]
+
+
+async def stopped(
+    db: Database, owner_id: int, reason: str = "attempts_exhausted", name: str = "a.wav"
+) -> Any:
+    rid = await accept(db, owner_id, name)
+    queue = PgQueue(db, table())
+    claim = await queue.claim()
+    assert claim is not None and claim.id == rid
+    job = await queue.read(claim)
+    assert await queue.stop(job, reason, f"RuntimeError: {reason} of {name}\nsecond line")
+    return rid
+
+
+OPS_ROUTES = [
+    ("GET", "/ops"),
+    ("GET", "/ops?fragment=live"),
+    ("GET", "/ops/stopped"),
+    ("GET", "/ops/search?q=ann"),
+    ("GET", "/ops/daemons.json"),
+    ("GET", "/ops/records/{rid}"),
+    ("POST", "/ops/resume"),
+    ("POST", "/ops/signout"),
+]
+
+
+# --- operators are not owners ----------------------------------------------------------
+
+
+@scenario("Operators are added, listed, rotated and revoked like owners")
+async def test_operator_commands(db: Database, db_url: str, base_url: str) -> None:
+    added = await cli(db_url, "operator", "add", "olga")
+    assert added.returncode == 0, added.stderr
+    token = added.stdout.strip()
+    assert token.startswith("tro_") and "not shown again" in added.stderr
+    stored = await db.run(
+        lambda con: con.fetchval("SELECT token_hash FROM operators WHERE name = 'olga'")
+    )
+    assert token.encode() not in bytes(stored) and len(bytes(stored)) == 32
+    assert (await cli(db_url, "operator", "add", "olga")).returncode == 1
+    listed = await cli(db_url, "operator", "list")
+    assert "olga" in listed.stdout and listed.returncode == 0
+
+    async with as_operator(base_url, token) as c:
+        assert (await c.get("/ops")).status_code == 200
+        rotated = await cli(db_url, "operator", "rotate", "olga")
+        assert rotated.returncode == 0
+        # The old token's session ended with it.
+        assert (await c.get("/ops", headers={"accept": "application/json"})).status_code == 401
+    async with httpx.AsyncClient(base_url=base_url) as c:
+        r = await c.post("/ops/signin", data={"token": token})
+        assert r.status_code == 401
+    new = rotated.stdout.strip()
+    async with as_operator(base_url, new) as c:
+        assert (await cli(db_url, "operator", "revoke", "olga")).returncode == 0
+        assert (await c.get("/ops", headers={"accept": "application/json"})).status_code == 401
+    assert (await cli(db_url, "operator", "revoke", "nobody")).returncode == 1
+
+
+@scenario("An owner's session and token reach nothing under /ops")
+async def test_owner_refused_under_ops(
+    db: Database, base_url: str, ann: NewOwner, olga: NewOperator
+) -> None:
+    rid = await stopped(db, ann.id)
+    secret = await owner_session_secret(base_url, ann)
+    # The owner's token does not sign in here.
+    async with httpx.AsyncClient(base_url=base_url) as c:
+        r = await c.post("/ops/signin", data={"token": ann.token})
+        assert r.status_code == 401 and ops_sign_in.COOKIE not in r.cookies
+    # Nor does the owner's session, whichever cookie carries it, nor the bearer token.
+    for cookies, headers in (
+        ({page_sign_in.COOKIE: secret}, {}),
+        ({ops_sign_in.COOKIE: secret}, {}),
+        ({}, {"authorization": f"Bearer {ann.token}"}),
+    ):
+        async with httpx.AsyncClient(base_url=base_url, cookies=cookies, headers=headers) as c:
+            for method, path in OPS_ROUTES:
+                r = await c.request(
+                    method,
+                    path.format(rid=rid),
+                    headers={"accept": "application/json"},
+                    data={"csrf": "x", "all": "1"} if method == "POST" else None,
+                )
+                assert r.status_code in (401, 403), (method, path, r.status_code)
+                assert str(rid) not in r.text
+    assert (await state(db, rid))["stopped_at"] is not None
+
+
+@scenario("An operator's session reaches no owner page, audio or transcript")
+async def test_operator_refused_owner_pages(
+    db: Database, base_url: str, ann: NewOwner, olga: NewOperator
+) -> None:
+    (rid,) = [await accept(db, ann.id, "talk.wav")]
+    await transcribe(db)
+    words = (await db.fetchrow("transcript", rid))["text"]
+    assert words
+    async with as_operator(base_url, olga.token) as c:
+        secret = c.cookies[ops_sign_in.COOKIE]
+        page = await c.get(f"/ops/records/{rid}")
+        assert page.status_code == 200 and "talk.wav" in page.text
+        assert words not in page.text
+        for path in (f"/ops/records/{rid}/audio", f"/ops/records/{rid}/transcript.txt"):
+            assert (await c.get(path)).status_code == 404
+    # The operator's session secret opens no owner page, in either cookie; nor is the
+    # operator's token an API token.
+    owner_paths = [
+        "/",
+        f"/recordings/{rid}",
+        f"/recordings/{rid}/audio",
+        f"/recordings/{rid}/transcript.txt",
+    ]
+    for cookies, headers in (
+        ({page_sign_in.COOKIE: secret}, {}),
+        ({}, {"authorization": f"Bearer {olga.token}"}),
+    ):
+        async with httpx.AsyncClient(base_url=base_url, cookies=cookies, headers=headers) as c:
+            for path in owner_paths:
+                r = await c.get(path, headers={"accept": "application/json"})
+                assert r.status_code == 401, (path, r.status_code)
+                assert words not in r.text
+            api = await c.get(f"/v1/recordings/{rid}/transcript")
+            assert api.status_code == 401
+
+
+# --- stopped records -------------------------------------------------------------------
+
+
+@scenario("One record's page shows its card, stop flag and whole journal")
+async def test_record_page(db: Database, base_url: str, ann: NewOwner, olga: NewOperator) -> None:
+    rid = await stopped(db, ann.id, "undecodable_audio", "broken.mp3")
+    async with as_operator(base_url, olga.token) as c:
+        r = await c.get(f"/ops/records/{rid}")
+    assert r.status_code == 200
+    assert "broken.mp3" in r.text and "undecodable_audio" in r.text
+    assert "RuntimeError: undecodable_audio of broken.mp3\nsecond line" in r.text
+    for e in await journal(db, rid):
+        assert f'<td class="num">{e["id"]}</td>' in r.text and e["kind"] in r.text
+    async with as_operator(base_url, olga.token) as c:
+        assert (await c.get(f"/ops/records/{uuid.uuid4()}")).status_code == 404
+        assert (await c.get("/ops/records/nope")).status_code == 404
+
+
+@scenario("Stopped records are filtered by reason, milestone, owner and age, and searched")
+async def test_filters_and_search(
+    db: Database, base_url: str, ann: NewOwner, ben: NewOwner, olga: NewOperator
+) -> None:
+    a1 = await stopped(db, ann.id, "attempts_exhausted", "one.wav")
+    a2 = await stopped(db, ann.id, "too_long", "two.wav")
+    b1 = await stopped(db, ben.id, "attempts_exhausted", "three.wav")
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET stopped_at = now() - interval '2 hours' WHERE id = $1", b1
+        )
+    )
+
+    async def listed(c: httpx.AsyncClient, **params: str) -> set[str]:
+        r = await c.get("/ops/stopped", params=params)
+        assert r.status_code == 200
+        return set(re.findall(r'<tr data-id="([0-9a-f-]+)">', r.text))
+
+    async with as_operator(base_url, olga.token) as c:
+        assert await listed(c) == {str(a1), str(a2), str(b1)}
+        assert await listed(c, reason="attempts_exhausted") == {str(a1), str(b1)}
+        assert await listed(c, owner="ann") == {str(a1), str(a2)}
+        assert await listed(c, milestone="received") == {str(a1), str(a2), str(b1)}
+        assert await listed(c, milestone="normalized") == set()
+        assert await listed(c, older="60") == {str(b1)}
+        assert await listed(c, q="two") == {str(a2)}
+        assert await listed(c, q=str(b1)) == {str(b1)}
+        assert await listed(c, q="%") == set()  # a wildcard is a character here
+        found = await c.get("/ops/search", params={"q": "ben"})
+        assert set(re.findall(r'<tr data-id="([0-9a-f-]+)">', found.text)) == {str(b1)}
+        by_file = await c.get("/ops/search", params={"q": "one.wav"})
+        assert set(re.findall(r'<tr data-id="([0-9a-f-]+)">', by_file.text)) == {str(a1)}
+
+
+@scenario("A bulk resume of a filtered list resumes exactly those, each journaled once")
+async def test_bulk_resume_of_a_filtered_list(
+    db: Database, base_url: str, ann: NewOwner, ben: NewOwner, olga: NewOperator
+) -> None:
+    wanted = {await stopped(db, ann.id, "attempts_exhausted", f"w{i}.wav") for i in range(100)}
+    others = {await stopped(db, ann.id, "too_long", f"t{i}.wav") for i in range(10)}
+    others |= {await stopped(db, ben.id, "attempts_exhausted", f"b{i}.wav") for i in range(10)}
+    async with as_operator(base_url, olga.token) as c:
+        r = await c.post(
+            "/ops/resume",
+            data={"csrf": c.csrf, "all": "1", "reason": "attempts_exhausted", "owner": "ann"},  # type: ignore[attr-defined]
+        )
+    assert r.status_code == 200, r.text
+    assert "100 of 100 resumed" in r.text
+    shown = set(re.findall(r'<tr data-id="([0-9a-f-]+)" class="ok">', r.text))
+    assert shown == {str(i) for i in wanted}
+    for rid in wanted:
+        row = await state(db, rid)
+        assert row["stopped_at"] is None and row["stop_reason"] is None
+        assert row["claim_token"] is None and row["attempts"] == 0
+        resumed = [e for e in await journal(db, rid) if e["kind"] == "resumed"]
+        assert len(resumed) == 1
+        assert resumed[0]["origin"] == "human" and resumed[0]["detail"]["by"] == "operator:olga"
+    for rid in others:
+        assert (await state(db, rid))["stopped_at"] is not None
+        assert not [e for e in await journal(db, rid) if e["kind"] == "resumed"]
+
+
+@scenario("Resuming from the screen is refused without the session's anti-forgery token")
+async def test_resume_needs_csrf_and_reports_refusals(
+    db: Database, base_url: str, ann: NewOwner, olga: NewOperator
+) -> None:
+    rid = await stopped(db, ann.id)
+    async with as_operator(base_url, olga.token) as c:
+        forged = await c.post("/ops/resume", data={"csrf": "wrong", "id": str(rid)})
+        assert forged.status_code == 403
+        other = await c.post(
+            "/ops/resume",
+            data={"csrf": c.csrf, "id": str(rid)},  # type: ignore[attr-defined]
+            headers={"origin": "https://evil.example"},
+        )
+        assert other.status_code == 403
+        assert (await state(db, rid))["stopped_at"] is not None
+        once = await c.post("/ops/resume", data={"csrf": c.csrf, "id": str(rid)})  # type: ignore[attr-defined]
+        assert "1 of 1 resumed" in once.text and "back to work from received" in once.text
+        again = await c.post("/ops/resume", data={"csrf": c.csrf, "id": str(rid)})  # type: ignore[attr-defined]
+        assert "0 of 1 resumed" in again.text and "is not stopped" in again.text
+    assert len([e for e in await journal(db, rid) if e["kind"] == "resumed"]) == 1
+
+
+# --- daemons and the glance ------------------------------------------------------------
+
+
+@scenario("Daemons register and beat with their workers' claims; a heartbeat is no lease")
+async def test_daemons_beat_with_claims(
+    db: Database, db_url: str, base_url: str, ann: NewOwner, olga: NewOperator
+) -> None:
+    rid = await accept(db, ann.id, "held.wav")
+    gate = Gate()
+    pipeline = Pipeline(db, table(normalize=gate), workers=1)
+    daemon_id = await daemons.register(
+        db, daemons.DaemonInfo(workers=1, model="tiny", device="cpu", version="test")
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pipeline.run)
+        await gate.entered.wait()
+        before = await state(db, rid)
+        seen = await daemons.beat_once(
+            db, daemon_id, pipeline.held(), daemons.RecognitionTotals(), {}
+        )
+        after = await state(db, rid)
+        # The beat wrote nothing of the record: not a lease.
+        assert dict(before) == dict(after)
+        (shown,) = await ops_screen.daemons(db)
+        assert shown.state == "running" and shown.host and shown.pid
+        (claim,) = shown.claims
+        assert (claim.id, claim.milestone, claim.attempt) == (rid, "received", 1)
+        assert claim.lease_left_s is not None and claim.lease_left_s > 0
+        assert claim.since is not None
+        listed = await cli(db_url, "daemons")
+        assert listed.returncode == 0 and str(rid) in listed.stdout
+        assert "running" in listed.stdout and "attempt 1" in listed.stdout
+        async with as_operator(base_url, olga.token) as c:
+            r = await c.get("/ops?fragment=live")
+            assert str(daemon_id) in r.text and "state-running" in r.text
+        # The same claim seen again keeps its first-seen time.
+        again = await daemons.beat_once(
+            db, daemon_id, pipeline.held(), daemons.RecognitionTotals(), seen
+        )
+        assert again == seen
+        gate.open.set()
+        await pipeline.drain(5)
+        nursery.cancel_scope.cancel()
+    # A daemon whose beats stopped coming is marked silent; the record is untouched.
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE daemons SET beat_at = now() - interval '10 minutes' WHERE id = $1",
+            daemon_id,
+        )
+    )
+    (silent,) = await ops_screen.daemons(db)
+    assert silent.state == "silent"
+    listed = await cli(db_url, "daemons")
+    assert "silent" in listed.stdout
+    await daemons.stopped(db, daemon_id)
+    (gone,) = await ops_screen.daemons(db)
+    assert gone.state == "stopped" and gone.claims == []
+    await daemons.beat_once(db, daemon_id, [], daemons.RecognitionTotals(), {})
+    assert (await ops_screen.daemons(db))[0].state == "stopped"
+
+
+@scenario("The glance counts each milestone's states, throughput and stops, live")
+async def test_glance(db: Database, base_url: str, ann: NewOwner, olga: NewOperator) -> None:
+    await accept(db, ann.id, "waiting.wav")
+    done = await accept(db, ann.id, "done.wav")
+    await transcribe(db)
+    await stopped(db, ann.id, "too_long", "long.wav")
+    await db.run(
+        lambda con: con.execute("UPDATE recordings SET duration_s = 120 WHERE id = $1", done)
+    )
+    glance = await ops_screen.glance(db)
+    by = {m.milestone: m for m in glance.milestones}
+    assert by["transcribed"].waiting + by["transcribed"].in_flight >= 0
+    assert sum(m.stopped for m in glance.milestones) == 1
+    # Two records reached two milestones each within the hour.
+    assert sum(sum(c) for c in glance.reached_hour.counts.values()) == 4
+    assert glance.reached_hour.counts.keys() == {"normalized", "transcribed"}
+    assert glance.stops_hour.labels == ["too_long"] and glance.stops_day.labels == ["too_long"]
+    async with as_operator(base_url, olga.token) as c:
+        full = await c.get("/ops")
+        live = await c.get("/ops?fragment=live")
+    assert full.status_code == live.status_code == 200
+    assert 'id="ops-live"' in full.text and "<html" not in live.text
+    assert "<svg" in live.text and "too_long" in live.text
+    assert 'data-milestone="received"' in live.text

@@ -1,0 +1,291 @@
+"""The operator's screen at /ops: the pipeline at a glance (updated live), the daemons
+and what their workers hold, the stopped records filtered, searched and resumed, one
+record's metadata, stop flag and whole journal.
+
+Operators are not owners: they sign in with an operator's token (`transcriber operator
+add`) to a session of their own kind (ops_sign_in), and nothing here serves audio or
+transcript text — no route of this module reads either. Resuming goes through the same
+domain action as `transcriber resume`, journaled `human` with the operator's name.
+Server-rendered like the owner's page, with its stylesheet and one small script that
+refreshes the glance; the charts are inline SVG drawn here.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from markupsafe import Markup, escape
+
+from actors.log import event
+from transcriber.http.deps import Db, Settings
+from transcriber.http.ops_sign_in import (
+    PREFIX,
+    SIGNIN_PATH,
+    OperatorSession,
+    check_csrf,
+    clear_cookie,
+    set_cookie,
+    sign_in,
+    sign_out,
+)
+from transcriber.http.page import html, templates
+from transcriber.http.page_sign_in import CSRF_FIELD, check_origin
+from transcriber.milestones import MILESTONES
+from transcriber.pipeline import ops_screen
+from transcriber.pipeline.ops_screen import Series, StoppedFilter
+
+router = APIRouter(include_in_schema=False)
+
+LIVE_EVERY_S = 5
+"""How often the screen's script refreshes the glance."""
+
+
+def is_ops_path(path: str) -> bool:
+    """A path of the screen: it authenticates by its own session cookie, so the API's
+    bearer-token guard lets it through (as the owner's page's)."""
+    return path == PREFIX or path.startswith(PREFIX + "/")
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after signing in: a path of the screen only."""
+    if not target or not is_ops_path(target) or "\\" in target or target.startswith("//"):
+        return PREFIX
+    return target
+
+
+def parse_id(text: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
+
+
+# --- charts ----------------------------------------------------------------------------
+
+
+def bars(series: Series, title: str) -> Markup:
+    """The series' totals per bucket as a small bar chart, inline SVG (presentation
+    attributes only: the page's CSP allows no inline style)."""
+    totals = [sum(c[i] for c in series.counts.values()) for i in range(len(_bucket_range(series)))]
+    width, height, n = 300, 60, max(len(totals), 1)
+    top = max(totals, default=0) or 1
+    w = width / n
+    rects = "".join(
+        f'<rect class="bar" x="{i * w:.1f}" y="{height - t / top * height:.1f}" '
+        f'width="{max(w - 1, 1):.1f}" height="{t / top * height:.1f}"><title>{t}</title></rect>'
+        for i, t in enumerate(totals)
+        if t
+    )
+    label = escape(f"{title}: {sum(totals)} in all, at most {max(totals, default=0)} a bucket")
+    return Markup(
+        f'<svg class="chart" viewBox="0 0 {width} {height}" preserveAspectRatio="none" '
+        f'role="img" aria-label="{label}"><line class="axis" x1="0" y1="{height}" '
+        f'x2="{width}" y2="{height}"/>{rects}</svg>'
+    )
+
+
+def _bucket_range(series: Series) -> range:
+    return range(int(series.window / series.bucket))
+
+
+def minutes(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s"
+
+
+templates.globals.update(ops_bars=bars, ops_minutes=minutes)
+
+
+def ops_html(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    return html(name, status, **context)
+
+
+# --- signing in and out ----------------------------------------------------------------
+
+
+@router.get(SIGNIN_PATH)
+async def signin_page(next: Annotated[str | None, Query(max_length=2000)] = None) -> HTMLResponse:
+    return ops_html("ops_signin.html", next=safe_next(next), error=None)
+
+
+@router.post(SIGNIN_PATH)
+async def signin(request: Request, db: Db, config: Settings) -> Response:
+    check_origin(request)
+    form = await request.form()
+    token, target = str(form.get("token", "")).strip(), safe_next(str(form.get("next", "")))
+    lifetime_s = config.page_session_days * 86400
+    made = await sign_in(db, token, lifetime_s)
+    if made is None:
+        event(logging.INFO, "ops_signin_refused")
+        message = (
+            "That is not an operator's token. Use the token `transcriber operator add` printed."
+        )
+        return ops_html("ops_signin.html", 401, next=target, error=message)
+    secret, _, name = made
+    event(logging.INFO, "ops_signed_in", operator=name)
+    response = RedirectResponse(target, status_code=303)
+    set_cookie(response, request, secret, lifetime_s)
+    return response
+
+
+@router.post(PREFIX + "/signout")
+async def signout(request: Request, db: Db, session: OperatorSession) -> Response:
+    form = await request.form()
+    check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
+    await sign_out(db, session)
+    response = RedirectResponse(SIGNIN_PATH, status_code=303)
+    clear_cookie(response, request)
+    return response
+
+
+# --- at a glance -----------------------------------------------------------------------
+
+
+@router.get(PREFIX)
+async def glance_page(
+    db: Db,
+    session: OperatorSession,
+    fragment: Annotated[str | None, Query(max_length=20)] = None,
+) -> HTMLResponse:
+    glance = await ops_screen.glance(db)
+    daemons = await ops_screen.daemons(db)
+    context: dict[str, Any] = {
+        "glance": glance,
+        "daemons": daemons,
+        "csrf": session.csrf,
+        "operator": session.name,
+        "live_every_s": LIVE_EVERY_S,
+    }
+    name = "ops_live.html" if fragment == "live" else "ops_glance.html"
+    return ops_html(name, **context)
+
+
+# --- stopped records -------------------------------------------------------------------
+
+
+def stopped_filter(
+    reason: str | None, milestone: str | None, owner: str | None, older: str | None, q: str | None
+) -> StoppedFilter:
+    older_s = None
+    if older:
+        try:
+            older_s = max(float(older) * 60, 0.0)
+        except ValueError:
+            older_s = None
+    return StoppedFilter(
+        reason=reason or None,
+        milestone=milestone or None,
+        owner=owner or None,
+        older_than_s=older_s,
+        search=(q or "").strip() or None,
+    )
+
+
+Text = Annotated[str | None, Query(max_length=200)]
+
+
+@router.get(PREFIX + "/stopped")
+async def stopped_page(
+    db: Db,
+    session: OperatorSession,
+    reason: Text = None,
+    milestone: Text = None,
+    owner: Text = None,
+    older: Annotated[str | None, Query(max_length=20)] = None,
+    q: Text = None,
+) -> HTMLResponse:
+    wanted = stopped_filter(reason, milestone, owner, older, q)
+    records = await ops_screen.stopped_records(db, wanted)
+    return ops_html(
+        "ops_stopped.html",
+        records=records,
+        wanted=wanted,
+        older=older or "",
+        milestones=MILESTONES,
+        list_max=ops_screen.LIST_MAX,
+        csrf=session.csrf,
+        operator=session.name,
+    )
+
+
+@router.post(PREFIX + "/resume")
+async def resume(request: Request, db: Db, session: OperatorSession) -> HTMLResponse:
+    """Resume the records checked in the list (`id` fields), or, with `all`, every record
+    the filter in the form's fields names now (at most LIST_MAX). Each goes through
+    `operator.resume` on its own; the answer shows what each resume did."""
+    form = await request.form()
+    check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
+    if form.get("all"):
+        wanted = stopped_filter(
+            *(str(form.get(k, "")) or None for k in ("reason", "milestone", "owner", "older", "q"))
+        )
+        ids = [r["id"] for r in await ops_screen.stopped_records(db, wanted)]
+    else:
+        found = (parse_id(str(v)) for v in form.getlist("id")[: ops_screen.LIST_MAX])
+        ids = list(dict.fromkeys(i for i in found if i is not None))
+    outcomes = await ops_screen.resume_each(db, ids, operator_name=session.name)
+    event(
+        logging.INFO,
+        "ops_resumed",
+        operator=session.name,
+        asked=len(ids),
+        resumed=sum(o.resumed for o in outcomes),
+    )
+    return ops_html("ops_resumed.html", outcomes=outcomes, csrf=session.csrf, operator=session.name)
+
+
+# --- one record and search -------------------------------------------------------------
+
+
+@router.get(PREFIX + "/records/{recording_id}")
+async def record_page(db: Db, session: OperatorSession, recording_id: str) -> HTMLResponse:
+    rid = parse_id(recording_id)
+    found = None if rid is None else await ops_screen.record(db, rid)
+    if rid is None or found is None:
+        return ops_html("ops_not_found.html", 404, csrf=session.csrf, operator=session.name)
+    return ops_html(
+        "ops_record.html",
+        record=found,
+        journal=await ops_screen.journal(db, rid),
+        csrf=session.csrf,
+        operator=session.name,
+    )
+
+
+@router.get(PREFIX + "/search")
+async def search_page(db: Db, session: OperatorSession, q: Text = None) -> HTMLResponse:
+    text = (q or "").strip()
+    records = await ops_screen.search(db, text) if text else []
+    return ops_html(
+        "ops_search.html", records=records, q=text, csrf=session.csrf, operator=session.name
+    )
+
+
+@router.get(PREFIX + "/daemons.json")
+async def daemons_json(db: Db, session: OperatorSession) -> JSONResponse:
+    """The daemons as the screen lists them, for a script."""
+    rows = await ops_screen.daemons(db)
+    return JSONResponse(
+        [
+            {
+                "id": str(d.id),
+                "host": d.host,
+                "pid": d.pid,
+                "state": d.state,
+                "silent_s": d.silent_s,
+                "claims": [
+                    {"record": str(c.id), "milestone": c.milestone, "attempt": c.attempt}
+                    for c in d.claims
+                ],
+            }
+            for d in rows
+        ]
+    )

@@ -1,0 +1,267 @@
+"""What the operator's screen (/ops) reads and does: the stopped records filtered and
+searched, one record's metadata, stop flag and whole journal, resuming one or a list
+(each through `operator.resume`, the same domain action as `transcriber resume`), the
+pipeline at a glance, and the daemons with their workers' claims.
+
+Every read is of metadata, states, stop reasons, error texts and journals: no query
+here selects audio or transcript text, nor the owner's fields (title, summary, topics).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from transcriber.db.database import Database
+from transcriber.pipeline import operator
+
+LIST_MAX = 1000
+"""The most records a filtered list shows (and so the most one bulk resume resumes)."""
+JOURNAL_MAX = 5000
+DAEMONS_SHOWN_FOR = dt.timedelta(days=1)
+"""A daemon that stopped longer ago than this is no longer listed."""
+SILENT_BEATS = 3
+"""A daemon is marked silent once this many of its beats are missing."""
+
+
+@attrs.frozen
+class StoppedFilter:
+    reason: str | None = None
+    milestone: str | None = None
+    owner: str | None = None
+    older_than_s: float | None = None
+    """Only records stopped at least this long ago."""
+    search: str | None = None
+    """A record id, an owner's name, or part of a file name."""
+
+
+async def stopped_records(
+    db: Database, wanted: StoppedFilter, limit: int = LIST_MAX
+) -> list[dict[str, Any]]:
+    """The stopped records `wanted` names, oldest stop first. Cancellation: a read."""
+    rows = await db.fetch(
+        "ops_stopped",
+        wanted.reason,
+        wanted.milestone,
+        wanted.owner,
+        wanted.older_than_s,
+        wanted.search,
+        limit,
+    )
+    return [dict(r) for r in rows]
+
+
+async def search(db: Database, text: str, limit: int = 100) -> list[dict[str, Any]]:
+    """Records in any state by id, owner's name or part of a file name, newest first.
+    Cancellation: a plain read."""
+    return [dict(r) for r in await db.fetch("ops_search", text, limit)]
+
+
+async def record(db: Database, recording_id: uuid.UUID) -> dict[str, Any] | None:
+    """One record's metadata, queue state and stop flag, or None. Cancellation: a read."""
+    row = await db.fetchrow("ops_record", recording_id)
+    return None if row is None else dict(row)
+
+
+async def journal(db: Database, recording_id: uuid.UUID) -> list[dict[str, Any]]:
+    """The record's whole journal (up to JOURNAL_MAX events), oldest first. The details
+    are the operator's: error texts included. Cancellation: a plain read."""
+    return [dict(r) for r in await db.fetch("ops_journal", recording_id, JOURNAL_MAX)]
+
+
+@attrs.frozen
+class ResumeOutcome:
+    id: uuid.UUID
+    resumed: bool
+    milestone: str | None
+    """Where it goes on from (resumed), or where it is (refused); None: no such record."""
+    refusal: str | None
+
+
+async def resume_each(
+    db: Database, ids: Sequence[uuid.UUID], *, operator_name: str
+) -> list[ResumeOutcome]:
+    """Each record back to work through `operator.resume` — one statement per record,
+    every listed field reset, journaled origin `human` with `by` naming the operator —
+    and what each resume did. A record no longer stopped is refused and unchanged.
+
+    Cancellation: the records before the cancel are resumed, the one in flight may be;
+    calling again with the same list is safe (a resumed record is refused as such).
+    """
+    done: list[ResumeOutcome] = []
+    for rid in ids:
+        try:
+            resumed = await operator.resume(db, rid, by=by_operator(operator_name))
+        except operator.NotStopped as e:
+            done.append(ResumeOutcome(rid, False, e.milestone, str(e)))
+        else:
+            done.append(ResumeOutcome(rid, True, resumed.milestone, None))
+    return done
+
+
+def by_operator(name: str) -> str:
+    """The journal's `by` for an action of operator `name` on the screen."""
+    return f"operator:{name}"
+
+
+# --- at a glance -----------------------------------------------------------------------
+
+
+@attrs.frozen
+class Series:
+    """Counts per bucket (oldest first) of each label, over a window."""
+
+    window: dt.timedelta
+    bucket: dt.timedelta
+    labels: list[str]
+    counts: dict[str, list[int]]
+
+    def per_minute(self) -> float:
+        """The window's total, per minute."""
+        total = sum(sum(c) for c in self.counts.values())
+        return total / (self.window.total_seconds() / 60)
+
+
+def series(
+    rows: Sequence[Any], label: str, window: dt.timedelta, bucket: dt.timedelta, now: dt.datetime
+) -> Series:
+    n = int(window / bucket)
+    start = now - window
+    counts: dict[str, list[int]] = {}
+    for r in rows:
+        i = int((r["bucket"] - start) / bucket)
+        counts.setdefault(str(r[label]), [0] * n)[min(max(i, 0), n - 1)] += int(r["n"])
+    return Series(window, bucket, sorted(counts), counts)
+
+
+@attrs.frozen
+class Glance:
+    at: dt.datetime
+    milestones: list[operator.MilestoneStatus]
+    reached_hour: Series
+    reached_day: Series
+    stops_hour: Series
+    stops_day: Series
+    audio_waiting_s: float
+    audio_unclaimed_s: float
+    realtime_factor: float | None
+    """Recognition's seconds taken per second of audio, over the daemons listed."""
+
+
+HOUR, DAY = dt.timedelta(hours=1), dt.timedelta(days=1)
+MINUTE, HALF_HOUR = dt.timedelta(minutes=1), dt.timedelta(minutes=30)
+
+
+async def glance(db: Database) -> Glance:
+    """The pipeline at a glance. Cancellation: plain reads (each its own statement, so
+    the figures are each exact but not of one instant)."""
+    now = await db.fetchval("ops_now")
+    milestones = await operator.status(db)
+
+    def counted(
+        rows: Sequence[Any], label: str, window: dt.timedelta, bucket: dt.timedelta
+    ) -> Series:
+        return series(rows, label, window, bucket, now)
+
+    waiting = await db.fetchrow("ops_audio_waiting")
+    assert waiting is not None  # an aggregate always has its row
+    daemons_now = await daemons(db)
+    audio = sum(d.recognized_audio_s for d in daemons_now)
+    taken = sum(d.recognizing_s for d in daemons_now)
+    return Glance(
+        at=now,
+        milestones=milestones,
+        reached_hour=counted(
+            await db.fetch("ops_reached", HOUR, MINUTE), "milestone", HOUR, MINUTE
+        ),
+        reached_day=counted(
+            await db.fetch("ops_reached", DAY, HALF_HOUR), "milestone", DAY, HALF_HOUR
+        ),
+        stops_hour=counted(await db.fetch("ops_stops", HOUR, MINUTE), "reason", HOUR, MINUTE),
+        stops_day=counted(await db.fetch("ops_stops", DAY, HALF_HOUR), "reason", DAY, HALF_HOUR),
+        audio_waiting_s=float(waiting["audio_s"]),
+        audio_unclaimed_s=float(waiting["unclaimed_s"]),
+        realtime_factor=taken / audio if audio > 0 else None,
+    )
+
+
+# --- daemons ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class WorkerClaim:
+    worker: str
+    id: uuid.UUID
+    milestone: str
+    attempt: int
+    since: dt.datetime | None
+    lease_left_s: float | None
+
+
+@attrs.frozen
+class DaemonView:
+    id: uuid.UUID
+    host: str
+    pid: int
+    version: str
+    workers: int
+    model: str | None
+    device: str | None
+    started_at: dt.datetime
+    beat_at: dt.datetime
+    beat_every_s: float
+    stopped_at: dt.datetime | None
+    silent_s: float
+    recognized_audio_s: float
+    recognizing_s: float
+    claims: list[WorkerClaim]
+
+    @property
+    def state(self) -> str:
+        """running, silent (stopped beating without saying it stops) or stopped."""
+        if self.stopped_at is not None:
+            return "stopped"
+        return "silent" if self.silent_s > SILENT_BEATS * self.beat_every_s else "running"
+
+
+async def daemons(db: Database) -> list[DaemonView]:
+    """The daemons of the last day with what their workers hold, newest start first.
+    Cancellation: plain reads."""
+    rows = await db.fetch("daemons_list", DAEMONS_SHOWN_FOR)
+    claims: dict[uuid.UUID, list[WorkerClaim]] = {}
+    if rows:
+        for c in await db.fetch("daemon_claims", [r["id"] for r in rows]):
+            claims.setdefault(c["daemon"], []).append(
+                WorkerClaim(
+                    c["worker"],
+                    c["id"],
+                    c["milestone"],
+                    c["attempts"],
+                    c["since"],
+                    c["lease_left_s"],
+                )
+            )
+    return [
+        DaemonView(
+            id=r["id"],
+            host=r["host"],
+            pid=r["pid"],
+            version=r["version"],
+            workers=r["workers"],
+            model=r["model"],
+            device=r["device"],
+            started_at=r["started_at"],
+            beat_at=r["beat_at"],
+            beat_every_s=float(r["beat_every_s"]),
+            stopped_at=r["stopped_at"],
+            silent_s=float(r["silent_s"]),
+            recognized_audio_s=float(r["recognized_audio_s"]),
+            recognizing_s=float(r["recognizing_s"]),
+            claims=claims.get(r["id"], []),
+        )
+        for r in rows
+    ]
