@@ -1,6 +1,6 @@
-"""What one owner may take: uploads at once (429 beyond) and bytes kept in the store
-(507 beyond), and the free space the store's disk keeps for everything else on it —
-with the embedded database, the database itself.
+"""What one owner may take: uploads at once (429 beyond), bytes kept in the store and
+hours of normalized audio (507 beyond), and the free space the store's disk keeps for
+everything else on it — with the embedded database, the database itself.
 
 The disk reserve is about this host's disk, so it is checked where an upload lands on
 it: the local folder store. An upload into an object store never touches the local disk
@@ -22,7 +22,7 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.errors import ApiError
 from transcriber.http.uploads import UploadRefused
-from transcriber.records.archive import stored_bytes
+from transcriber.records.archive import audio_seconds, stored_bytes
 from transcriber.storage.configured import blobs_of
 from transcriber.storage.files import private_dir
 
@@ -78,6 +78,16 @@ async def upload_room(db: Database, config: Config, owner: int, max_upload: int)
     Cancellation: a plain query and a stat; nothing to undo.
     """
     stored = await stored_bytes(db, owner)
+    # Hours of audio are known only once normalized (the normalize step holds each
+    # record to what is left, and stops it with `audio_quota` past it): an upload is
+    # refused here only when nothing is left.
+    audio_s = await audio_seconds(db, owner)
+    if audio_s >= config.owner_max_audio_hours * 3600:
+        raise ApiError(
+            507,
+            f"your recordings hold {audio_s / 3600:.2f} hours of audio, your quota of "
+            f"{config.owner_max_audio_hours:g} hours; no more audio fits",
+        )
     quota = ApiError(
         507,
         f"your recordings take {stored} bytes of your quota of "
