@@ -9,16 +9,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
+import httpx
 import pytest
 
 from actors import StepTable, Wakeup, Worker
 from tests.helpers import generated_audio
-from tests.helpers.api_clients import client
+from tests.helpers.api_clients import client, count_recordings, store_files
 from tests.helpers.pg_pipeline import noop, state
 from transcriber.config import Config
 from transcriber.db.database import Database
@@ -158,36 +160,52 @@ async def test_audio_quota_at_normalization(db: Database, owner_id: int, tmp_pat
     assert c["duration_s"] == pytest.approx(5.0, abs=0.05)
 
 
-@scenario("An upload while the owner's audio quota is used up is refused with 507")
-async def test_upload_refused_when_audio_quota_is_used_up(db: Database, tmp_path: Path) -> None:
-    config = Config(home=tmp_path / "home", owner_max_audio_hours=5 / 3600)
+@scenario("An upload past the owner's audio quota is refused with 507")
+async def test_upload_past_the_audio_quota_is_refused(db: Database, tmp_path: Path) -> None:
+    config = Config(home=tmp_path / "home", owner_max_audio_hours=8 / 3600)  # 8 s
     ann = await add_owner(db, "ann")
     ben = await add_owner(db, "ben")
     _, c = await accept_and_normalize(
         db, ann.id, config, generated_audio.good_file(tmp_path, "wav", 5.0)
     )
     assert c["milestone"] == "normalized"
-    wav = generated_audio.good_file(tmp_path, "wav", 1.0).read_bytes()
+
+    def wav(seconds: float) -> bytes:
+        return generated_audio.good_file(tmp_path, "wav", seconds).read_bytes()
+
+    async def post(as_: httpx.AsyncClient, data: bytes, openai: bool = False) -> httpx.Response:
+        if openai:
+            return await as_.post(
+                "/v1/audio/transcriptions",
+                files={"file": ("a.wav", data, "audio/wav")},
+                data={"model": "whisper-1"},
+            )
+        return await as_.post("/v1/recordings", content=data, headers={"Content-Type": "audio/wav"})
+
     async with (
         serving(create_app(db, config)) as url,
         client(url, ann) as as_ann,
         client(url, ben) as as_ben,
     ):
-        refused = await as_ann.post(
-            "/v1/recordings", content=wav, headers={"Content-Type": "audio/wav"}
-        )
-        assert refused.status_code == 507, refused.text
-        assert "hours of audio" in refused.json()["error"]
-        # The OpenAI-compatible endpoint takes the same room.
-        openai = await as_ann.post(
-            "/v1/audio/transcriptions",
-            files={"file": ("a.wav", wav, "audio/wav")},
-            data={"model": "whisper-1"},
-        )
-        assert openai.status_code == 507, openai.text
-        accepted = await as_ben.post(
-            "/v1/recordings", content=wav, headers={"Content-Type": "audio/wav"}
-        )
+        # 3 s left: a recording whose container says 5 s is refused before its record
+        # commits, on both doors, and its file goes.
+        for openai in (False, True):
+            refused = await post(as_ann, wav(5.0), openai)
+            assert refused.status_code == 507, refused.text
+            error = refused.json()["error"]
+            assert "3 s left" in (error["message"] if openai else error)
+        assert await count_recordings(db) == 1
+        assert len(store_files(config)) == 1
+        # 3 s fit; once they are normalized nothing is left, and any upload is refused.
+        fits = await post(as_ann, wav(3.0))
+        assert fits.status_code == 201, fits.text
+        c = await normalize(db, config, uuid.UUID(fits.json()["id"]))
+        assert c["milestone"] == "normalized"
+        used_up = await post(as_ann, wav(1.0))
+        assert used_up.status_code == 507, used_up.text
+        assert "hours of audio" in used_up.json()["error"]
+        # Another owner's quota is their own.
+        accepted = await post(as_ben, wav(5.0))
         assert accepted.status_code == 201, accepted.text
 
 

@@ -55,6 +55,19 @@ WRITE_CHUNK = 1 << 20
 checked before each."""
 
 
+def probed_seconds(src: Path) -> float | None:
+    """The length the container of `src` tells without decoding (its header, index or
+    last timestamp), or None when it tells none or is not audio FFmpeg reads: a cheap
+    early look, for an upload's answer; normalization measures."""
+    try:
+        with av.open(str(src), metadata_errors="ignore") as container:
+            if not container.streams.audio or container.duration is None:
+                return None
+            return float(container.duration / 1e6)
+    except (av.FFmpegError, UnicodeDecodeError):
+        return None
+
+
 def plausible_seconds(size: int) -> float:
     """The most audio `size` upload bytes can carry (see MIN_BYTES_PER_S)."""
     return GRACE_S + size / MIN_BYTES_PER_S

@@ -45,7 +45,7 @@ from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import MAY_RETRY, RETRY_AFTER, validation_message
 from transcriber.http.openai_answers import AudioRequest, answer
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS, card_path, owned_card
-from transcriber.http.quotas import room_refusals, upload_room
+from transcriber.http.quotas import audio_fits, room_refusals, upload_room
 from transcriber.http.recordings import accept
 from transcriber.http.uploads import (
     FORM_SLACK,
@@ -326,6 +326,7 @@ async def receive_request(
                         asked.language,
                         asked.options,
                     )
+                    await audio_fits(room, up.ref)
                     rid, _ = await accept(db, owner, up, None, None, into, via="openai")
         except ClientDisconnect:
             raise OpenAIError(400, "the upload was interrupted", code="invalid_request") from None
