@@ -108,6 +108,9 @@ STOP_STATUS = {
     "empty_audio": 400,
     "recognizer_refused_audio": 400,
     "too_long": 413,
+    "implausible_rate": 400,
+    "implausible_duration": 400,
+    "audio_quota": 507,  # as an upload past the quota
 }
 STOP_STATUS_OTHER = 503
 
