@@ -34,6 +34,11 @@ SELECT seq, at, origin, kind, milestone, detail
 -- What the owner's ($1) uploads take in the store, against their quota.
 SELECT coalesce(sum(size_bytes), 0)::bigint FROM recordings WHERE owner_id = $1
 
+-- name: owner_audio_seconds
+-- Seconds of normalized audio the owner's ($1) records hold, against their audio quota
+-- (TRANSCRIBER_OWNER_MAX_AUDIO_HOURS); a record not normalized yet counts nothing.
+SELECT coalesce(sum(duration_s), 0)::float8 FROM recordings WHERE owner_id = $1
+
 -- name: recordings_of_owner
 -- A page of one owner's records, newest first, after the cursor ($2 created_at, $3 id;
 -- NULL for the first page), $4 at most. The cursor defaults keep the condition a

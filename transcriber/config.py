@@ -50,10 +50,15 @@ class Config:
     """Uploads one owner may send at once; more are answered 429 with Retry-After."""
     owner_max_bytes: int = 50 * 1024**3
     """Bytes of uploads one owner may keep; an upload past it is answered 507."""
+    owner_max_audio_hours: float = 500.0
+    """Hours of normalized audio one owner may keep (16 kHz s16: 115 MB an hour, so 500 h
+    is 58 GB, beside the 50 GiB of uploads): a record whose audio does not fit stops with
+    `audio_quota`, and an upload while none is left is answered 507."""
     min_free_bytes: int = 1024**3
     """Free space the local disk keeps (the embedded database may share it): an upload
     into the local folder that would leave less is answered 507; with an object store
-    the uploads never touch it, and a step's scratch copy is not started below it."""
+    the uploads never touch it; a step's scratch copy is not started below it, and
+    normalized audio stops being written before it (the attempt fails)."""
     metrics_token: str | None = None
     """A bearer token that opens /metrics to other hosts than loopback."""
     http_head_timeout_s: float = 5.0
@@ -67,8 +72,9 @@ class Config:
     """How often a live worker renews its lease."""
     run_limit_s: float = 900.0
     """How long one attempt of a step may run at most (plus the per-audio part)."""
-    run_limit_per_audio_s: float = 10.0
-    """Recognition's run limit grows by this per second of audio."""
+    run_limit_per_audio_s: float = 3.0
+    """Recognition's run limit grows by this per second of audio: the slowest model's
+    pace with room to spare (see transcriber.pipeline.step_table)."""
     page_session_days: float = 14.0
     """How long a sign-in to the owner's page lasts (revoking the API token ends it)."""
     openai_wait_s: float = 300.0
@@ -109,6 +115,7 @@ class Config:
             http_body_idle_s=float(get("HTTP_BODY_IDLE_S") or 30),
             owner_max_uploads=int(get("OWNER_MAX_UPLOADS") or 4),
             owner_max_bytes=int(get("OWNER_MAX_BYTES") or 50 * 1024**3),
+            owner_max_audio_hours=float(get("OWNER_MAX_AUDIO_HOURS") or 500),
             min_free_bytes=int(get("MIN_FREE_BYTES") or 1024**3),
             metrics_token=get("METRICS_TOKEN"),
             http_head_timeout_s=float(get("HTTP_HEAD_TIMEOUT_S") or 5),
@@ -116,7 +123,7 @@ class Config:
             lease_s=float(get("LEASE_S") or 30),
             renew_s=float(get("RENEW_S") or 10),
             run_limit_s=float(get("RUN_LIMIT_S") or 900),
-            run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 10),
+            run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 3),
             page_session_days=float(get("PAGE_SESSION_DAYS") or 14),
             openai_wait_s=float(get("OPENAI_WAIT_S") or 300),
             storage_url=get("STORAGE_URL"),

@@ -13,6 +13,12 @@ MESSAGES = {
     "no_audio_stream": "The file has no audio in it.",
     "empty_audio": "The audio in the file is empty.",
     "too_long": "The recording is longer than this service accepts.",
+    "implausible_rate": "The audio claims a sample rate no real recording has "
+    "(4 kHz to 384 kHz are accepted).",
+    "implausible_duration": "The file decodes to far more audio than a file of its size "
+    "can hold; it looks built to fill the disk.",
+    "audio_quota": "Your recordings already hold as many hours of audio as your quota "
+    "allows; once you have deleted some, the operator can resume this one.",
     "recognizer_refused_audio": "The speech recognizer could not take this audio.",
     "attempts_exhausted": "Processing failed several times; the operator has been told "
     "and can resume it.",

@@ -22,7 +22,14 @@ from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 from transcriber.storage.intake import accept_file
 
-REASONS = {"empty_file", "undecodable_audio", "no_audio_stream", "empty_audio", "too_long"}
+REASONS = {
+    "empty_file",
+    "undecodable_audio",
+    "no_audio_stream",
+    "empty_audio",
+    "too_long",
+    "implausible_rate",
+}
 
 
 def png_named_m4a(folder: Path) -> Path:
@@ -92,6 +99,8 @@ CORPUS: dict[str, Callable[[Path], Path]] = {
     "RIFF header then noise": riff_header_then_noise,
     "html named .mp3": html_named_mp3,
     "ogg cut after its headers": ogg_cut_after_headers,
+    "wav at 1 Hz": lambda folder: generated_audio.wav_at_rate(folder, 1),
+    "wav at 768 kHz": lambda folder: generated_audio.wav_at_rate(folder, 768000, 1.0),
 }
 
 

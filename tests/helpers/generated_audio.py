@@ -233,3 +233,52 @@ def glitched(folder: Path, kind: str, seconds: float = 10.0) -> Path:
 def _wav(path: Path, samples: np.ndarray) -> Path:
     write_wav(path, samples)
     return path
+
+
+# --- Amplifying inputs: a few bytes that decode to a lot of audio ---------------------------
+
+
+def wav_at_rate(folder: Path, rate: int, seconds: float = 3600.0) -> Path:
+    """Unsigned 8-bit mono PCM at `rate` Hz, `seconds` long. At 1 Hz an hour is 3,644
+    bytes, and 115 MB once resampled to 16 kHz s16 (the issue's file)."""
+    path = folder / f"at-{rate}-hz.wav"
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(1)
+        w.setframerate(rate)
+        w.writeframes(bytes([128]) * round(rate * seconds))
+    return path
+
+
+def flac_of_silence(folder: Path, seconds: float, *, known_length: bool = True) -> Path:
+    """Digital silence at 8 kHz in 32768-sample frames, each a constant subframe: about
+    5 bytes a second, 6,000 times smaller than its normalized audio. Without
+    `known_length` its STREAMINFO says "total samples unknown" (allowed for a stream), so
+    the container cannot tell the length before it is decoded."""
+    rate = 8000
+    path = folder / ("silence.flac" if known_length else "silence-unknown-length.flac")
+    with av.open(str(path), "w", format="flac") as out:
+        stream = out.add_stream("flac", rate=rate, layout="mono")
+        stream.codec_context.options = {"frame_size": "32768"}
+        block = np.zeros((1, rate * 10), np.float32)
+        for i in range(round(seconds / 10)):
+            frame = av.AudioFrame.from_ndarray(block, format="fltp", layout="mono")
+            frame.rate, frame.pts = rate, i * block.shape[1]
+            frame.time_base = fractions.Fraction(1, rate)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path if known_length else flac_without_length(path)
+
+
+def flac_without_length(path: Path) -> Path:
+    """`path`, a flac file, with its STREAMINFO's total samples set to 0 ("unknown", as
+    a stream may write it): the container no longer tells the length up front."""
+    # "fLaC", the block header (4), min/max block (4), min/max frame (6): then 20 bits
+    # of rate, 3 of channels, 5 of bits per sample and 36 of total samples.
+    data = bytearray(path.read_bytes())
+    data[21] &= 0xF0
+    data[22:26] = bytes(4)
+    path.write_bytes(bytes(data))
+    return path

@@ -50,6 +50,9 @@ class HeldAudio(NewAudio):
     def ref(self) -> str:  # type: ignore[override]
         return self.inner.ref
 
+    def check_room(self, coming: int) -> None:
+        self.inner.check_room(coming)
+
     async def publish(self) -> None:
         self.reached.set()
         await self.go.wait()

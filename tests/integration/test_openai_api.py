@@ -180,7 +180,13 @@ async def test_every_response_format(db: Database, api: httpx.AsyncClient) -> No
 async def test_stopped_records_answer_with_their_reason(
     db: Database, api: httpx.AsyncClient
 ) -> None:
-    cases = [("too_long", 413), ("empty_audio", 400), ("attempts_exhausted", 503)]
+    cases = [
+        ("too_long", 413),
+        ("empty_audio", 400),
+        ("implausible_rate", 400),
+        ("audio_quota", 507),
+        ("attempts_exhausted", 503),
+    ]
     for reason, status in cases:
 
         async def stop(job: Any, progress: Any, reason: str = reason) -> Saved:

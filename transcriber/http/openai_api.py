@@ -46,7 +46,7 @@ from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import MAY_RETRY, NO_RETRY, RETRY_AFTER, validation_message
 from transcriber.http.openai_answers import AudioRequest, answer
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS, card_path, owned_card
-from transcriber.http.quotas import room_refusals, upload_room
+from transcriber.http.quotas import audio_fits, room_refusals, upload_room
 from transcriber.http.recordings import Hashed, accept
 from transcriber.http.uploads import (
     FORM_SLACK,
@@ -111,6 +111,9 @@ STOP_STATUS = {
     "empty_audio": 400,
     "recognizer_refused_audio": 400,
     "too_long": 413,
+    "implausible_rate": 400,
+    "implausible_duration": 400,
+    "audio_quota": 507,  # as an upload past the quota
 }
 STOP_STATUS_OTHER = 503
 
@@ -344,6 +347,7 @@ async def receive_request(
                         asked.language,
                         asked.options,
                     )
+                    await audio_fits(room, up.ref)
                     # What the record is made of decides; how the answer is shaped
                     # (response_format, granularities, model) does not.
                     rid, status = await accept(

@@ -18,6 +18,13 @@ WHAT_TO_DO: dict[str, str] = {
     "empty_audio": "Upload the recording that has the speech in it.",
     "too_long": "Split it into shorter parts and upload those, or ask the operator to "
     "raise TRANSCRIBER_MAX_DURATION_S.",
+    "implausible_rate": "Export the recording again at an ordinary sample rate (8, 16, "
+    "44.1 or 48 kHz) and upload that.",
+    "implausible_duration": "Upload the original recording; this file cannot be what it "
+    "claims to be.",
+    "audio_quota": "Delete recordings you no longer need, or ask the operator for a "
+    "larger quota (TRANSCRIBER_OWNER_MAX_AUDIO_HOURS); then ask them to run "
+    "`transcriber resume {id}`.",
     "recognizer_refused_audio": "Ask the operator to look at the speech recognizer, or "
     "upload the recording in another format.",
     "attempts_exhausted": "Ask the operator to look at it (`transcriber stopped` shows "

@@ -1,6 +1,6 @@
-"""What one owner may take: uploads at once (429 beyond) and bytes kept in the store
-(507 beyond), and the free space the store's disk keeps for everything else on it —
-with the embedded database, the database itself.
+"""What one owner may take: uploads at once (429 beyond), bytes kept in the store and
+hours of normalized audio (507 beyond), and the free space the store's disk keeps for
+everything else on it — with the embedded database, the database itself.
 
 The disk reserve is about this host's disk, so it is checked where an upload lands on
 it: the local folder store. An upload into an object store never touches the local disk
@@ -10,6 +10,7 @@ steps' scratch copies on this host keep the same reserve in transcriber.storage.
 import contextlib
 import errno
 import logging
+import math
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +19,12 @@ import attrs
 import trio
 
 from actors.log import event
+from transcriber.audio.normalize import probed_seconds
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.errors import ApiError
 from transcriber.http.uploads import UploadRefused
-from transcriber.records.archive import stored_bytes
+from transcriber.records.archive import audio_seconds, stored_bytes
 from transcriber.storage.configured import blobs_of
 from transcriber.storage.files import private_dir
 
@@ -64,6 +66,8 @@ class Room:
 
     limit: int
     short: ApiError | None
+    audio_room_s: float = math.inf
+    """Seconds of audio the owner's quota has left."""
 
 
 def _free_bytes(folder: Path) -> int:
@@ -78,6 +82,17 @@ async def upload_room(db: Database, config: Config, owner: int, max_upload: int)
     Cancellation: a plain query and a stat; nothing to undo.
     """
     stored = await stored_bytes(db, owner)
+    # Hours of audio are known only once normalized (the normalize step holds each
+    # record to what is left, and stops it with `audio_quota` past it): an upload is
+    # refused here only when nothing is left.
+    audio_s = await audio_seconds(db, owner)
+    audio_room_s = config.owner_max_audio_hours * 3600 - audio_s
+    if audio_room_s <= 0:
+        raise ApiError(
+            507,
+            f"your recordings hold {audio_s / 3600:.2f} hours of audio, your quota of "
+            f"{config.owner_max_audio_hours:g} hours; no more audio fits",
+        )
     quota = ApiError(
         507,
         f"your recordings take {stored} bytes of your quota of "
@@ -95,7 +110,27 @@ async def upload_room(db: Database, config: Config, owner: int, max_upload: int)
             raise why
         if room < limit:
             limit, short = room, why
-    return Room(limit, short)
+    return Room(limit, short, audio_room_s)
+
+
+async def audio_fits(room: Room, ref: str) -> None:
+    """507 when the received upload at `ref` says it is longer than the owner's quota
+    of audio has left, before its record commits (the file then goes). Only a file on
+    this host is probed, and only its container's word is taken (no decoding): an
+    object in an object store, a length the container does not tell, or one that lies,
+    is held to the quota by its normalization (stop `audio_quota`).
+
+    Cancellation: the probe (a header read) finishes in its thread; nothing to undo.
+    """
+    if not ref.startswith("/") or math.isinf(room.audio_room_s):
+        return
+    seconds = await trio.to_thread.run_sync(probed_seconds, Path(ref))
+    if seconds is not None and seconds > room.audio_room_s + 1:
+        raise ApiError(
+            507,
+            f"the recording is {seconds:.0f} s of audio; your quota of hours of audio has "
+            f"{room.audio_room_s:.0f} s left",
+        )
 
 
 @contextlib.contextmanager

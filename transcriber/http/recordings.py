@@ -25,7 +25,7 @@ from transcriber.http.auth import Owner
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, documented_errors
 from transcriber.http.owned_cards import card_response, owned, owned_card, with_links
-from transcriber.http.quotas import room_refusals, upload_room
+from transcriber.http.quotas import audio_fits, room_refusals, upload_room
 from transcriber.http.shapes import Card, CardPage, Edit
 from transcriber.http.uploads import PROMPT_MAX, TITLE_MAX, Upload, receive
 from transcriber.options import TASKS, RecognitionOptions
@@ -271,6 +271,7 @@ async def store_upload(
                                 task,
                                 prompt,
                             )
+                            await audio_fits(room, up.ref)
                             rid, status = await accept(
                                 db, owner, up, key, hashed.fingerprint(up), into, via=via
                             )

@@ -62,13 +62,22 @@ def normalize_step(config: Config, store: Blobs | None = None) -> StepFn:
     under a name of this claim's own (`<id>.<token>.wav`), so only the holder whose
     fenced commit wins ever has its audio named by the record.
 
+    Bounds: the audio must fit the owner's audio quota (what their other records hold,
+    read with the claim; normalizations of one owner running at once may pass it by one
+    record each) and the disk's reserve, checked before the file is started and before
+    each chunk written (DiskReserve fails the attempt: the partial file is removed and
+    the record retried). Past the quota the record stops with `audio_quota`; a resume
+    once the owner has room normalizes it again.
+
     Cancellation and failure: the scratch copy of the upload and the unpublished audio
     are removed on the way out.
     """
 
     store = store or blobs_of(config)
+    quota_s = config.owner_max_audio_hours * 3600.0
 
     async def normalize(job: Job, progress: Progress) -> Saved:
+        room_s = quota_s - (job.inputs.get("owner_audio_s") or 0.0)
         async with (
             store.local_file(job.inputs["source_path"]) as src,
             store.new_audio(audio_name(job.claim.id, job.claim.token)) as audio,
@@ -76,7 +85,12 @@ def normalize_step(config: Config, store: Blobs | None = None) -> StepFn:
             try:
                 duration = await run_in_thread(
                     lambda control: decode_to_wav(
-                        src, audio.path, max_duration_s=config.max_duration_s, control=control
+                        src,
+                        audio.path,
+                        max_duration_s=config.max_duration_s,
+                        quota_room_s=room_s,
+                        before_write=audio.check_room,
+                        control=control,
                     ),
                     progress,
                 )

@@ -43,7 +43,7 @@ class Saved:
     args: tuple[Any, ...] = ()
 
 
-_INPUTS = ("source_path", "language", "audio_path", "duration_s", "options")
+_INPUTS = ("source_path", "language", "audio_path", "duration_s", "options", "owner_audio_s")
 """The columns a step may read as its inputs."""
 
 

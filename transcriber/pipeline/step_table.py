@@ -14,7 +14,7 @@ def step_table(
     lease_s: float = 30.0,
     renew_s: float = 10.0,
     run_limit_s: float = 900.0,
-    run_limit_per_audio_s: float = 10.0,
+    run_limit_per_audio_s: float = 3.0,
 ) -> StepTable:
     """The pipeline with the given step functions (the audio ones, or fakes in tests).
 
@@ -42,9 +42,10 @@ def step_table(
                 milestone=NORMALIZED,
                 next_milestone=TRANSCRIBED,
                 run=recognize,
-                # CPU recognition runs ~10x faster than real time on one core with base; a
-                # larger model on a slow CPU may run slower than real time: its limit grows
-                # with the audio, well past that.
+                # Base on these 2 cores takes ~0.09 s a second of audio (README); the
+                # largest model, ~20 times the work, ~1.7 s. 3 s a second of audio leaves
+                # it room and cuts a hung attempt of the longest record accepted (4 h,
+                # TRANSCRIBER_MAX_DURATION_S) at 12.25 h, not at 40 h as 10 s did.
                 lease=lease,
                 run_limit=RunLimit(base_s=run_limit_s, per_audio_s=run_limit_per_audio_s),
                 time_limit_s=72 * 3600.0,

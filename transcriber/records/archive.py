@@ -102,3 +102,9 @@ async def stored_bytes(db: Database, owner: int) -> int:
     """What the owner's uploads take in the store, against their quota. Cancellation: a
     plain read."""
     return int(await db.fetchval("owner_stored_bytes", owner))
+
+
+async def audio_seconds(db: Database, owner: int) -> float:
+    """Seconds of normalized audio the owner's records hold, against their audio quota.
+    Cancellation: a plain query."""
+    return float(await db.fetchval("owner_audio_seconds", owner))

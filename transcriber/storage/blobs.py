@@ -58,6 +58,23 @@ class StorageError(Exception):
     object). A step that meets it fails its attempt with this message and is retried."""
 
 
+class DiskReserve(StorageError):
+    """Writing on would leave this host's disk less free space than it keeps
+    (TRANSCRIBER_MIN_FREE_BYTES). A step meeting it fails its attempt: space may come
+    back (the operator's to find), so the record is retried, not stopped."""
+
+
+def keep_reserve(folder: Path, min_free_bytes: int, coming: int = 0, what: str = "disk") -> None:
+    """Raise DiskReserve when `coming` more bytes written into `folder` would leave its
+    disk less than `min_free_bytes` free. A statvfs: cheap enough before every chunk."""
+    free = shutil.disk_usage(folder).free
+    if free - coming < min_free_bytes:
+        raise DiskReserve(
+            f"the {what} of {folder} has {free} bytes free; {coming} more would leave less "
+            f"than the {min_free_bytes} kept free (TRANSCRIBER_MIN_FREE_BYTES)"
+        )
+
+
 def audio_name(record_id: Any, claim_token: Any) -> str:
     return f"{record_id}.{claim_token}.wav"
 
@@ -105,6 +122,17 @@ class NewAudio:
     @property
     def ref(self) -> str:
         raise NotImplementedError
+
+    @property
+    def min_free_bytes(self) -> int:
+        """The free space the disk under `path` keeps."""
+        raise NotImplementedError
+
+    def check_room(self, coming: int) -> None:
+        """Before `coming` more bytes go into `path`: DiskReserve if they would take its
+        disk below the reserve. Called from the decoding thread before each chunk, so
+        the audio stops growing at the reserve, not at a full disk."""
+        keep_reserve(self.path.parent, self.min_free_bytes, coming)
 
     async def publish(self) -> None:
         raise NotImplementedError
@@ -197,7 +225,10 @@ class Blobs:
                 yield chunk
 
     def new_audio(self, name: str) -> contextlib.AbstractAsyncContextManager[NewAudio]:
-        """Normalized audio to write under `name` (see `audio_name`). Unless published,
+        """Normalized audio to write under `name` (see `audio_name`), on this host's disk
+        first (the local folder, or a scratch file for an object store): DiskReserve at
+        once when that disk is already at its reserve; the writer keeps it with
+        `check_room`. Unless published,
         leaving the block removes what was written; a published file stays (a commit
         that lost its claim leaves it to the sweep, never to this block)."""
         raise NotImplementedError
@@ -218,13 +249,7 @@ class Blobs:
             # The same reserve as uploads into the local folder: scratch copies must not
             # fill the disk the home (and an embedded database) lives on. A copy started
             # above it may take the disk below by one recording per worker at most.
-            free = shutil.disk_usage(folder).free
-            if free < self.min_free_bytes:
-                raise StorageError(
-                    f"the scratch disk of {folder} has {free} bytes free, "
-                    f"less than the {self.min_free_bytes} kept free "
-                    "(TRANSCRIBER_MIN_FREE_BYTES)"
-                )
+            keep_reserve(folder, self.min_free_bytes, what="scratch disk")
             path = folder / f"{uuid.uuid4().hex}.{name}"
             create_private(path).close()
             return path

@@ -78,6 +78,11 @@ class LocalAudio(NewAudio):
     """Written as `<name>.part` beside its final name, renamed on publish."""
 
     final: Path
+    reserve: int = 0
+
+    @property
+    def min_free_bytes(self) -> int:
+        return self.reserve
 
     @property
     def path(self) -> Path:
@@ -134,7 +139,10 @@ class LocalBlobs(Blobs):
 
     @contextlib.asynccontextmanager
     async def new_audio(self, name: str) -> AsyncIterator[NewAudio]:
-        audio = LocalAudio(private_dir(self.audio) / name)
+        audio = LocalAudio(private_dir(self.audio) / name, self.min_free_bytes)
+        # Not started at the reserve: the audio folder shares the home's disk (and the
+        # embedded database's). The writer checks again before each chunk.
+        await trio.to_thread.run_sync(audio.check_room, 0)
         # Exclusive: the part file is this claim's alone (its token is in the name).
         create_private(audio.path).close()
         try:

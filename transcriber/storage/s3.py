@@ -366,6 +366,10 @@ class S3Audio(NewAudio):
     def ref(self) -> str:
         return self.store.ref(self.key)
 
+    @property
+    def min_free_bytes(self) -> int:
+        return self.store.min_free_bytes
+
     async def publish(self) -> None:
         s = self.store
         await s.call(s.client.upload_file, str(self.path), s.bucket, self.key)
