@@ -104,3 +104,8 @@ INSERT INTO journal (recording_id, origin, kind, milestone, at, detail)
 SELECT id, 'pipeline', 'stopped', 'normalized', stopped_at,
        jsonb_build_object('reason', stop_reason, 'error', 'RuntimeError: bench')
   FROM rec
+
+-- name: bench_vacuum_journal
+-- What autovacuum does to an append-only journal soon after a burst of inserts (it marks
+-- the pages all-visible, for index-only scans).
+VACUUM ANALYZE journal

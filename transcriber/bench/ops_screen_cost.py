@@ -19,6 +19,7 @@ import trio_asyncio
 
 from transcriber.bench.fresh_databases import Server, fresh_db
 from transcriber.db.database import Database
+from transcriber.pipeline.ops_screen import REACHED
 
 FINISHED_ROWS = 1_000_000
 STOPPED_ROWS = 1_000
@@ -35,8 +36,8 @@ def screen_queries(owner: str, stopped_id: uuid.UUID) -> list[tuple[str, str, tu
         ("status (operator.sql)", "status", ()),
         ("glance table", "ops_status", ()),
         ("audio waiting", "ops_audio_waiting", ()),
-        ("reached, hour by minute", "ops_reached", (hour, minute)),
-        ("reached, day by 30 min", "ops_reached", (day, half)),
+        ("reached, hour by minute", "ops_reached", (hour, minute, REACHED)),
+        ("reached, day by 30 min", "ops_reached", (day, half, REACHED)),
         ("stops, hour by minute", "ops_stops", (hour, minute)),
         ("stops, day by 30 min", "ops_stops", (day, half)),
         ("stopped, all", "ops_stopped", (None, None, None, None, None, 1000, None)),
@@ -49,6 +50,7 @@ def screen_queries(owner: str, stopped_id: uuid.UUID) -> list[tuple[str, str, tu
         ("search by id", "ops_search", (str(stopped_id), 100, stopped_id)),
         ("search by owner", "ops_search", (owner, 100, None)),
         ("search by file name", "ops_search", ("done-4242", 100, None)),
+        ("search by common file part", "ops_search", ("done-", 100, None)),
         ("one record", "ops_record", (stopped_id,)),
         ("its journal", "ops_journal", (stopped_id, 5000)),
         ("daemons", "daemons_list", (dt.timedelta(days=1),)),
@@ -91,6 +93,7 @@ async def measure(rows: int) -> list[tuple[str, dict[str, Any]]]:
             await db.execute("bench_ops_stopped", owner_id, STOPPED_ROWS)
             await db.fetchrow("accept_many", owner_id, WAITING_ROWS)
             await db.execute("bench_vacuum_analyze")
+            await db.execute("bench_vacuum_journal")  # as autovacuum does an append-only table
             await db.execute("bench_analyze")
             print(f"seeded {rows:,} finished in {time.perf_counter() - t:.0f} s", file=sys.stderr)
             stopped_id = (await db.fetch("stopped", "too_long"))[0]["id"]

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from transcriber.db.database import Database
+from transcriber.milestones import MILESTONES
 from transcriber.pipeline import operator
 
 LIST_MAX = 1000
@@ -162,6 +163,8 @@ class Glance:
 
 
 HOUR, DAY = dt.timedelta(hours=1), dt.timedelta(days=1)
+REACHED = list(MILESTONES[1:])
+"""The milestones a step reaches: the throughput chart's."""
 MINUTE, HALF_HOUR = dt.timedelta(minutes=1), dt.timedelta(minutes=30)
 
 
@@ -209,10 +212,10 @@ async def glance(db: Database) -> Glance:
         at=now,
         milestones=queue.milestones,
         reached_hour=counted(
-            await db.fetch("ops_reached", HOUR, MINUTE), "milestone", HOUR, MINUTE
+            await db.fetch("ops_reached", HOUR, MINUTE, REACHED), "milestone", HOUR, MINUTE
         ),
         reached_day=counted(
-            await db.fetch("ops_reached", DAY, HALF_HOUR), "milestone", DAY, HALF_HOUR
+            await db.fetch("ops_reached", DAY, HALF_HOUR, REACHED), "milestone", DAY, HALF_HOUR
         ),
         stops_hour=counted(await db.fetch("ops_stops", HOUR, MINUTE), "reason", HOUR, MINUTE),
         stops_day=counted(await db.fetch("ops_stops", DAY, HALF_HOUR), "reason", DAY, HALF_HOUR),
