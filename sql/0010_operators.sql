@@ -47,6 +47,13 @@ CREATE TABLE daemons (
 );
 CREATE INDEX daemons_by_beat ON daemons (beat_at DESC);
 
--- The screen's charts count milestones reached and stops per minute over the last day:
--- by kind and time, so a day's events are read without the rest of the journal.
-CREATE INDEX journal_by_kind_time ON journal (kind, at);
+-- The screen's charts count milestones reached (per milestone) and stops per minute over
+-- the last day: by kind, milestone and time, so each bucket is counted from the index
+-- alone (the journal is append-only: its pages are soon all-visible).
+CREATE INDEX journal_by_kind_time ON journal (kind, milestone, at);
+
+-- The screen's search by part of a file name: trigrams, so `ILIKE '%part%'` is an index
+-- scan, not a read of every record. pg_trgm is a trusted extension (PostgreSQL 13+): a
+-- database owner may create it without being a superuser.
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE INDEX recordings_filename_trgm ON recordings USING gin (filename gin_trgm_ops);

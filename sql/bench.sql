@@ -66,3 +66,46 @@ SELECT prosrc, proargnames[1:pronargs] AS names, proconfig,
                FROM unnest(proargtypes::oid[]) WITH ORDINALITY AS a (t, n) ORDER BY n) AS types
   FROM pg_proc
  WHERE proname = 'claim_next'
+
+-- name: bench_ops_history
+-- For the operator's screen's cost: $2 records of owner $1 finished over the last
+-- $2 * $3 seconds (one every $3 s), each with the journal a real one leaves (accepted,
+-- then both milestones reached), and an hour of audio each.
+WITH rec AS (
+    INSERT INTO recordings (owner_id, filename, milestone, milestone_entered_at, created_at,
+                            duration_s)
+    SELECT $1, 'bench-done-' || g || '.wav', 'transcribed',
+           now() - make_interval(secs => ($2::integer - g) * $3::float8),
+           now() - make_interval(secs => ($2::integer - g) * $3::float8), 60
+      FROM generate_series(1, $2::integer) AS g
+    RETURNING id, created_at
+)
+INSERT INTO journal (recording_id, origin, kind, milestone, at)
+SELECT rec.id, 'pipeline', k.kind, k.milestone, rec.created_at + k.after
+  FROM rec,
+       (VALUES ('accepted', 'received', interval '0 s'),
+               ('milestone_reached', 'normalized', interval '2 s'),
+               ('milestone_reached', 'transcribed', interval '20 s')) AS k (kind, milestone, after)
+
+-- name: bench_ops_stopped
+-- For the operator's screen's cost: $2 records of owner $1 stopped at `normalized`, one
+-- every 30 s back from now, three reasons in turn, each with its `stopped` event.
+WITH rec AS (
+    INSERT INTO recordings (owner_id, filename, milestone, stopped_at, stop_reason,
+                            stop_error, duration_s)
+    SELECT $1, 'bench-stopped-' || g || '.wav', 'normalized',
+           now() - make_interval(secs => g * 30),
+           (ARRAY['attempts_exhausted', 'too_long', 'undecodable_audio'])[1 + g % 3],
+           'RuntimeError: bench', 60
+      FROM generate_series(1, $2::integer) AS g
+    RETURNING id, stopped_at, stop_reason
+)
+INSERT INTO journal (recording_id, origin, kind, milestone, at, detail)
+SELECT id, 'pipeline', 'stopped', 'normalized', stopped_at,
+       jsonb_build_object('reason', stop_reason, 'error', 'RuntimeError: bench')
+  FROM rec
+
+-- name: bench_vacuum_journal
+-- What autovacuum does to an append-only journal soon after a burst of inserts (it marks
+-- the pages all-visible, for index-only scans).
+VACUUM ANALYZE journal

@@ -52,8 +52,9 @@ DELETE FROM page_sessions WHERE kind = 'operator' AND operator_id = $1 AND id_ha
 -- name: ops_stopped
 -- Stopped records for the screen, oldest stop first, at most $6: $1 a stop reason, $2 a
 -- milestone, $3 an owner's name, $4 stopped at least this many seconds ago, $5 a search
--- (a record id, an owner's name, or part of a file name); each NULL for any. Served by
--- recordings_stopped (partial on stopped_at): only stopped records are read.
+-- (an owner's name, or part of a file name; $7 the same as a record id, NULL when it is
+-- none); each NULL for any. Served by recordings_stopped (partial on stopped_at): only
+-- stopped records are read.
 SELECT r.id, o.name AS owner, r.filename, r.milestone, r.stop_reason, r.stopped_at,
        r.stop_error, r.created_at, r.duration_s
   FROM recordings r JOIN owners o ON o.id = r.owner_id
@@ -62,20 +63,32 @@ SELECT r.id, o.name AS owner, r.filename, r.milestone, r.stop_reason, r.stopped_
    AND ($2::text IS NULL OR r.milestone = $2)
    AND ($3::text IS NULL OR o.name = $3)
    AND ($4::float8 IS NULL OR r.stopped_at <= now() - make_interval(secs => $4))
-   AND ($5::text IS NULL OR r.id::text = $5 OR o.name = $5
+   AND ($5::text IS NULL OR r.id = $7::uuid OR o.name = $5
         OR r.filename ILIKE '%' || replace(replace(replace($5, '\', '\\'), '%', '\%'), '_', '\_') || '%')
  ORDER BY r.stopped_at, r.id
  LIMIT $6
 
 -- name: ops_search
--- Records in any state, newest first, at most $2: by record id, owner's name, or part of
--- a file name ($1).
-SELECT r.id, o.name AS owner, r.filename, r.milestone, r.stop_reason, r.stopped_at,
-       r.created_at, r.duration_s
-  FROM recordings r JOIN owners o ON o.id = r.owner_id
- WHERE r.id::text = $1 OR o.name = $1
-    OR r.filename ILIKE '%' || replace(replace(replace($1, '\', '\\'), '%', '\%'), '_', '\_') || '%'
- ORDER BY r.created_at DESC, r.id DESC
+-- Records in any state, newest first, at most $2: the record $3 (a record id, or NULL
+-- when the text $1 is none), else the records of the owner named $1, else those whose
+-- file name holds $1. By the key, recordings_by_owner, and recordings_filename_trgm
+-- (figures: transcriber/bench/ops_screen_cost.py).
+WITH found AS (
+    SELECT r.* FROM recordings r WHERE r.id = $3::uuid
+    UNION
+    (SELECT r.* FROM recordings r
+      WHERE $3::uuid IS NULL AND r.owner_id = (SELECT id FROM owners WHERE name = $1)
+      ORDER BY r.created_at DESC, r.id DESC LIMIT $2)
+    UNION
+    (SELECT r.* FROM recordings r
+      WHERE $3::uuid IS NULL AND NOT EXISTS (SELECT FROM owners WHERE name = $1)
+        AND r.filename ILIKE '%' || replace(replace(replace($1, '\', '\\'), '%', '\%'), '_', '\_') || '%'
+      ORDER BY r.created_at DESC, r.id DESC LIMIT $2)
+)
+SELECT f.id, o.name AS owner, f.filename, f.milestone, f.stop_reason, f.stopped_at,
+       f.created_at, f.duration_s
+  FROM found f JOIN owners o ON o.id = f.owner_id
+ ORDER BY f.created_at DESC, f.id DESC
  LIMIT $2
 
 -- name: ops_record
@@ -95,12 +108,15 @@ SELECT id, at, origin, kind, milestone, claim_token, detail
   FROM journal WHERE recording_id = $1 ORDER BY id LIMIT $2
 
 -- name: ops_reached
--- Milestones reached per bucket of $2 over the last $1, by milestone: the throughput
--- chart (journal_by_kind_time reads only the window's events).
-SELECT date_bin($2::interval, at, now() - $1::interval) AS bucket, milestone, count(*) AS n
-  FROM journal
- WHERE kind = 'milestone_reached' AND at > now() - $1::interval
- GROUP BY 1, 2 ORDER BY 1, 2
+-- Milestones reached per bucket of $2 over the last $1, of each milestone in $3: the
+-- throughput chart. One count per bucket and milestone, each a range of
+-- journal_by_kind_time read from the index alone: no sort of the day's events.
+SELECT b.bucket, m.milestone,
+       (SELECT count(*) FROM journal j
+         WHERE j.kind = 'milestone_reached' AND j.milestone = m.milestone
+           AND j.at >= b.bucket AND j.at < b.bucket + $2::interval) AS n
+  FROM generate_series(now() - $1::interval, now() - $2::interval, $2::interval) AS b (bucket),
+       unnest($3::text[]) AS m (milestone)
 
 -- name: ops_stops
 -- Stops per bucket of $2 over the last $1, by reason (from the journal: a stop since
@@ -110,6 +126,30 @@ SELECT date_bin($2::interval, at, now() - $1::interval) AS bucket,
   FROM journal
  WHERE kind = 'stopped' AND at > now() - $1::interval
  GROUP BY 1, 2 ORDER BY 1, 2
+
+-- name: ops_status
+-- The glance's table: `status` (operator.sql) of the records that may still need work
+-- or are stopped, read through the two partial indexes that hold exactly those
+-- (recordings_claimable, recordings_stopped), so a long finished history costs nothing.
+-- A finished record is never waiting, in flight, pausing or stopped.
+SELECT milestone,
+       count(*) FILTER (WHERE stopped_at IS NULL
+                          AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+                          AND (retry_at IS NULL OR retry_at <= now())) AS waiting,
+       count(*) FILTER (WHERE stopped_at IS NULL AND lease_expires_at > now()) AS in_flight,
+       count(*) FILTER (WHERE stopped_at IS NULL AND retry_at > now()
+                          AND (lease_expires_at IS NULL OR lease_expires_at <= now())) AS pausing,
+       count(*) FILTER (WHERE stopped_at IS NOT NULL) AS stopped,
+       extract(epoch FROM now() - min(milestone_entered_at) FILTER (
+           WHERE stopped_at IS NULL AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+             AND (retry_at IS NULL OR retry_at <= now())))::float8 AS oldest_waiting_s
+  FROM (SELECT milestone, stopped_at, lease_expires_at, retry_at, milestone_entered_at
+          FROM recordings WHERE stopped_at IS NULL AND milestone <> 'transcribed'
+        UNION ALL
+        SELECT milestone, stopped_at, lease_expires_at, retry_at, milestone_entered_at
+          FROM recordings WHERE stopped_at IS NOT NULL) r
+ GROUP BY milestone
+ ORDER BY milestone
 
 -- name: ops_audio_waiting
 -- Seconds of audio normalized and not yet recognized (stopped ones apart), and of the

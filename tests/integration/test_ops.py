@@ -7,7 +7,9 @@ screen in a real Chromium."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -346,19 +348,21 @@ async def test_daemons_beat_with_claims(
 
 @scenario("The glance counts each milestone's states, throughput and stops, live")
 async def test_glance(db: Database, base_url: str, ann: NewOwner, olga: NewOperator) -> None:
-    await accept(db, ann.id, "waiting.wav")
     done = await accept(db, ann.id, "done.wav")
     await transcribe(db)
     await stopped(db, ann.id, "too_long", "long.wav")
+    await accept(db, ann.id, "waiting.wav")
     await db.run(
         lambda con: con.execute("UPDATE recordings SET duration_s = 120 WHERE id = $1", done)
     )
     glance = await ops_screen.glance(db)
     by = {m.milestone: m for m in glance.milestones}
-    assert by["transcribed"].waiting + by["transcribed"].in_flight >= 0
-    assert sum(m.stopped for m in glance.milestones) == 1
-    # Two records reached two milestones each within the hour.
-    assert sum(sum(c) for c in glance.reached_hour.counts.values()) == 4
+    # A finished record is never waiting, in flight, pausing or stopped: not read.
+    assert set(by) == {"received"}
+    assert (by["received"].waiting, by["received"].stopped) == (1, 1)
+    assert by["received"].oldest_waiting_s is not None
+    # One record reached both milestones within the hour.
+    assert sum(sum(c) for c in glance.reached_hour.counts.values()) == 2
     assert glance.reached_hour.counts.keys() == {"normalized", "transcribed"}
     assert glance.stops_hour.labels == ["too_long"] and glance.stops_day.labels == ["too_long"]
     async with as_operator(base_url, olga.token) as c:
@@ -368,3 +372,32 @@ async def test_glance(db: Database, base_url: str, ann: NewOwner, olga: NewOpera
     assert 'id="ops-live"' in full.text and "<html" not in live.text
     assert "<svg" in live.text and "too_long" in live.text
     assert 'data-milestone="received"' in live.text
+
+
+@scenario("Metrics show what the screen shows")
+async def test_metrics_twin_of_the_screen(db: Database, base_url: str, ann: NewOwner) -> None:
+    await stopped(db, ann.id, "too_long", "long.wav")
+    waiting = await accept(db, ann.id, "wait.wav")
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET milestone = 'normalized', duration_s = 90 WHERE id = $1",
+            waiting,
+        )
+    )
+    daemon_id = await daemons.register(
+        db, daemons.DaemonInfo(workers=2, model="tiny", device="cpu", version="test")
+    )
+    await daemons.beat_once(db, daemon_id, [], daemons.RecognitionTotals(30.0, 3.0), {})
+    async with httpx.AsyncClient(base_url=base_url) as c:
+        text = (await c.get("/metrics")).text
+    lines = set(text.splitlines())
+    assert 'transcriber_queue{milestone="received",state="stopped"} 1' in lines
+    assert 'transcriber_queue{milestone="normalized",state="waiting"} 1' in lines
+    assert "transcriber_audio_waiting_seconds 90.000" in lines
+    assert any(
+        s.startswith('transcriber_oldest_waiting_seconds{milestone="normalized"}') for s in lines
+    )
+    assert 'transcriber_daemons{state="running"} 1' in lines
+    labels = f'daemon="{daemon_id}",host="{socket.gethostname()}",pid="{os.getpid()}"'
+    assert f"transcriber_daemon_recognized_audio_seconds{{{labels}}} 30.000" in lines
+    assert f"transcriber_daemon_recognizing_seconds{{{labels}}} 3.000" in lines

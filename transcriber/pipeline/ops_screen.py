@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from transcriber.db.database import Database
+from transcriber.milestones import MILESTONES
 from transcriber.pipeline import operator
 
 LIST_MAX = 1000
@@ -51,6 +52,7 @@ async def stopped_records(
         wanted.older_than_s,
         wanted.search,
         limit,
+        as_id(wanted.search),
     )
     return [dict(r) for r in rows]
 
@@ -58,7 +60,15 @@ async def stopped_records(
 async def search(db: Database, text: str, limit: int = 100) -> list[dict[str, Any]]:
     """Records in any state by id, owner's name or part of a file name, newest first.
     Cancellation: a plain read."""
-    return [dict(r) for r in await db.fetch("ops_search", text, limit)]
+    return [dict(r) for r in await db.fetch("ops_search", text, limit, as_id(text))]
+
+
+def as_id(text: str | None) -> uuid.UUID | None:
+    """The text as a record id, if it is one (so the id is looked up by its key)."""
+    try:
+        return None if text is None else uuid.UUID(text.strip())
+    except ValueError:
+        return None
 
 
 async def record(db: Database, recording_id: uuid.UUID) -> dict[str, Any] | None:
@@ -153,38 +163,64 @@ class Glance:
 
 
 HOUR, DAY = dt.timedelta(hours=1), dt.timedelta(days=1)
+REACHED = list(MILESTONES[1:])
+"""The milestones a step reaches: the throughput chart's."""
 MINUTE, HALF_HOUR = dt.timedelta(minutes=1), dt.timedelta(minutes=30)
+
+
+@attrs.frozen
+class QueueNow:
+    milestones: list[operator.MilestoneStatus]
+    audio_waiting_s: float
+    audio_unclaimed_s: float
+
+
+async def queue_now(db: Database) -> QueueNow:
+    """Each milestone's records by state, and the audio waiting for recognition: only
+    the records that may need work or are stopped are read. Cancellation: plain reads."""
+    milestones = [
+        operator.MilestoneStatus(
+            milestone=str(r["milestone"]),
+            waiting=int(r["waiting"]),
+            in_flight=int(r["in_flight"]),
+            pausing=int(r["pausing"]),
+            stopped=int(r["stopped"]),
+            oldest_waiting_s=r["oldest_waiting_s"],
+        )
+        for r in await db.fetch("ops_status")
+    ]
+    waiting = await db.fetchrow("ops_audio_waiting")
+    assert waiting is not None  # an aggregate always has its row
+    return QueueNow(milestones, float(waiting["audio_s"]), float(waiting["unclaimed_s"]))
 
 
 async def glance(db: Database) -> Glance:
     """The pipeline at a glance. Cancellation: plain reads (each its own statement, so
     the figures are each exact but not of one instant)."""
     now = await db.fetchval("ops_now")
-    milestones = await operator.status(db)
+    queue = await queue_now(db)
 
     def counted(
         rows: Sequence[Any], label: str, window: dt.timedelta, bucket: dt.timedelta
     ) -> Series:
         return series(rows, label, window, bucket, now)
 
-    waiting = await db.fetchrow("ops_audio_waiting")
-    assert waiting is not None  # an aggregate always has its row
     daemons_now = await daemons(db)
     audio = sum(d.recognized_audio_s for d in daemons_now)
     taken = sum(d.recognizing_s for d in daemons_now)
     return Glance(
         at=now,
-        milestones=milestones,
+        milestones=queue.milestones,
         reached_hour=counted(
-            await db.fetch("ops_reached", HOUR, MINUTE), "milestone", HOUR, MINUTE
+            await db.fetch("ops_reached", HOUR, MINUTE, REACHED), "milestone", HOUR, MINUTE
         ),
         reached_day=counted(
-            await db.fetch("ops_reached", DAY, HALF_HOUR), "milestone", DAY, HALF_HOUR
+            await db.fetch("ops_reached", DAY, HALF_HOUR, REACHED), "milestone", DAY, HALF_HOUR
         ),
         stops_hour=counted(await db.fetch("ops_stops", HOUR, MINUTE), "reason", HOUR, MINUTE),
         stops_day=counted(await db.fetch("ops_stops", DAY, HALF_HOUR), "reason", DAY, HALF_HOUR),
-        audio_waiting_s=float(waiting["audio_s"]),
-        audio_unclaimed_s=float(waiting["unclaimed_s"]),
+        audio_waiting_s=queue.audio_waiting_s,
+        audio_unclaimed_s=queue.audio_unclaimed_s,
         realtime_factor=taken / audio if audio > 0 else None,
     )
 

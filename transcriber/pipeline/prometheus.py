@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from actors import RuntimeMetrics
 from transcriber.db.database import Database
+from transcriber.pipeline import ops_screen
 
 RUNTIME_METRICS = RuntimeMetrics(namespace="transcriber")
 """This process's workers and supervisors count here (`transcriber_claims_total`, …);
@@ -39,4 +40,73 @@ async def render_metrics(db: Database, recognizer: dict[str, str] | None = None)
     ]
     for r in await db.fetch("metrics_stop_reasons"):
         lines.append(f'transcriber_stopped{{reason="{_escape(r["stop_reason"])}"}} {r["n"]}')
+    lines += await screen_metrics(db)
     return "\n".join(lines) + "\n" + RUNTIME_METRICS.render()
+
+
+async def screen_metrics(db: Database) -> list[str]:
+    """What the operator's screen shows that the lines above lack: each milestone's
+    records by state and its oldest waiting, the audio waiting for recognition, the
+    daemons by state with their last beat and recognition totals (throughput and stops
+    per minute are the rates of the runtime's counters). Cancellation: plain reads."""
+    glance = await ops_screen.queue_now(db)
+    lines = [
+        "# HELP transcriber_queue Records by milestone and state (waiting, in_flight, "
+        "pausing before a retry, stopped), as the operator's screen counts them.",
+        "# TYPE transcriber_queue gauge",
+    ]
+    for m in glance.milestones:
+        name = _escape(m.milestone)
+        for state, n in (
+            ("waiting", m.waiting),
+            ("in_flight", m.in_flight),
+            ("pausing", m.pausing),
+            ("stopped", m.stopped),
+        ):
+            lines.append(f'transcriber_queue{{milestone="{name}",state="{state}"}} {n}')
+    lines += [
+        "# HELP transcriber_oldest_waiting_seconds How long the oldest waiting record of "
+        "each milestone has waited.",
+        "# TYPE transcriber_oldest_waiting_seconds gauge",
+    ]
+    for m in glance.milestones:
+        if m.oldest_waiting_s is not None:
+            lines.append(
+                f'transcriber_oldest_waiting_seconds{{milestone="{_escape(m.milestone)}"}} '
+                f"{m.oldest_waiting_s:.3f}"
+            )
+    lines += [
+        "# HELP transcriber_audio_waiting_seconds Audio normalized and not yet recognized.",
+        "# TYPE transcriber_audio_waiting_seconds gauge",
+        f"transcriber_audio_waiting_seconds {glance.audio_waiting_s:.3f}",
+    ]
+    daemons = await ops_screen.daemons(db)
+    lines += [
+        "# HELP transcriber_daemons Daemons of the last day by state (running, silent: "
+        "stopped beating, stopped).",
+        "# TYPE transcriber_daemons gauge",
+    ]
+    for state in ("running", "silent", "stopped"):
+        lines.append(
+            f'transcriber_daemons{{state="{state}"}} {sum(d.state == state for d in daemons)}'
+        )
+    for metric, help_text, field in (
+        ("daemon_beat_age_seconds", "Seconds since each daemon's last beat.", "silent_s"),
+        (
+            "daemon_recognized_audio_seconds",
+            "Audio each daemon recognized since it started (its counter).",
+            "recognized_audio_s",
+        ),
+        (
+            "daemon_recognizing_seconds",
+            "Seconds each daemon spent recognizing since it started (its counter).",
+            "recognizing_s",
+        ),
+    ):
+        kind = "gauge" if field == "silent_s" else "counter"
+        lines += [f"# HELP transcriber_{metric} {help_text}", f"# TYPE transcriber_{metric} {kind}"]
+        for d in daemons:
+            if d.stopped_at is None:
+                labels = f'daemon="{d.id}",host="{_escape(d.host)}",pid="{d.pid}"'
+                lines.append(f"transcriber_{metric}{{{labels}}} {getattr(d, field):.3f}")
+    return lines
