@@ -549,7 +549,7 @@ def test_page_paths_are_told_from_the_api() -> None:
     # A guard that asks for the API's bearer token lets exactly the page's paths through.
     rid = uuid.uuid4()
     for route in page.router.routes:
-        path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css")
+        path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css", code="ru")
         assert page.is_page_path(path), path
     for path in (
         "/v1/recordings",
@@ -569,13 +569,20 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
     # of an owner's answers without one or the other.
     rid = uuid.uuid4()
     open_to_all = {("GET", "/signin"), ("GET", "/static/page.css")}
+    # The language switch sets its cookie for anyone (it changes only how pages read).
+    switch = ("GET", "/lang/ru")
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as anonymous:
         for route in (r for router in app_module.ROUTERS for r in router.routes):
-            path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css")
+            path = route.path.format(
+                recording_id=rid, index=0, ext="srt", name="page.css", code="ru"
+            )
             if path in app_module.PUBLIC_PATHS:
                 continue
             for method in route.methods - {"HEAD"}:
                 r = await anonymous.request(method, path)
+                if (method, path) == switch:
+                    assert r.status_code == 303 and r.cookies.get("transcriber_lang") == "ru"
+                    continue
                 wanted = 200 if (method, path) in open_to_all else 401
                 assert r.status_code == wanted, (method, path, r.status_code, r.text)
                 # The sign-in form posted without a token is the form again, with why.
