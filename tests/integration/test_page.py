@@ -329,6 +329,7 @@ async def test_second_owner_gets_404_everywhere(
             await page_ben.get(f"/recordings/{target}/audio"),
             await page_ben.head(f"/recordings/{target}/audio"),
             await page_ben.get(f"/recordings/{target}/audio", headers={"Range": "bytes=0-9"}),
+            await page_ben.get(f"/recordings/{target}/peaks.json"),
             *[
                 await page_ben.get(f"/recordings/{target}/transcript.{ext}")
                 for ext in ("txt", "srt", "vtt", "json")

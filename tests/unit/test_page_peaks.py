@@ -8,6 +8,7 @@ import wave
 from collections.abc import AsyncIterator
 
 import numpy as np
+import pytest
 
 from transcriber.http.page_audio import Audio, peaks, wav_data
 
@@ -30,6 +31,11 @@ def audio_of(body: bytes, chunk: int = 777) -> Audio:
     return Audio(len(body), "audio/wav", read)
 
 
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("page", title)
+
+
+@scenario("The waveform's peaks come from the normalized audio, bounded")
 async def test_a_loud_second_stands_out_where_it_is() -> None:
     # 10 s: quiet, then a loud second from 6 s to 7 s, then quiet.
     signal = np.full(160000, 100, dtype=np.int32)
@@ -45,6 +51,7 @@ async def test_a_loud_second_stands_out_where_it_is() -> None:
     assert max(p[:60] + p[70:]) == round(100 * 1000 / 32767)
 
 
+@scenario("The waveform's peaks come from the normalized audio, bounded")
 async def test_a_length_not_divisible_keeps_its_last_stretch() -> None:
     signal = np.zeros(1003, dtype=np.int32)
     signal[-1] = -32768
@@ -53,6 +60,7 @@ async def test_a_length_not_divisible_keeps_its_last_stretch() -> None:
     assert len(found["peaks"]) == 10 and found["peaks"][-1] == 1000
 
 
+@scenario("The waveform's peaks come from the normalized audio, bounded")
 async def test_what_is_not_the_normalized_wav_has_no_peaks() -> None:
     assert await peaks(audio_of(b"OggS" + bytes(100)), ("test", 3)) is None
     stereo = io.BytesIO()
