@@ -591,3 +591,26 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
                     assert "not an owner&#39;s API token" in r.text, r.text
                 elif wanted != 200:
                     assert set(r.json()) == {"error"}, (method, path, r.text)
+
+
+# --- languages -----------------------------------------------------------------------------
+
+
+@scenario("A browser asking for Russian gets Russian without the switch")
+async def test_the_language_comes_from_the_cookie_or_accept_language(base_url: str) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        ru = await c.get("/signin", headers={"Accept-Language": "ru-RU,ru;q=0.9,en;q=0.5"})
+        assert ru.headers["content-language"] == "ru" and '<html lang="ru">' in ru.text
+        assert "Войти" in ru.text and "Sign in" not in ru.text
+        assert "Accept-Language" in ru.headers["vary"]
+        en = await c.get("/signin", headers={"Accept-Language": "de, en;q=0.5"})
+        assert en.headers["content-language"] == "en" and "Sign in" in en.text
+        # The switch: remembered in a cookie, and back to a page of this site only.
+        switched = await c.get("/lang/en", params={"next": "/signin?next=/x"})
+        assert switched.status_code == 303 and switched.headers["location"] == "/signin?next=/x"
+        assert "Max-Age=31536000" in switched.headers["set-cookie"]
+        chosen = await c.get("/signin", headers={"Accept-Language": "ru"})
+        assert chosen.headers["content-language"] == "en"
+        away = await c.get("/lang/ru", params={"next": "//elsewhere.example/"})
+        assert away.headers["location"] == "/"
+        assert (await c.get("/lang/xx")).status_code == 404

@@ -47,9 +47,7 @@ def test_every_message_is_translated(code: str) -> None:
             assert set(PLACEHOLDER.findall(s)) <= set(wanted), (msgid, s)
             if not isinstance(message, tuple):
                 assert sorted(PLACEHOLDER.findall(s)) == wanted, (msgid, s)
-    assert untranslated == [], (
-        f"{code}.po lacks these (run `python -m transcriber.http.i18n`, then translate)"
-    )
+    assert untranslated == [], f"{code}.po lacks these (run i18n.update(), then translate them)"
     gone = sorted(
         {m.id if isinstance(m.id, str) else m.id[0] for m in catalog if m.id} - set(messages)
     )

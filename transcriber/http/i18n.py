@@ -11,9 +11,10 @@ own English text.
 Which language a request gets: the `transcriber_lang` cookie (set by the page's switch,
 `/lang/<code>`), else the browser's `Accept-Language`, else English.
 
-`python -m transcriber.http.i18n` brings the catalogues up to date with the code and
-templates (new messages added empty, gone ones dropped); tests/unit/test_i18n.py fails
-while any message lacks a translation.
+`python -c 'from transcriber.http import i18n; i18n.update()'` brings the catalogues up
+to date with the code and templates (new messages added empty, gone ones dropped,
+sorted, without source lines, so branches seldom collide in them); fill in the empty
+`msgstr`s. tests/unit/test_i18n.py fails while any message lacks a translation.
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ SCRIPT_WORDS = {
         "the connection broke off (a file over the size limit is cut off this way); try again"
     ),
     "server_answered": N_("the server answered {status}"),
+    # An upload refused by the API's bounds, by its status: the API's own words are
+    # English, for programs; the page says the same in the reader's language.
+    "refused_413": N_("the file is larger than the limit of {limit}"),
+    "refused_429": N_("too many of your uploads are under way at once; try again in a minute"),
+    "refused_507": N_("there is no room left for it (your quota or the service's storage is full)"),
     "bytes": N_("{n} bytes"),
     "corrected_text_of": N_("Corrected text of segment {n}"),
     "not_saved": N_("The correction was not saved (the server answered {status})."),
@@ -253,7 +259,3 @@ def write_catalogue(code: str, catalog: Catalog) -> None:
     catalog.fuzzy = False
     with catalogue_path(code).open("wb") as f:
         write_po(f, catalog, width=100, no_location=True, sort_output=True)
-
-
-if __name__ == "__main__":
-    update()

@@ -212,7 +212,10 @@
         } else if (r.status === 0) {
           refuse(item, T.t("cut_off"));
         } else {
-          refuse(item, r.body.error || T.t("server_answered", { status: r.status }));
+          // The API's bounds in the page's words; anything else as the server says it.
+          const known = { 413: T.t("refused_413", { limit: sizeWords(maxBytes) }),
+                          429: T.t("refused_429"), 507: T.t("refused_507") };
+          refuse(item, known[r.status] || r.body.error || T.t("server_answered", { status: r.status }));
         }
       }
       refresh();
