@@ -7,25 +7,40 @@ from __future__ import annotations
 
 from typing import Any
 
+
+def N_(message: str) -> str:
+    """Marks `message` for the page's catalogues (transcriber/http/locales); the page
+    shows it translated, the API as it is."""
+    return message
+
+
 MESSAGES = {
-    "empty_file": "The upload was empty.",
-    "undecodable_audio": "The file could not be read as audio.",
-    "no_audio_stream": "The file has no audio in it.",
-    "empty_audio": "The audio in the file is empty.",
-    "too_long": "The recording is longer than this service accepts.",
-    "implausible_rate": "The audio claims a sample rate no real recording has "
-    "(4 kHz to 384 kHz are accepted).",
-    "implausible_duration": "The file decodes to far more audio than a file of its size "
-    "can hold; it looks built to fill the disk.",
-    "audio_quota": "Your recordings already hold as many hours of audio as your quota "
-    "allows; once you have deleted some, the operator can resume this one.",
-    "recognizer_refused_audio": "The speech recognizer could not take this audio.",
-    "attempts_exhausted": "Processing failed several times; the operator has been told "
-    "and can resume it.",
-    "milestone_time_limit": "Processing took longer than its time limit; the operator "
-    "can resume it.",
+    "empty_file": N_("The upload was empty."),
+    "undecodable_audio": N_("The file could not be read as audio."),
+    "no_audio_stream": N_("The file has no audio in it."),
+    "empty_audio": N_("The audio in the file is empty."),
+    "too_long": N_("The recording is longer than this service accepts."),
+    "implausible_rate": N_(
+        "The audio claims a sample rate no real recording has (4 kHz to 384 kHz are "
+        "accepted)."
+    ),
+    "implausible_duration": N_(
+        "The file decodes to far more audio than a file of its size can hold; it looks "
+        "built to fill the disk."
+    ),
+    "audio_quota": N_(
+        "Your recordings already hold as many hours of audio as your quota allows; once "
+        "you have deleted some, the operator can resume this one."
+    ),
+    "recognizer_refused_audio": N_("The speech recognizer could not take this audio."),
+    "attempts_exhausted": N_(
+        "Processing failed several times; the operator has been told and can resume it."
+    ),
+    "milestone_time_limit": N_(
+        "Processing took longer than its time limit; the operator can resume it."
+    ),
 }
-OTHER = "Processing stopped; the operator can see why and resume it."
+OTHER = N_("Processing stopped; the operator can see why and resume it.")
 
 # Detail keys of a journal event that are the operator's: internal text (an error, a
 # path in the store) and internal ids.

@@ -329,6 +329,7 @@ async def test_second_owner_gets_404_everywhere(
             await page_ben.get(f"/recordings/{target}/audio"),
             await page_ben.head(f"/recordings/{target}/audio"),
             await page_ben.get(f"/recordings/{target}/audio", headers={"Range": "bytes=0-9"}),
+            await page_ben.get(f"/recordings/{target}/peaks.json"),
             *[
                 await page_ben.get(f"/recordings/{target}/transcript.{ext}")
                 for ext in ("txt", "srt", "vtt", "json")
@@ -549,7 +550,7 @@ def test_page_paths_are_told_from_the_api() -> None:
     # A guard that asks for the API's bearer token lets exactly the page's paths through.
     rid = uuid.uuid4()
     for route in page.router.routes:
-        path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css")
+        path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css", code="ru")
         assert page.is_page_path(path), path
     for path in (
         "/v1/recordings",
@@ -569,13 +570,20 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
     # of an owner's answers without one or the other.
     rid = uuid.uuid4()
     open_to_all = {("GET", "/signin"), ("GET", "/ops/signin"), ("GET", "/static/page.css")}
+    # The language switch sets its cookie for anyone (it changes only how pages read).
+    switch = ("GET", "/lang/ru")
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as anonymous:
         for route in (r for router in app_module.ROUTERS for r in router.routes):
-            path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css")
+            path = route.path.format(
+                recording_id=rid, index=0, ext="srt", name="page.css", code="ru"
+            )
             if path in app_module.PUBLIC_PATHS:
                 continue
             for method in route.methods - {"HEAD"}:
                 r = await anonymous.request(method, path)
+                if (method, path) == switch:
+                    assert r.status_code == 303 and r.cookies.get("transcriber_lang") == "ru"
+                    continue
                 wanted = 200 if (method, path) in open_to_all else 401
                 assert r.status_code == wanted, (method, path, r.status_code, r.text)
                 # The sign-in form posted without a token is the form again, with why.
@@ -585,3 +593,26 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
                     assert "not an operator&#39;s token" in r.text, r.text
                 elif wanted != 200:
                     assert set(r.json()) == {"error"}, (method, path, r.text)
+
+
+# --- languages -----------------------------------------------------------------------------
+
+
+@scenario("A browser asking for Russian gets Russian without the switch")
+async def test_the_language_comes_from_the_cookie_or_accept_language(base_url: str) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        ru = await c.get("/signin", headers={"Accept-Language": "ru-RU,ru;q=0.9,en;q=0.5"})
+        assert ru.headers["content-language"] == "ru" and '<html lang="ru">' in ru.text
+        assert "Войти" in ru.text and "Sign in" not in ru.text
+        assert "Accept-Language" in ru.headers["vary"]
+        en = await c.get("/signin", headers={"Accept-Language": "de, en;q=0.5"})
+        assert en.headers["content-language"] == "en" and "Sign in" in en.text
+        # The switch: remembered in a cookie, and back to a page of this site only.
+        switched = await c.get("/lang/en", params={"next": "/signin?next=/x"})
+        assert switched.status_code == 303 and switched.headers["location"] == "/signin?next=/x"
+        assert "Max-Age=31536000" in switched.headers["set-cookie"]
+        chosen = await c.get("/signin", headers={"Accept-Language": "ru"})
+        assert chosen.headers["content-language"] == "en"
+        away = await c.get("/lang/ru", params={"next": "//elsewhere.example/"})
+        assert away.headers["location"] == "/"
+        assert (await c.get("/lang/xx")).status_code == 404

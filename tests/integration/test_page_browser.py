@@ -3,11 +3,11 @@
 ever downloaded), against a real `transcriber serve` on a loopback port with real
 recognition. One service and one browser for the whole module; the tests run in file
 order and build on each other (sign in, upload, listen, correct, edit, sign out), as a
-person would use the page.
+person would use the page (the editor's tools, the page in Russian).
 
-Screenshots of the list and the record page, light and dark, and the measured figures
-(page weight, upload-to-transcript time) go to the module's output folder, printed at
-the start; they are never committed.
+Screenshots of the list and the record page, light and dark, in English and Russian,
+and the measured figures (page weight, upload-to-transcript time) go to the module's
+output folder, printed at the start; they are never committed.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -31,10 +32,12 @@ import pytest
 from selenium import webdriver
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.helpers.postgres import admin, run_with_loop, with_database
 from transcriber.owners import token_hash
@@ -143,8 +146,9 @@ def served(
         sql(pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(scope="module")
-def browser(served: Served) -> Iterator[WebDriver]:
+def chromium(profile: Path, accept_language: str | None = None) -> WebDriver:
+    """A headless Chromium with its own profile; `accept_language` is what it asks
+    pages for (its `Accept-Language`), English when not given."""
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (
@@ -159,10 +163,18 @@ def browser(served: Served) -> Iterator[WebDriver]:
         "--mute-audio",
         "--autoplay-policy=no-user-gesture-required",
         "--window-size=1200,900",
-        f"--user-data-dir={served.out / 'chromium-profile'}",
+        f"--user-data-dir={profile}",
     ):
         options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    options.add_experimental_option(
+        "prefs", {"intl.accept_languages": accept_language or "en-US,en"}
+    )
+    return webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+
+
+@pytest.fixture(scope="module")
+def browser(served: Served) -> Iterator[WebDriver]:
+    driver = chromium(served.out / "chromium-profile")
     try:
         yield driver
     finally:
@@ -426,6 +438,225 @@ def test_correct_a_word_and_edit_the_title(served: Served, browser: WebDriver) -
     title.send_keys("Q3 planning")
     css(d, "#edit-save").click()
     wait(d, lambda d: css(d, "#record-title").text == "Q3 planning")
+
+
+def segment_texts(driver: WebDriver) -> list[tuple[str, bool]]:
+    """Each segment's shown text (the recognizer's begins with a space, a correction is
+    stored trimmed) and whether it is the owner's correction."""
+    return [
+        (t.strip(), c)
+        for t, c in driver.execute_script(
+            "return [...document.querySelectorAll('.segment')].map(li =>"
+            " [li.querySelector('.text').textContent, li.classList.contains('corrected')])"
+        )
+    ]
+
+
+def player_time(driver: WebDriver) -> float:
+    return float(driver.execute_script("return document.getElementById('player').currentTime"))
+
+
+def paused(driver: WebDriver) -> bool:
+    return bool(driver.execute_script("return document.getElementById('player').paused"))
+
+
+def press(driver: WebDriver, key: str, alt: bool = False) -> None:
+    """A key pressed where the focus is, as a person presses it."""
+    chain = ActionChains(driver)
+    if alt:
+        chain.key_down(Keys.ALT).send_keys(key).key_up(Keys.ALT)
+    else:
+        chain.send_keys(key)
+    chain.perform()
+
+
+@scenario("Find and replace saves corrections with a count, and undo puts them back")
+def test_find_and_replace_then_undo(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.get(f"{served.url}/recordings/{served.record}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#find-replace"))
+    before = segment_texts(d)
+    assert before[0][1], "segment 0 was corrected by the test before"
+    _, txt_before = fetch_text(d, f"/recordings/{served.record}/transcript.txt")
+    # The word found in most segments (substring matches count, as the page counts them).
+    texts = [t.lower() for t, _ in before]
+    word = max(
+        sorted(set(re.findall(r"[a-z]{3,}", " ".join(texts)))),
+        key=lambda w: (sum(w in t for t in texts), sum(t.count(w) for t in texts)),
+    )
+    assert sum(word in t for t in texts) >= 2, (word, texts)
+    matches = sum(t.count(word) for t in texts)
+
+    css(d, "#find").send_keys(word)
+    wait(d, lambda d: css(d, "#find-count").text == f"{matches} found")
+    assert len(d.find_elements(By.CSS_SELECTOR, ".segment.match")) == sum(word in t for t in texts)
+    css(d, "#replace").send_keys("Quux")
+    css(d, "#replace-all").click()
+    wait(d, lambda d: css(d, "#find-count").text == f"Replaced {matches} and saved.")
+    replaced = [(re.sub(re.escape(word), "Quux", t, flags=re.I), c) for t, c in before]
+    after = segment_texts(d)
+    assert [t for t, _ in after] == [t for t, _ in replaced]
+    # Every segment that changed is the owner's correction now, and the export has it.
+    assert all(c for (t, c), (b, _) in zip(after, before, strict=True) if t != b)
+    _, txt = fetch_text(d, f"/recordings/{served.record}/transcript.txt")
+    assert txt.count("Quux") == matches
+
+    # One step of undo: every segment as before — the corrected one still corrected, the
+    # others back at the machine's text — and so is the export, after a reload too.
+    css(d, "#replace-undo").click()
+    changed = sum(t != b for (t, _), (b, _) in zip(after, before, strict=True))
+    wait(
+        d, lambda d: css(d, "#find-count").text == f"Undone: {changed} segments back as they were."
+    )
+    assert segment_texts(d) == before
+    assert css(d, "#replace-undo").get_attribute("disabled") is not None
+    _, txt = fetch_text(d, f"/recordings/{served.record}/transcript.txt")
+    assert txt == txt_before
+    d.refresh()
+    assert wait(d, lambda d: segment_texts(d)) == before
+
+
+@scenario("Shortcuts, speed and the waveform move playback")
+def test_shortcuts_speed_and_waveform(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.get(f"{served.url}/recordings/{served.record}")
+    segments = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".segment"))
+    starts = [float(s.get_attribute("data-start")) for s in segments]
+    wait(d, lambda d: d.execute_script("return document.getElementById('player').readyState") >= 1)
+    assert "Play or pause" in (css(d, "#shortcuts").get_attribute("textContent") or "")
+    d.execute_script("const p = document.getElementById('player'); p.pause(); p.currentTime = 0")
+    css(d, "#record-title").click()  # the focus on the page, in no field
+
+    def at(t: float) -> Callable[[WebDriver], bool]:
+        return lambda d: abs(player_time(d) - t) < 0.3
+
+    press(d, "l")
+    wait(d, at(5), message="L did not move 5 s forward")
+    press(d, "j")
+    wait(d, at(0), message="J did not move 5 s back")
+    press(d, Keys.ARROW_RIGHT)
+    wait(d, at(5))
+    press(d, Keys.ARROW_LEFT)
+    wait(d, at(0))
+    press(d, "n")
+    wait(d, lambda d: current_segment(d) == 1 and at(starts[1])(d), message="N: no next segment")
+    assert paused(d)  # moving between segments keeps a paused player paused
+    press(d, "n")
+    wait(d, lambda d: current_segment(d) == 2)
+    press(d, "p")
+    wait(d, lambda d: current_segment(d) == 1 and at(starts[1])(d), message="P: no previous")
+    press(d, "k")
+    wait(d, lambda d: not paused(d), message="K did not play")
+    press(d, "k")
+    wait(d, paused, message="K did not pause")
+    playing = current_segment(d)
+    press(d, "e")
+    area = wait(d, lambda d: d.find_elements(By.ID, f"fix-{playing}"))[0]
+    assert d.switch_to.active_element == area
+    # While typing, a plain key is a letter and Alt with it the shortcut.
+    t = player_time(d)
+    press(d, "l")
+    assert area.get_attribute("value").endswith("l") and at(t)(d)
+    press(d, "l", alt=True)
+    wait(d, at(t + 5), message="Alt+L in a field did not move playback")
+    press(d, Keys.ESCAPE)
+    wait(d, lambda d: not d.find_elements(By.ID, f"fix-{playing}"))
+
+    # Speed: picked, then slower and faster by keys, remembered over a reload.
+    Select(css(d, "#speed")).select_by_value("1.5")
+    rate = "return document.getElementById('player').playbackRate"
+    assert d.execute_script(rate) == 1.5
+    css(d, "#record-title").click()
+    press(d, "-")
+    assert d.execute_script(rate) == 1.25 and css(d, "#speed").get_attribute("value") == "1.25"
+    press(d, "=")
+    press(d, "=")
+    assert d.execute_script(rate) == 1.75
+    d.refresh()
+    wait(d, lambda d: d.execute_script(rate) == 1.75)
+    Select(css(d, "#speed")).select_by_value("1")
+
+    # The waveform: drawn from the server's peaks; a click in its middle plays from the
+    # middle of the recording.
+    canvas = wait(d, lambda d: (c := css(d, "#waveform")).get_attribute("data-ready") == "1" and c)
+    status, body = fetch_text(d, f"/recordings/{served.record}/peaks.json")
+    waveform = json.loads(body)
+    assert status == 200 and 100 <= len(waveform["peaks"]) <= 1000
+    assert max(waveform["peaks"]) > 50  # speech, not silence
+    duration = d.execute_script("return document.getElementById('player').duration")
+    assert abs(waveform["duration_s"] - duration) < 0.1
+    ActionChains(d).move_to_element(canvas).click().perform()
+    wait(d, at(duration / 2), message="a click on the waveform did not move playback")
+    served.figures["waveform_peaks"] = len(waveform["peaks"])
+
+
+@scenario("The switch turns the list Russian and the choice is remembered")
+def test_switch_to_russian_and_it_is_remembered(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.get(served.url + "/")
+    wait(d, lambda d: row_of(d, "Meeting notes") is not None)
+    assert d.execute_script("return document.documentElement.lang") == "en"
+    css(d, "#lang-ru").click()
+    wait(d, lambda d: d.execute_script("return document.documentElement.lang") == "ru")
+
+    def russian_list(d: WebDriver) -> None:
+        assert css(d, "h1").text == "Мои записи"
+        assert "Название" in css(d, "#list thead").text
+        notes = row_of(d, "Meeting notes")
+        assert notes is not None and "Файл не удалось прочитать как звук." in notes["text"]
+        planning = row_of(d, "Q3 planning")
+        assert planning is not None and "Расшифрована" in planning["text"]
+        # Its date and duration, as Russian writes them (CLDR's no-break spaces).
+        assert re.search(r"\d+ \w+\. 20\d\d\s+г\., \d\d:\d\d UTC", planning["text"])
+        assert re.search(r"\t\d+\s+с\t", planning["text"]), planning["text"]
+
+    russian_list(d)
+    assert (d.get_cookie("transcriber_lang") or {}).get("value") == "ru"
+    d.refresh()
+    wait(d, lambda d: css(d, "h1").text == "Мои записи")
+    russian_list(d)
+    screenshots(d, served.out, "list-ru")
+
+    # The record page, and its script's own messages.
+    d.get(f"{served.url}/recordings/{served.record}")
+    wait(d, lambda d: css(d, "#transcript-title").text == "Расшифровка")
+    assert css(d, "#shortcuts summary").text == "Клавиши"
+    css(d, "#find").send_keys("zzzzqq")
+    wait(d, lambda d: css(d, "#find-count").text == "Ничего не найдено.")
+    css(d, "#find").clear()
+    screenshots(d, served.out, "record-ru")
+    # The stopped record's page says what happened and what to do, in Russian.
+    d.get(served.url + "/")
+    href = wait(d, lambda d: row_of(d, "Meeting notes"))["href"]
+    d.get(served.url + href)
+    stopped = wait(d, lambda d: d.find_elements(By.ID, "stopped"))[0]
+    assert "Что можно сделать:" in stopped.text and "загрузите её снова" in stopped.text
+    # Back to English for the tests after this one.
+    css(d, "#lang-en").click()
+    wait(d, lambda d: d.execute_script("return document.documentElement.lang") == "en")
+    assert "What you can do:" in css(d, "#stopped").text
+
+
+@scenario("A browser asking for Russian gets Russian without the switch")
+def test_accept_language_russian_without_the_switch(served: Served) -> None:
+    d = chromium(served.out / "chromium-profile-ru", accept_language="ru-RU,ru,en")
+    try:
+        d.get(served.url + "/")
+        wait(d, lambda d: "/signin" in d.current_url)
+        assert d.execute_script("return document.documentElement.lang") == "ru"
+        assert css(d, "h1").text == "Войти" and css(d, "#signin-submit").text == "Войти"
+        assert d.get_cookie("transcriber_lang") is None
+        css(d, "#token").send_keys("tr_wrong")
+        css(d, "#signin-submit").click()
+        wait(d, lambda d: "Это не токен API владельца" in css(d, "#token-error").text)
+        # A language picked wins over what the browser asks for.
+        css(d, "#lang-en").click()
+        wait(d, lambda d: css(d, "h1").text == "Sign in")
+        d.refresh()
+        assert css(d, "h1").text == "Sign in"
+        assert "/signin" in d.current_url
+    finally:
+        d.quit()
 
 
 @scenario(

@@ -32,7 +32,7 @@ from transcriber.http.ops_sign_in import (
     sign_in,
     sign_out,
 )
-from transcriber.http.page import html, templates
+from transcriber.http.page import TEMPLATES, html
 from transcriber.http.page_sign_in import CSRF_FIELD, check_origin
 from transcriber.milestones import MILESTONES
 from transcriber.pipeline import ops_screen
@@ -101,19 +101,22 @@ def minutes(seconds: float | None) -> str:
     return f"{s // 60}m{s % 60:02d}s"
 
 
-templates.globals.update(ops_bars=bars, ops_minutes=minutes)
+for _env in TEMPLATES.values():
+    _env.globals.update(ops_bars=bars, ops_minutes=minutes)
 
 
-def ops_html(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    return html(name, status, **context)
+def ops_html(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    return html(request, name, status, **context)
 
 
 # --- signing in and out ----------------------------------------------------------------
 
 
 @router.get(SIGNIN_PATH)
-async def signin_page(next: Annotated[str | None, Query(max_length=2000)] = None) -> HTMLResponse:
-    return ops_html("ops_signin.html", next=safe_next(next), error=None)
+async def signin_page(
+    request: Request, next: Annotated[str | None, Query(max_length=2000)] = None
+) -> HTMLResponse:
+    return ops_html(request, "ops_signin.html", next=safe_next(next), error=None)
 
 
 @router.post(SIGNIN_PATH)
@@ -128,7 +131,7 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
         message = (
             "That is not an operator's token. Use the token `transcriber operator add` printed."
         )
-        return ops_html("ops_signin.html", 401, next=target, error=message)
+        return ops_html(request, "ops_signin.html", 401, next=target, error=message)
     secret, _, name = made
     event(logging.INFO, "ops_signed_in", operator=name)
     response = RedirectResponse(target, status_code=303)
@@ -151,6 +154,7 @@ async def signout(request: Request, db: Db, session: OperatorSession) -> Respons
 
 @router.get(PREFIX)
 async def glance_page(
+    request: Request,
     db: Db,
     session: OperatorSession,
     fragment: Annotated[str | None, Query(max_length=20)] = None,
@@ -165,7 +169,7 @@ async def glance_page(
         "live_every_s": LIVE_EVERY_S,
     }
     name = "ops_live.html" if fragment == "live" else "ops_glance.html"
-    return ops_html(name, **context)
+    return ops_html(request, name, **context)
 
 
 # --- stopped records -------------------------------------------------------------------
@@ -194,6 +198,7 @@ Text = Annotated[str | None, Query(max_length=200)]
 
 @router.get(PREFIX + "/stopped")
 async def stopped_page(
+    request: Request,
     db: Db,
     session: OperatorSession,
     reason: Text = None,
@@ -205,6 +210,7 @@ async def stopped_page(
     wanted = stopped_filter(reason, milestone, owner, older, q)
     records = await ops_screen.stopped_records(db, wanted)
     return ops_html(
+        request,
         "ops_stopped.html",
         records=records,
         wanted=wanted,
@@ -239,19 +245,26 @@ async def resume(request: Request, db: Db, session: OperatorSession) -> HTMLResp
         asked=len(ids),
         resumed=sum(o.resumed for o in outcomes),
     )
-    return ops_html("ops_resumed.html", outcomes=outcomes, csrf=session.csrf, operator=session.name)
+    return ops_html(
+        request, "ops_resumed.html", outcomes=outcomes, csrf=session.csrf, operator=session.name
+    )
 
 
 # --- one record and search -------------------------------------------------------------
 
 
 @router.get(PREFIX + "/records/{recording_id}")
-async def record_page(db: Db, session: OperatorSession, recording_id: str) -> HTMLResponse:
+async def record_page(
+    request: Request, db: Db, session: OperatorSession, recording_id: str
+) -> HTMLResponse:
     rid = parse_id(recording_id)
     found = None if rid is None else await ops_screen.record(db, rid)
     if rid is None or found is None:
-        return ops_html("ops_not_found.html", 404, csrf=session.csrf, operator=session.name)
+        return ops_html(
+            request, "ops_not_found.html", 404, csrf=session.csrf, operator=session.name
+        )
     return ops_html(
+        request,
         "ops_record.html",
         record=found,
         journal=await ops_screen.journal(db, rid),
@@ -261,11 +274,18 @@ async def record_page(db: Db, session: OperatorSession, recording_id: str) -> HT
 
 
 @router.get(PREFIX + "/search")
-async def search_page(db: Db, session: OperatorSession, q: Text = None) -> HTMLResponse:
+async def search_page(
+    request: Request, db: Db, session: OperatorSession, q: Text = None
+) -> HTMLResponse:
     text = (q or "").strip()
     records = await ops_screen.search(db, text) if text else []
     return ops_html(
-        "ops_search.html", records=records, q=text, csrf=session.csrf, operator=session.name
+        request,
+        "ops_search.html",
+        records=records,
+        q=text,
+        csrf=session.csrf,
+        operator=session.name,
     )
 
 

@@ -9,9 +9,11 @@ answers 404 alike — pages, audio and downloads.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,11 +23,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from actors.log import event
 from transcriber.db.database import Database
-from transcriber.http import page_text
+from transcriber.http import i18n, page_text
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import owned_card, parse_id
-from transcriber.http.page_audio import audio_response, open_audio
+from transcriber.http.page_audio import audio_response, open_audio, peaks
 from transcriber.http.page_sign_in import (
     CSRF_FIELD,
     SIGNIN_PATH,
@@ -79,7 +81,9 @@ SECURITY_HEADERS = {
 
 router = APIRouter(include_in_schema=False)
 
-_PAGE_PATH = re.compile(r"/(?:|signin|signout|upload|static/[^/]+|recordings/[^/]+(?:/.*)?)")
+_PAGE_PATH = re.compile(
+    r"/(?:|signin|signout|upload|lang/[^/]+|static/[^/]+|recordings/[^/]+(?:/.*)?)"
+)
 STREAMED = frozenset({("POST", "/upload")})
 """(method, path) of the page's routes that stream their body under their own cap."""
 
@@ -117,35 +121,66 @@ def static_url(name: str) -> str:
     return f"/static/{name}?v={STATIC[name][2]}"
 
 
-templates = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(HERE / "templates"),
-    autoescape=jinja2.select_autoescape(["html"]),
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-templates.globals.update(
-    static_url=static_url,
-    state_of=page_text.state_of,
-    stop_words=page_text.stop_words,
-    progress_words=page_text.progress_words,
-    CORRECTION_MAX=CORRECTION_MAX,
-    TITLE_MAX=TITLE_MAX,
-    SUMMARY_MAX=SUMMARY_MAX,
-)
-templates.filters.update(
-    duration=page_text.duration, clock=page_text.clock, when=page_text.when, size=page_text.size
-)
+def make_templates(lang: i18n.Lang) -> jinja2.Environment:
+    """The page's templates in language `lang`: its messages (`_()`, `{% trans %}`), its
+    dates, durations and sizes."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=["jinja2.ext.i18n"],
+    )
+    env.policies["ext.i18n.trimmed"] = True
+    env.install_gettext_translations(lang.translations, newstyle=True)  # type: ignore[attr-defined]
+    env.globals.update(
+        static_url=static_url,
+        state_of=page_text.state_of,
+        stop_words=functools.partial(page_text.stop_words, lang),
+        progress_words=functools.partial(page_text.progress_words, lang),
+        state_words=functools.partial(page_text.words_of, lang, page_text.STATE_WORDS),
+        milestone_words=functools.partial(page_text.words_of, lang, page_text.MILESTONE_WORDS),
+        event_words=functools.partial(page_text.words_of, lang, page_text.EVENT_WORDS),
+        origin_words=functools.partial(page_text.words_of, lang, page_text.ORIGIN_WORDS),
+        lang=lang.code,
+        languages=i18n.NAMES,
+        script_words=lang.script_words(),
+        CORRECTION_MAX=CORRECTION_MAX,
+        TITLE_MAX=TITLE_MAX,
+        SUMMARY_MAX=SUMMARY_MAX,
+    )
+    env.filters.update(
+        number=lang.number, duration=lang.duration, clock=lang.clock, when=lang.when, size=lang.size
+    )
+    return env
 
 
-def html(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+TEMPLATES = {code: make_templates(lang) for code, lang in i18n.LANGS.items()}
+
+
+def lang_of(request: Request) -> i18n.Lang:
+    return i18n.pick(request.cookies, request.headers.get("accept-language", ""))
+
+
+def html(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """Template `name` in the request's language; `here` (this page's address) lets the
+    language switch come back to it."""
+    lang = lang_of(request)
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     return HTMLResponse(
-        templates.get_template(name).render(**context), status_code=status, headers=SECURITY_HEADERS
+        TEMPLATES[lang.code].get_template(name).render(here=here, **context),
+        status_code=status,
+        headers={
+            **SECURITY_HEADERS,
+            "Content-Language": lang.code,
+            "Vary": "Accept-Language, Cookie",
+        },
     )
 
 
-def not_found_page(session: Any) -> HTMLResponse:
-    return html("not_found.html", 404, csrf=session.csrf)
+def not_found_page(request: Request, session: Any) -> HTMLResponse:
+    return html(request, "not_found.html", 404, csrf=session.csrf)
 
 
 async def mine(db: Database, owner: int, recording_id: str) -> dict[str, Any] | None:
@@ -183,8 +218,10 @@ def safe_next(target: str | None) -> str:
 
 
 @router.get(SIGNIN_PATH)
-async def signin_page(next: Annotated[str | None, Query(max_length=2000)] = None) -> HTMLResponse:
-    return html("signin.html", next=safe_next(next), error=None)
+async def signin_page(
+    request: Request, next: Annotated[str | None, Query(max_length=2000)] = None
+) -> HTMLResponse:
+    return html(request, "signin.html", next=safe_next(next), error=None)
 
 
 @router.post(SIGNIN_PATH)
@@ -200,10 +237,12 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
     script = "application/json" in request.headers.get("accept", "")
     if made is None:
         event(logging.INFO, "page_signin_refused")
-        message = "That is not an owner's API token. Use the token `transcriber owner add` printed."
+        message = lang_of(request).gettext(
+            "That is not an owner's API token. Use the token `transcriber owner add` printed."
+        )
         if script:
             return JSONResponse({"error": message}, status_code=401)
-        return html("signin.html", 401, next=target, error=message)
+        return html(request, "signin.html", 401, next=target, error=message)
     secret, csrf = made
     response: Response = (
         JSONResponse({"csrf": csrf}) if script else RedirectResponse(target, status_code=303)
@@ -219,6 +258,28 @@ async def signout(request: Request, db: Db, session: Session) -> Response:
     await sign_out(db, session)
     response = RedirectResponse(SIGNIN_PATH, status_code=303)
     clear_cookie(response, request)
+    return response
+
+
+@router.get("/lang/{code}")
+async def switch_language(
+    request: Request, code: str, next: Annotated[str | None, Query(max_length=2000)] = None
+) -> Response:
+    """The language switch: remembered in a cookie for a year, then back to the page it
+    was chosen on. A plain link, so it works signed out too; choosing a language changes
+    nothing but how the pages read, so it needs no anti-forgery token."""
+    if code not in i18n.LANGS:
+        raise ApiError(404, "no such language")
+    response = RedirectResponse(safe_next(next), status_code=303)
+    response.set_cookie(
+        i18n.COOKIE,
+        code,
+        max_age=i18n.COOKIE_MAX_AGE_S,
+        path="/",
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 
@@ -264,7 +325,7 @@ async def recordings_page(
         "live": any(page_text.state_of(c) == "working" for c in cards),
         "max_upload_bytes": request.app.state.max_upload_bytes,
     }
-    return html("_rows.html" if fragment == "rows" else "recordings.html", **context)
+    return html(request, "_rows.html" if fragment == "rows" else "recordings.html", **context)
 
 
 @router.post("/upload")
@@ -316,6 +377,7 @@ async def record_context(
 
 @router.get("/recordings/{recording_id}")
 async def record_page(
+    request: Request,
     db: Db,
     session: Session,
     recording_id: str,
@@ -323,9 +385,9 @@ async def record_page(
 ) -> HTMLResponse:
     card = await mine(db, session.owner, recording_id)
     if card is None:
-        return not_found_page(session)
+        return not_found_page(request, session)
     context = await record_context(db, session.owner, card, session.csrf)
-    return html("_record_live.html" if fragment == "live" else "record.html", **context)
+    return html(request, "_record_live.html" if fragment == "live" else "record.html", **context)
 
 
 @router.api_route("/recordings/{recording_id}/audio", methods=["GET", "HEAD"])
@@ -337,6 +399,17 @@ async def record_audio(
     if audio is None:
         raise ApiError(404, "no such audio")
     return audio_response(request, audio)
+
+
+@router.get("/recordings/{recording_id}/peaks.json")
+async def record_peaks(db: Db, config: Settings, owner: PageOwner, recording_id: str) -> Response:
+    """The waveform overview of the record's normalized audio (page_audio.peaks)."""
+    rid = parse_id(recording_id)
+    audio = None if rid is None else await open_audio(db, config, owner, rid)
+    found = None if audio is None else await peaks(audio, (owner, rid, audio.size))
+    if found is None:
+        raise ApiError(404, "no such audio")
+    return JSONResponse(found, headers={"Cache-Control": "private, max-age=86400"})
 
 
 @router.get("/recordings/{recording_id}/transcript.{ext}")
@@ -353,21 +426,38 @@ async def download(
     return response
 
 
-def field_errors(title: str, summary: str, topics_text: str) -> tuple[dict[str, str], list[str]]:
+def field_errors(
+    lang: i18n.Lang, title: str, summary: str, topics_text: str
+) -> tuple[dict[str, str], list[str]]:
+    """Each refused field's reason in the reader's language. The checks are the API's
+    (`check_text`); only the words are the page's."""
+    _ = lang.gettext
     errors: dict[str, str] = {}
-    for name, value, limit in (("title", title, TITLE_MAX), ("summary", summary, SUMMARY_MAX)):
+
+    def refused(value: str, what: str, limit: int) -> str | None:
         try:
-            check_text(value, name, limit)
-        except ValueError as e:
-            errors[name] = str(e)
+            check_text(value, what, limit)
+        except ValueError:
+            if len(value) > limit:
+                return _("%(what)s is longer than %(limit)d characters") % {
+                    "what": what,
+                    "limit": limit,
+                }
+            return _("%(what)s contains characters that cannot be stored") % {"what": what}
+        return None
+
+    for name, what, value, limit in (
+        ("title", _("The title"), title, TITLE_MAX),
+        ("summary", _("The summary"), summary, SUMMARY_MAX),
+    ):
+        if (why := refused(value, what, limit)) is not None:
+            errors[name] = why
     topics = [t.strip() for t in topics_text.split(",") if t.strip()]
     if len(topics) > TOPICS_MAX:
-        errors["topics"] = f"at most {TOPICS_MAX} topics"
+        errors["topics"] = _("At most %(n)d topics") % {"n": TOPICS_MAX}
     for topic in topics:
-        try:
-            check_text(topic, "a topic", TOPIC_MAX)
-        except ValueError as e:
-            errors["topics"] = str(e)
+        if (why := refused(topic, _("A topic"), TOPIC_MAX)) is not None:
+            errors["topics"] = why
     return errors, topics
 
 
@@ -379,12 +469,14 @@ async def edit(request: Request, db: Db, session: Session, recording_id: str) ->
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
     card = await mine(db, session.owner, recording_id)
     if card is None:
-        return not_found_page(session)
+        return not_found_page(request, session)
     values = {k: str(form.get(k, "")) for k in ("title", "summary", "topics")}
-    errors, topics = field_errors(values["title"], values["summary"], values["topics"])
+    errors, topics = field_errors(
+        lang_of(request), values["title"], values["summary"], values["topics"]
+    )
     if errors:
         context = await record_context(db, session.owner, card, session.csrf)
-        return html("record.html", 422, **{**context, "errors": errors, "values": values})
+        return html(request, "record.html", 422, **{**context, "errors": errors, "values": values})
     await edit_owner_fields(
         db,
         session.owner,
@@ -400,6 +492,20 @@ async def edit(request: Request, db: Db, session: Session, recording_id: str) ->
         },
     )
     return RedirectResponse(f"/recordings/{card['id']}", status_code=303)
+
+
+def correction_refused(lang: i18n.Lang, form: Any) -> str:
+    """Why `check_correction` refused the form's text, in the reader's language: it
+    refuses a text too long or one with control characters."""
+    text = str(form.get("text", ""))
+    if len(text) > CORRECTION_MAX:
+        return lang.gettext(
+            "the text is %(n)d characters long; a segment may have at most %(max)d"
+        ) % {"n": len(text), "max": CORRECTION_MAX}
+    bad = sorted({c for c in text if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")})[:3]
+    return lang.gettext(
+        "the text contains control characters (%(names)s); a segment is a single line of plain text"
+    ) % {"names": ", ".join(f"U+{ord(c):04X}" for c in bad)}
 
 
 @router.post("/recordings/{recording_id}/segments/{index}")
@@ -418,8 +524,8 @@ async def correct(
     detail = {"by": "owner", "owner_id": session.owner, "segment": index}
     try:
         text = "" if form.get("restore") else check_correction(str(form.get("text", "")))
-    except BadCorrection as e:
-        return JSONResponse({"error": str(e)}, status_code=422)
+    except BadCorrection:
+        return JSONResponse({"error": correction_refused(lang_of(request), form)}, status_code=422)
     if text in ("", machine_text.strip()):
         await clear_correction(db, session.owner, rid, index, {**detail, "restored": True})
         return JSONResponse(

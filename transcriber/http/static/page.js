@@ -5,6 +5,19 @@
 (function () {
   const T = (window.transcriber = {});
 
+  // The page's texts in its language, from the JSON block base.html writes
+  // (transcriber/http/i18n.py's SCRIPT_WORDS): `T.t("refused", {why})`.
+  let words = null;
+  T.t = function (key, vars) {
+    if (!words) {
+      const el = document.getElementById("script-words");
+      words = el ? JSON.parse(el.textContent) : {};
+    }
+    let s = words[key] || key;
+    for (const [k, v] of Object.entries(vars || {})) s = s.split(`{${k}}`).join(String(v));
+    return s;
+  };
+
   T.csrf = function () {
     const m = document.querySelector('meta[name="csrf-token"]');
     return m ? m.content : "";
@@ -34,9 +47,9 @@
         try {
           r = await fetch("/signin", { method: "POST", body, credentials: "same-origin",
                                        headers: { Accept: "application/json" } });
-        } catch (e) { error.textContent = "The server did not answer; try again."; return; }
+        } catch (e) { error.textContent = T.t("no_answer"); return; }
         const answer = await r.json().catch(() => ({}));
-        if (!r.ok) { error.textContent = answer.error || "Sign-in refused."; return; }
+        if (!r.ok) { error.textContent = answer.error || T.t("signin_refused"); return; }
         setCsrf(answer.csrf);
         form.token.value = "";
         form.removeEventListener("submit", submit);
@@ -104,11 +117,13 @@
   };
 
   function sizeWords(n) {
-    if (n < 1024) return n + " bytes";
-    const units = ["KB", "MB", "GB", "TB"];
+    if (n < 1024) return T.t("bytes", { n });
+    const units = ["kilobyte", "megabyte", "gigabyte", "terabyte"];
     let i = -1;
     do { n /= 1024; i++; } while (n >= 1024 && i < units.length - 1);
-    return n.toFixed(1) + " " + units[i];
+    // The browser's own words for the units, in the page's language.
+    return new Intl.NumberFormat(document.documentElement.lang,
+      { style: "unit", unit: units[i], maximumFractionDigits: 1, minimumFractionDigits: 1 }).format(n);
   }
 
   // --- the recordings page ---------------------------------------------------------
@@ -127,18 +142,19 @@
       for (const file of files) {
         const li = document.createElement("li");
         const n = items.length;
-        li.innerHTML = `<span class="name"></span><button type="button" class="remove">Remove</button>
+        li.innerHTML = `<span class="name"></span><button type="button" class="remove"></button>
           <div class="field"><label for="title-${n}"></label><input id="title-${n}" class="title" maxlength="500"></div>
           <progress max="1" value="0" aria-label=""></progress><p class="msg" role="status"></p>`;
         li.querySelector(".name").textContent = `${file.name} (${sizeWords(file.size)})`;
-        li.querySelector("label").textContent = `Title for ${file.name}`;
-        li.querySelector("progress").setAttribute("aria-label", `Upload of ${file.name}`);
+        li.querySelector(".remove").textContent = T.t("remove");
+        li.querySelector("label").textContent = T.t("title_for", { name: file.name });
+        li.querySelector("progress").setAttribute("aria-label", T.t("upload_of", { name: file.name }));
         const item = { file, li, state: "ready" };
         li.querySelector(".remove").addEventListener("click", () => {
           item.state = "removed"; li.remove(); refresh();
         });
-        if (file.size === 0) refuse(item, "the file is empty");
-        else if (file.size > maxBytes) refuse(item, `the file is larger than the limit of ${sizeWords(maxBytes)}`);
+        if (file.size === 0) refuse(item, T.t("empty_file"));
+        else if (file.size > maxBytes) refuse(item, T.t("too_large", { limit: sizeWords(maxBytes) }));
         items.push(item);
         queue.appendChild(li);
       }
@@ -149,7 +165,7 @@
       item.state = "refused";
       const msg = item.li.querySelector(".msg");
       msg.className = "msg refused";
-      msg.textContent = `Refused: ${why}.`;
+      msg.textContent = T.t("refused", { why });
       item.li.querySelector("progress").hidden = true;
     }
 
@@ -173,7 +189,7 @@
         item.li.querySelector(".remove").hidden = true;
         const bar = item.li.querySelector("progress");
         const msg = item.li.querySelector(".msg");
-        msg.textContent = "Uploading…";
+        msg.textContent = T.t("uploading");
         const r = await T.send("POST", "/upload", () => {
           const body = new FormData();
           const title = item.li.querySelector(".title").value.trim();
@@ -186,16 +202,20 @@
         if (r.status === 201) {
           item.state = "done";
           bar.value = 1;
-          msg.innerHTML = 'Accepted. <a></a>';
-          const a = msg.querySelector("a");
+          msg.textContent = T.t("accepted") + " ";
+          const a = document.createElement("a");
           a.href = r.body.page;
-          a.textContent = "Open its page";
+          a.textContent = T.t("open_page");
+          msg.appendChild(a);
           lastUpload = Date.now();
           poll();
         } else if (r.status === 0) {
-          refuse(item, "the connection broke off (a file over the size limit is cut off this way); try again");
+          refuse(item, T.t("cut_off"));
         } else {
-          refuse(item, r.body.error || `the server answered ${r.status}`);
+          // The API's bounds in the page's words; anything else as the server says it.
+          const known = { 413: T.t("refused_413", { limit: sizeWords(maxBytes) }),
+                          429: T.t("refused_429"), 507: T.t("refused_507") };
+          refuse(item, known[r.status] || r.body.error || T.t("server_answered", { status: r.status }));
         }
       }
       refresh();

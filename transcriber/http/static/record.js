@@ -1,7 +1,10 @@
 // The record page: the segment being played is highlighted and followed (and within
 // it the word, once the word timings are loaded on the first play), a segment seeks the
 // player, a segment's text is corrected in place, and a record still at work is kept
-// current until it is transcribed or stopped.
+// current until it is transcribed or stopped. The editor's tools: playback speed, a
+// waveform overview to see and click where to go, find and replace across the
+// transcript (saved as the owner's corrections, one step of undo), and keyboard
+// shortcuts (listed on the page, _shortcuts.html).
 "use strict";
 (function () {
   const T = window.transcriber;
@@ -84,13 +87,31 @@
     }
   }
 
-  function seek(i) {
+  function play(p) {
+    const playing = p.play();
+    if (playing) playing.catch(() => {});
+  }
+
+  function seek(i, keepPaused) {
     const p = player();
     if (!p) return;
     p.currentTime = segments[i].start;
     highlight();
-    const playing = p.play();
-    if (playing) playing.catch(() => {});
+    if (!keepPaused) play(p);
+  }
+
+  // A saved correction's answer shown in its segment.
+  function showSaved(li, body) {
+    const i = Number(li.dataset.index);
+    li.querySelector(".text").textContent = body.text;
+    segments[i].words = null;  // the owner's words have no timings
+    li.querySelector(".machine span").textContent = body.machine_text;
+    li.querySelector(".machine").hidden = !body.corrected;
+    li.classList.toggle("corrected", body.corrected);
+  }
+
+  function correctionUrl(i) {
+    return document.getElementById("segments").dataset.base + i;
   }
 
   function closeForm(li, focusBack) {
@@ -108,10 +129,10 @@
     area.id = `fix-${i}`;
     error.id = `fix-error-${i}`;
     form.querySelector("label").htmlFor = area.id;
-    form.querySelector("label").textContent = `Corrected text of segment ${i + 1}`;
+    form.querySelector("label").textContent = T.t("corrected_text_of", { n: i + 1 });
     area.value = li.querySelector(".text").textContent;
     form.querySelector(".restore").hidden = !li.classList.contains("corrected");
-    const url = document.getElementById("segments").dataset.base + i;
+    const url = correctionUrl(i);
 
     async function send(fields) {
       error.textContent = "";
@@ -119,15 +140,11 @@
       area.removeAttribute("aria-describedby");
       const r = await T.send("POST", url, () => new URLSearchParams(fields));
       if (r.status === 200) {
-        li.querySelector(".text").textContent = r.body.text;
-        segments[i].words = null;  // the owner's words have no timings
-        li.querySelector(".machine span").textContent = r.body.machine_text;
-        li.querySelector(".machine").hidden = !r.body.corrected;
-        li.classList.toggle("corrected", r.body.corrected);
+        showSaved(li, r.body);
         closeForm(li, true);
         return;
       }
-      error.textContent = r.body.error || `The correction was not saved (the server answered ${r.status}).`;
+      error.textContent = r.body.error || T.t("not_saved", { status: r.status });
       area.setAttribute("aria-invalid", "true");
       area.setAttribute("aria-describedby", error.id);
       area.focus();
@@ -139,6 +156,250 @@
     form.addEventListener("keydown", (e) => { if (e.key === "Escape") closeForm(li, true); });
     li.appendChild(form);
     area.focus();
+  }
+
+  // --- playback speed ----------------------------------------------------------------
+  const RATES = [0.5, 0.75, 1, 1.25, 1.5, 1.75, 2];
+
+  function setRate(rate) {
+    const p = player();
+    const select = document.getElementById("speed");
+    if (!p || !select) return;
+    rate = Math.min(2, Math.max(0.5, rate));
+    p.playbackRate = rate;
+    p.defaultPlaybackRate = rate;
+    select.value = String(rate);
+    try { localStorage.setItem("transcriber.speed", String(rate)); } catch (e) { /* private mode */ }
+  }
+
+  function setupSpeed() {
+    const select = document.getElementById("speed");
+    if (!select) return;
+    let saved = 1;
+    try { saved = Number(localStorage.getItem("transcriber.speed")) || 1; } catch (e) { saved = 1; }
+    setRate(RATES.includes(saved) ? saved : 1);
+    select.addEventListener("change", () => setRate(Number(select.value)));
+  }
+
+  function stepRate(direction) {
+    const p = player();
+    if (!p) return;
+    const i = RATES.indexOf(p.playbackRate);
+    const next = i < 0 ? 1 : RATES[Math.min(RATES.length - 1, Math.max(0, i + direction))];
+    setRate(next);
+  }
+
+  // --- the waveform overview ---------------------------------------------------------
+  // Its peaks come from the server (/recordings/<id>/peaks.json, computed once from the
+  // normalized audio); drawn on a canvas, the part already played in the accent colour,
+  // a click or the arrow keys move playback there.
+  const peaksOf = {};
+  let wave = null;
+
+  function clockText(t) {
+    const s = Math.max(0, Math.round(t));
+    const m = Math.floor(s / 60);
+    return `${m}:${String(s % 60).padStart(2, "0")}`;
+  }
+
+  function drawWave() {
+    if (!wave || !wave.peaks) return;
+    const { canvas, peaks } = wave;
+    const p = player();
+    const ratio = window.devicePixelRatio || 1;
+    const width = Math.max(1, Math.floor(canvas.clientWidth * ratio));
+    const height = Math.max(1, Math.floor(canvas.clientHeight * ratio));
+    if (canvas.width !== width || canvas.height !== height) {
+      canvas.width = width;
+      canvas.height = height;
+    }
+    const ctx = canvas.getContext("2d");
+    const style = getComputedStyle(canvas);
+    const played = p && wave.duration ? (p.currentTime / wave.duration) * width : 0;
+    const top = Math.max(1, ...peaks);
+    ctx.clearRect(0, 0, width, height);
+    for (let x = 0; x < width; x++) {
+      const a = Math.floor((x / width) * peaks.length);
+      const b = Math.max(a + 1, Math.floor(((x + 1) / width) * peaks.length));
+      let v = 0;
+      for (let k = a; k < b && k < peaks.length; k++) v = Math.max(v, peaks[k]);
+      const h = Math.max(1, (v / top) * (height - 2));
+      ctx.fillStyle = x < played ? style.getPropertyValue("--wave-played") || "#2a6" : style.color;
+      ctx.fillRect(x, (height - h) / 2, 1, h);
+    }
+    if (p) {
+      canvas.setAttribute("aria-valuenow", String(Math.round(p.currentTime)));
+      canvas.setAttribute("aria-valuetext", clockText(p.currentTime));
+    }
+  }
+
+  async function setupWaveform() {
+    const canvas = document.getElementById("waveform");
+    if (!canvas) { wave = null; return; }
+    const url = canvas.dataset.peaks;
+    wave = { canvas, peaks: null, duration: Number(canvas.dataset.duration) || 0 };
+    canvas.addEventListener("click", (e) => {
+      const p = player();
+      if (!p || !wave.duration) return;
+      const rect = canvas.getBoundingClientRect();
+      p.currentTime = Math.min(wave.duration, Math.max(0, ((e.clientX - rect.left) / rect.width) * wave.duration));
+      highlight();
+      drawWave();
+    });
+    if (!peaksOf[url]) {
+      try {
+        const r = await fetch(url, { credentials: "same-origin" });
+        if (!r.ok) return;
+        peaksOf[url] = await r.json();
+      } catch (e) { return; }
+    }
+    if (!wave || wave.canvas !== canvas) return;  // replaced meanwhile
+    wave.peaks = peaksOf[url].peaks;
+    wave.duration = peaksOf[url].duration_s || wave.duration;
+    canvas.dataset.ready = "1";
+    drawWave();
+  }
+
+  // --- find and replace --------------------------------------------------------------
+  let undo = null;  // [{i, text}] of the last replacement, to put back
+
+  function pattern(find, matchCase) {
+    return new RegExp(find.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), matchCase ? "g" : "gi");
+  }
+
+  function setupFindReplace() {
+    const form = document.getElementById("find-replace");
+    if (!form) return;
+    const find = document.getElementById("find");
+    const replace = document.getElementById("replace");
+    const matchCase = document.getElementById("find-case");
+    const all = document.getElementById("replace-all");
+    const undoButton = document.getElementById("replace-undo");
+    const count = document.getElementById("find-count");
+    undoButton.disabled = !undo;
+
+    function matches() {
+      const found = [];
+      let total = 0;
+      if (!find.value) return { found, total };
+      const re = pattern(find.value, matchCase.checked);
+      segments.forEach((seg, i) => {
+        const n = (seg.el.querySelector(".text").textContent.match(re) || []).length;
+        seg.el.classList.toggle("match", n > 0);
+        if (n) { found.push(i); total += n; }
+      });
+      return { found, total };
+    }
+
+    function refresh() {
+      const { total } = matches();
+      if (!find.value) segments.forEach((seg) => seg.el.classList.remove("match"));
+      count.textContent = find.value ? (total ? T.t("found", { n: total }) : T.t("nothing_found")) : "";
+      all.disabled = !total;
+    }
+
+    // Saves each segment's new text through the corrections route, one at a time;
+    // resolves to the segments saved and the first refusal, if any.
+    async function saveAll(changes) {
+      const saved = [];
+      let why = null;
+      for (const { i, text } of changes) {
+        const li = segments[i].el;
+        const r = await T.send("POST", correctionUrl(i), () => new URLSearchParams({ text }));
+        if (r.status === 200) { showSaved(li, r.body); saved.push(i); }
+        else why = why || r.body.error || T.t("server_answered", { status: r.status });
+      }
+      return { saved, why };
+    }
+
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const { found, total } = matches();
+      if (!total) return;
+      const re = pattern(find.value, matchCase.checked);
+      const by = replace.value;
+      const before = found.map((i) => ({ i, text: segments[i].el.querySelector(".text").textContent }));
+      const changes = before.map(({ i, text }) => ({ i, text: text.replace(re, () => by) }));
+      all.disabled = true;
+      count.textContent = T.t("replaced", { n: total });
+      const { saved, why } = await saveAll(changes);
+      undo = before.filter(({ i }) => saved.includes(i));
+      undoButton.disabled = !undo.length;
+      refresh();
+      count.textContent = why
+        ? T.t("some_not_saved", { n: changes.length - saved.length, why })
+        : T.t("replaced_saved", { n: total });
+    });
+
+    undoButton.addEventListener("click", async () => {
+      if (!undo || !undo.length) return;
+      const back = undo;
+      undo = null;
+      undoButton.disabled = true;
+      const { saved, why } = await saveAll(back);
+      refresh();
+      count.textContent = why
+        ? T.t("some_not_saved", { n: back.length - saved.length, why })
+        : T.t("undone", { n: saved.length });
+    });
+
+    for (const el of [find, matchCase]) el.addEventListener("input", refresh);
+    refresh();
+  }
+
+  // --- keyboard shortcuts ------------------------------------------------------------
+  // By key position (`code`), so they work in a Russian layout as well; while typing in
+  // a field, with Alt. Arrows only outside fields (Alt+← is the browser's Back).
+  function playingIndex() {
+    const p = player();
+    return p ? at(p.currentTime) : -1;
+  }
+
+  function onKey(e) {
+    if (e.ctrlKey || e.metaKey || e.defaultPrevented) return;
+    const p = player();
+    if (!p) return;
+    const target = e.target instanceof Element ? e.target : null;
+    const typing = target && target.closest("input, textarea, select, [contenteditable]");
+    if (typing && !e.altKey) return;
+    const pressable = target && target.closest("button, a, summary, audio");
+    const skip = (by) => {
+      p.currentTime = Math.min(p.duration || Infinity, Math.max(0, p.currentTime + by));
+      highlight();
+      drawWave();
+    };
+    const toggle = () => { if (p.paused) play(p); else p.pause(); };
+    const arrows = !typing && !e.altKey;
+    switch (e.code) {
+      case "KeyK": toggle(); break;
+      case "Space": if (typing || pressable) return; toggle(); break;
+      case "KeyJ": skip(-5); break;
+      case "KeyL": skip(5); break;
+      case "ArrowLeft": if (!arrows) return; skip(-5); break;
+      case "ArrowRight": if (!arrows) return; skip(5); break;
+      case "KeyP": {
+        if (!segments.length) return;
+        const i = playingIndex();
+        // Back to the start of this segment when well into it, else the one before.
+        const into = i >= 0 && p.currentTime - segments[i].start > 1;
+        seek(Math.max(0, into ? i : i - 1), p.paused);
+        break;
+      }
+      case "KeyN": {
+        if (!segments.length) return;
+        seek(Math.min(segments.length - 1, playingIndex() + 1), p.paused);
+        break;
+      }
+      case "KeyE": {
+        if (!segments.length) return;
+        openForm(segments[Math.max(0, playingIndex())].el);
+        break;
+      }
+      case "Minus": stepRate(-1); break;
+      case "Equal": stepRate(1); break;
+      default: return;
+    }
+    e.preventDefault();
   }
 
   function init() {
@@ -161,7 +422,12 @@
       p.addEventListener("timeupdate", highlight);
       p.addEventListener("seeked", highlight);
       p.addEventListener("play", loadWords);
+      p.addEventListener("timeupdate", drawWave);
+      p.addEventListener("seeked", drawWave);
     }
+    setupSpeed();
+    setupWaveform();
+    setupFindReplace();
   }
 
   // A record still at work: its state, player and transcript kept current.
@@ -182,6 +448,8 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => {
+    document.addEventListener("keydown", onKey);
+    window.addEventListener("resize", drawWave);
     init();
     setTimeout(poll, 1500);
   });
