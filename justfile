@@ -68,3 +68,8 @@ lint:
 lock *args:
     pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host --extra dev -o requirements-dev.lock "$@" pyproject.toml
     pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host --constraint requirements-dev.lock -o requirements.lock pyproject.toml
+
+# Mutation check of the queue: each small break of its SQL and code (tests/mutate.py)
+# must fail the fast queue tests; fails naming any mutant that survives
+mutate *names:
+    python -m tests.mutate "$@"
