@@ -73,3 +73,8 @@ lock *args:
 # must fail the fast queue tests; fails naming any mutant that survives
 mutate *names:
     python -m tests.mutate "$@"
+
+# Chaos at scale (not in any test run): 1,000 records, 20+ SIGKILLs, workers frozen
+# past their lease, a PostgreSQL restart, a poison recording, slow steps; args: DURATION RECORDS KILLS SEED
+chaos-scale *args:
+    python -m tests.chaos.scale "$@"
