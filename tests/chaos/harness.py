@@ -395,6 +395,17 @@ async def check(
     )
     lost_tokens = {e["token"] for e in lease_lost}
     freeze_refused = sum(1 for t in freeze_tokens if t in lost_tokens)
+    # A frozen worker's step was open when it was stopped and another worker held the
+    # record before it went on: any write of its token that landed came after that.
+    # (A frozen worker may also write nothing: its own clock tells it the lease is over.)
+    landed_kinds = {"milestone_reached", "attempt_failed", "stopped", "released"}
+    freeze_landed = sum(
+        1
+        for t in freeze_tokens
+        if any(e["token"] == t and e["kind"] in landed_kinds for e in events)
+    )
+    if freeze_landed:
+        violations.append(f"{freeze_landed} frozen workers' late writes landed")
 
     human_resumed = {e["rid"] for e in events if e["kind"] == "resumed" and e["origin"] == "human"}
     for e in events:
@@ -441,6 +452,7 @@ async def check(
         "stale_writes_refused": len(lease_lost),
         "stale_writes_by_write": dict(refused_by_write),
         "freeze_writes_refused": freeze_refused,
+        "freeze_writes_landed": freeze_landed,
         "retries": kinds["attempt_failed"],
         "stops": kinds["stopped"],
         "resumes": kinds["resumed"],
