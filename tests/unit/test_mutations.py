@@ -21,3 +21,11 @@ def test_mutants_and_their_tests_exist() -> None:
     assert len({m.name for m in MUTANTS}) == len(MUTANTS)
     for path in MUTANT_TESTS:
         assert (ROOT / path).is_file(), path
+
+
+def test_each_mutants_own_test_exists() -> None:
+    for m in MUTANTS:
+        path, _, name = m.first.partition("::")
+        assert (ROOT / path).is_file(), m.name
+        if name:
+            assert f"def {name}(" in (ROOT / path).read_text(), m.name
