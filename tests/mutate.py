@@ -44,6 +44,7 @@ PG_QUEUE = "transcriber/pipeline/pg_queue.py"
 GUARDS = "tests/integration/test_queue_guards.py::test_"
 MACHINE = "tests/integration/test_queue_state_machine.py"
 TRIPS = "tests/integration/test_shared_trips.py::test_"
+PROTOCOL = "tests/integration/test_queue_protocol.py::test_"
 
 
 @attrs.frozen
@@ -84,6 +85,7 @@ MUTANTS = (
         CLAIM,
         "WHERE r.stopped_at IS NULL\n       AND r.milestone <> 'transcribed'",
         "WHERE r.milestone <> 'transcribed'",
+        first=PROTOCOL + "stop_parks_the_record_at_its_milestone[postgres]",
     ),
     Mutant(
         "spent attempts kept out of selection",
@@ -173,7 +175,9 @@ MUTANTS = (
         "renewal a no-op",
         QUEUE_SQL,
         "SET lease_expires_at = coalesce($5::timestamptz, now()) + make_interval(secs => $3)",
-        "SET lease_expires_at = lease_expires_at",
+        # The same parameters, typed as before: a valid statement that keeps the lease.
+        "SET lease_expires_at = greatest(lease_expires_at,"
+        " coalesce($5::timestamptz, now()) - make_interval(secs => $3))",
         first=GUARDS + "renewal_moves_the_lease_on_postgresql",
     ),
     Mutant(
@@ -195,6 +199,7 @@ MUTANTS = (
         QUEUE_SQL,
         "attempts = greatest(attempts - 1, 0)\n     WHERE id = $1 AND claim_token = $2",
         "attempts = attempts\n     WHERE id = $1 AND claim_token = $2",
+        first=PROTOCOL + "release_hands_the_record_back_at_once[postgres]",
     ),
     # Resume (sql/queue.sql, called by transcriber/pipeline/operator.py).
     Mutant(
@@ -230,6 +235,7 @@ MUTANTS = (
         QUEUE_SQL,
         "           milestone_entered_at = coalesce($3::timestamptz, now()),\n"
         "           progress = NULL\n     WHERE id = $1 AND stopped_at IS NOT NULL",
+        "           milestone_entered_at = coalesce(milestone_entered_at, $3::timestamptz),\n"
         "           progress = NULL\n     WHERE id = $1 AND stopped_at IS NOT NULL",
         first=GUARDS + "resume_clears_everything_the_stop_and_the_run_left",
     ),
