@@ -68,3 +68,13 @@ lint:
 lock *args:
     pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host --extra dev -o requirements-dev.lock "$@" pyproject.toml
     pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host --constraint requirements-dev.lock -o requirements.lock pyproject.toml
+
+# Mutation check of the queue: each small break of its SQL and code (tests/mutate.py)
+# must fail the fast queue tests; fails naming any mutant that survives
+mutate *names:
+    python -m tests.mutate "$@"
+
+# Chaos at scale (not in any test run): 1,000 records, 20+ SIGKILLs, workers frozen
+# past their lease, a PostgreSQL restart, a poison recording, slow steps; args: DURATION RECORDS KILLS SEED
+chaos-scale *args:
+    python -m tests.chaos.scale "$@"

@@ -20,6 +20,7 @@ rest, the workers get SIGTERM, and the checker runs.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -116,6 +117,11 @@ class Chaos:
     chaos_over: bool = False
     started: int = 0
     stopping: bool = False
+    kills: int | None = None
+    """SIGKILLs spread evenly over the chaos (at scale); None: a few, at random."""
+    freezes: int = 1
+    frozen: WorkerProc | None = None
+    """The worker held by SIGSTOP right now: no kill takes it (its late write is wanted)."""
 
     async def start_worker(self) -> WorkerProc:
         self.started += 1
@@ -147,7 +153,7 @@ class Chaos:
             await trio.sleep(0.05)
 
     async def kill_one(self) -> None:
-        victim = self.rng.choice(self.workers)
+        victim = self.rng.choice([w for w in self.workers if w is not self.frozen])
         victim.killed = True
         victim.proc.send_signal(signal.SIGKILL)
         await victim.proc.wait()
@@ -172,11 +178,13 @@ class Chaos:
             w = self.rng.choice(self.workers)
             if w.proc.poll() is not None:
                 continue  # just died of the poison; the watcher replaces it
+            self.frozen = w
             w.proc.send_signal(signal.SIGSTOP)
             await trio.sleep(0.05)  # a line written just before the stop lands
             open_ = w.open_steps()
             if not open_:
                 w.proc.send_signal(signal.SIGCONT)
+                self.frozen = None
                 await trio.sleep(0.1)
                 continue
             token, rid = next(iter(open_.items()))
@@ -188,9 +196,13 @@ class Chaos:
                 if now_token != token:
                     break  # another worker took the record (and may be done with it)
                 await trio.sleep(0.1)
-            self.counts["frozen_s"] = round(trio.current_time() - stopped_at, 2)
+            self.counts["frozen_s"] = max(
+                self.counts["frozen_s"], round(trio.current_time() - stopped_at, 2)
+            )
             w.proc.send_signal(signal.SIGCONT)
             self.freeze_tokens.append(token)
+            await trio.sleep(1.0)  # its late write goes out before any kill may take it
+            self.frozen = None
             return
         raise AssertionError("never caught a worker inside a step")
 
@@ -200,6 +212,18 @@ class Chaos:
         async def at(fraction: float) -> None:
             await trio.sleep_until(t0 + fraction * d)
 
+        if self.kills is not None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.kill_evenly, t0)
+                await at(0.25)
+                await self.freeze_one()
+                await at(0.45)
+                await trio.to_thread.run_sync(restart_server, self.server)
+                self.counts["restarts"] += 1
+                for i in range(1, self.freezes):
+                    await at(0.45 + 0.35 * i / self.freezes)
+                    await self.freeze_one()
+            return
         await at(0.12)
         await self.kill_one()
         await at(0.25)
@@ -211,6 +235,13 @@ class Chaos:
         await self.kill_one()
         while trio.current_time() < t0 + 0.85 * d:
             await trio.sleep(self.rng.uniform(0.05, 0.15) * d)
+            await self.kill_one()
+
+    async def kill_evenly(self, t0: float) -> None:
+        """`kills` SIGKILLs spread evenly over 5-85 % of the chaos."""
+        assert self.kills is not None
+        for i in range(self.kills):
+            await trio.sleep_until(t0 + self.duration_s * (0.05 + 0.8 * i / self.kills))
             await self.kill_one()
 
     async def feed(self, owner: int, total: int, t0: float) -> None:
@@ -364,6 +395,17 @@ async def check(
     )
     lost_tokens = {e["token"] for e in lease_lost}
     freeze_refused = sum(1 for t in freeze_tokens if t in lost_tokens)
+    # A frozen worker's step was open when it was stopped and another worker held the
+    # record before it went on: any write of its token that landed came after that.
+    # (A frozen worker may also write nothing: its own clock tells it the lease is over.)
+    landed_kinds = {"milestone_reached", "attempt_failed", "stopped", "released"}
+    freeze_landed = sum(
+        1
+        for t in freeze_tokens
+        if any(e["token"] == t and e["kind"] in landed_kinds for e in events)
+    )
+    if freeze_landed:
+        violations.append(f"{freeze_landed} frozen workers' late writes landed")
 
     human_resumed = {e["rid"] for e in events if e["kind"] == "resumed" and e["origin"] == "human"}
     for e in events:
@@ -410,6 +452,7 @@ async def check(
         "stale_writes_refused": len(lease_lost),
         "stale_writes_by_write": dict(refused_by_write),
         "freeze_writes_refused": freeze_refused,
+        "freeze_writes_landed": freeze_landed,
         "retries": kinds["attempt_failed"],
         "stops": kinds["stopped"],
         "resumes": kinds["resumed"],
@@ -451,6 +494,8 @@ async def chaos_run(
     seed: int,
     k: int = 3,
     settle_s: float = 60.0,
+    kills: int | None = None,
+    freezes: int = 1,
 ) -> dict[str, Any]:
     url = server.get_uri()
     rng = random.Random(seed)
@@ -458,7 +503,7 @@ async def chaos_run(
         async with open_database(url, min_size=1, max_size=4) as db:
             await migrate(db)
             owner = (await add_owner(db, "chaos")).id
-            chaos = Chaos(db, url, server, workdir, duration_s, rng)
+            chaos = Chaos(db, url, server, workdir, duration_s, rng, kills=kills, freezes=freezes)
             queue = PgQueue(db, chaos_steps(), rng=rng)
             t_begin = trio.current_time()
             try:
@@ -498,9 +543,17 @@ async def chaos_run(
 
 
 def run(
-    duration_s: float = 45.0, records: int | None = None, seed: int | None = None
+    duration_s: float = 45.0,
+    records: int | None = None,
+    seed: int | None = None,
+    *,
+    kills: int | None = None,
+    freezes: int = 1,
+    settle_s: float = 60.0,
 ) -> dict[str, Any]:
-    """Start a PostgreSQL of its own, run the chaos, check, print and return the report."""
+    """Start a PostgreSQL of its own, run the chaos, check, print and return the report.
+    `kills`: that many SIGKILLs spread over the chaos (None: a few at random); `freezes`:
+    workers held by SIGSTOP past the lease, one after the other."""
     seed = random.randrange(2**31) if seed is None else seed
     records = records or max(150, int(duration_s * 3))
     home = Path(tempfile.mkdtemp(prefix="transcriber-chaos-"))
@@ -508,7 +561,19 @@ def run(
     workdir.mkdir()
     server = embedded.start(home, cleanup_mode="delete")
     try:
-        report = trio.run(chaos_run, server, workdir, duration_s, records, seed)
+        report = trio.run(
+            functools.partial(
+                chaos_run,
+                server,
+                workdir,
+                duration_s,
+                records,
+                seed,
+                settle_s=settle_s,
+                kills=kills,
+                freezes=freezes,
+            )
+        )
     finally:
         # Stops the server the restart started, not the one it began with.
         server.cleanup()
