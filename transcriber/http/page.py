@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import jinja2
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.requests import ClientDisconnect
 
 from actors.log import event
 from transcriber.db.database import Database
@@ -82,6 +83,13 @@ router = APIRouter(include_in_schema=False)
 _PAGE_PATH = re.compile(r"/(?:|signin|signout|upload|static/[^/]+|recordings/[^/]+(?:/.*)?)")
 STREAMED = frozenset({("POST", "/upload")})
 """(method, path) of the page's routes that stream their body under their own cap."""
+
+SIGNIN_FORM_MAX = 4096
+"""Bytes of the sign-in form: a token (about 50 characters), where to go next (at most
+2000) and the form's own encoding. Read before anything vouches for its sender, so it
+is kept small (`middleware.Guard` refuses more with 413)."""
+BODY_CAPS = {("POST", SIGNIN_PATH): SIGNIN_FORM_MAX}
+"""(method, path) → bytes of a body read whole that is capped below the API's own."""
 
 
 def is_page_path(path: str) -> bool:
@@ -193,7 +201,10 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
     reason); the page's script (`Accept: application/json`) gets the new anti-forgery
     token, so it can carry on where it was."""
     check_origin(request)
-    form = await request.form()
+    try:
+        form = await request.form()
+    except ClientDisconnect:
+        raise ApiError(400, "the sign-in was interrupted") from None
     token, target = str(form.get("token", "")).strip(), safe_next(str(form.get("next", "")))
     lifetime_s = config.page_session_days * 86400
     made = await sign_in(db, token, lifetime_s)
