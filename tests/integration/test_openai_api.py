@@ -455,3 +455,33 @@ async def test_every_server_error_says_do_not_retry(
     async with serving(create_app(gone_db, config)) as url, client(url, ann) as c:
         gone = await c.get("/v1/models")
         assert gone.status_code == 503 and gone.headers.get("x-should-retry") == "false"
+
+
+@scenario("Waiting requests hold no place of the service's, and each owner's are bounded")
+async def test_waiting_requests_do_not_take_the_services_places(
+    db: Database, config: Config, ann: NewOwner, ben: NewOwner
+) -> None:
+    # No worker runs: every request waits its whole limit.
+    tight = Config(home=config.home, http_max_requests=2, owner_max_waiting=2, openai_wait_s=60)
+    app = create_app(db, tight)
+    budgets = app.state.budgets
+    async with serving(app) as url, client(url, ann) as as_ann, client(url, ben) as as_ben:
+        async with trio.open_nursery() as nursery:
+            for _ in range(2):
+                nursery.start_soon(post, as_ann, {})
+            await until(lambda: len(store_files(tight)) == 2, "both requests in")
+            # Waiting, they have given their places back...
+            await until(lambda: budgets.requests.taken == 0, "both waiting")
+            assert await count(db) == 2
+            # ...so another owner is served as ever, and transcribes as well.
+            assert (await as_ben.get("/v1/models")).status_code == 200
+            nursery.start_soon(post, as_ben, {})
+            await until(lambda: len(store_files(tight)) == 3, "ben's request in")
+            assert (await as_ben.get("/v1/recordings")).status_code == 200
+            # The owner's own places are all taken: the next is told to come back,
+            # before anything of it is kept.
+            third = await post(as_ann, {})
+            assert third.status_code == 429 and third.headers["retry-after"]
+            assert openai_error(third)["code"] == "rate_limit_exceeded"
+            assert await count(db) == 3
+            nursery.cancel_scope.cancel()

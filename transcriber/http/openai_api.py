@@ -44,9 +44,10 @@ from transcriber.db.database import Database
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import MAY_RETRY, NO_RETRY, RETRY_AFTER, validation_message
+from transcriber.http.middleware import SLOT
 from transcriber.http.openai_answers import AudioRequest, answer
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS, card_path, owned_card
-from transcriber.http.quotas import room_refusals, upload_room
+from transcriber.http.quotas import BUSY_RETRY_AFTER_S, room_refusals, upload_room
 from transcriber.http.recordings import Hashed, accept
 from transcriber.http.uploads import (
     FORM_SLACK,
@@ -440,14 +441,29 @@ async def recognize(
     Cancellation (the server cut at once): before the commit nothing is kept, the commit
     is shielded, and after it the record goes on without the request.
     """
-    if waiting_of(request.app).stopping.is_set():
+    waiting = waiting_of(request.app)
+    if waiting.stopping.is_set():
         raise OpenAIError(
             503, "the service is stopping; try again shortly", code="service_unavailable"
         )
-    rid, asked = await receive_request(request, owner, db, config, task)
+    with waiting.owners_place(owner, config.owner_max_waiting) as placed:
+        if not placed:
+            raise OpenAIError(
+                429,
+                f"{config.owner_max_waiting} requests of yours are under way already; "
+                "retry when one has been answered",
+                code="rate_limit_exceeded",
+                headers={"Retry-After": str(BUSY_RETRY_AFTER_S)},
+            )
+        rid, asked = await receive_request(request, owner, db, config, task)
+        # The wait is on the pipeline's work, not the service's: the place among the
+        # requests served at once goes back (the owner's own place above bounds it).
+        slot = request.scope.get(SLOT)
+        if slot is not None:
+            slot.release()
+        found = await outcome_unless_gone(request, db, owner, rid, config.openai_wait_s)
     headers = {RECORDING_HEADER: str(rid)}
     where = card_path(rid)
-    found = await outcome_unless_gone(request, db, owner, rid, config.openai_wait_s)
     if found is None:
         event(logging.INFO, "openai_client_gone", id=rid)
         return Response(status_code=499, headers=headers)  # nobody reads it
@@ -505,7 +521,7 @@ AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
             (401, "bad API token"),
             (408, "the upload sent nothing for TRANSCRIBER_HTTP_BODY_IDLE_S"),
             (413, "file too large"),
-            (429, "the owner's uploads at once are all in progress"),
+            (429, "the owner's uploads, or requests under way, at once are all taken"),
             (500, "an unexpected error"),
             (
                 503,
