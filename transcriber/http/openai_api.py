@@ -101,6 +101,8 @@ IGNORED_FIELDS = frozenset(
 )
 """OpenAI's fields for its newer models that no Whisper recognizer can honour: taken, so
 a client that always sends them works, and otherwise unused (see the README)."""
+DROPPED_FIELDS = IGNORED_FIELDS - {"stream"}
+"""The ignored fields thrown away as they are read (`stream` is read: true is refused)."""
 TRANSCRIPTION_FIELDS = COMMON_FIELDS | {"timestamp_granularities[]"} | IGNORED_FIELDS
 # OpenAI's translations take no language (the text is English); a language given
 # anyway is the speech's, a hint as for a transcription.
@@ -332,6 +334,7 @@ async def receive_request(
                         hashed,  # type: ignore[arg-type]
                         room.limit,
                         fields,
+                        DROPPED_FIELDS,
                     )
                     if hashed.size == 0:
                         raise OpenAIError(400, "the file is empty", code="empty_file", param="file")

@@ -21,6 +21,12 @@ fields) before the whole body counts as too large."""
 
 TEXT_FIELD_MAX = 4096
 """Bytes of one text form field (title, language, prompt, …)."""
+FORM_PARTS_MAX = 64
+"""Parts of a form besides its file, ignored ones included: OpenAI's clients send at
+most about twenty (a few `timestamp_granularities[]`, `include[]` and the fields)."""
+FORM_TEXT_MAX = 64 * 1024
+"""Bytes of all the text fields a form keeps together: the longest valid ones (a 1000
+character prompt, a 500 character title) take under 8 KiB even at four bytes each."""
 
 TITLE_MAX = 500
 PROMPT_MAX = 1000
@@ -141,11 +147,23 @@ class _Form:
 
     TEXT_FIELDS = frozenset({"title", "language", "task", "prompt"})
 
-    def __init__(self, boundary: bytes, text_fields: frozenset[str] = TEXT_FIELDS):
+    def __init__(
+        self,
+        boundary: bytes,
+        text_fields: frozenset[str] = TEXT_FIELDS,
+        ignored: frozenset[str] = frozenset(),
+    ):
         """`text_fields`: the names a part other than the file may have. One ending in
         `[]` may be given more than once (a list, as OpenAI's clients send arrays); its
-        values are in `lists`, the others in `fields`."""
+        values are in `lists`, the others in `fields`. The parts named in `ignored` are
+        taken and thrown away as they are read: nothing of them is kept. The parts are
+        at most `FORM_PARTS_MAX` (64), the text kept at most `FORM_TEXT_MAX` bytes in
+        all (413)."""
         self.text_fields = text_fields
+        self.ignored = ignored
+        self.parts = 0
+        self.text_bytes = 0
+        self._dropping = False
         self.lists: dict[str, list[str]] = {}
         self.parser = MultipartParser(
             boundary,
@@ -185,6 +203,7 @@ class _Form:
 
     def _part_begin(self) -> None:
         self._headers, self._name, self._in_file = {}, None, False
+        self._dropping = False
         self._text = bytearray()
 
     def _header_field(self, data: bytes, start: int, end: int) -> None:
@@ -210,6 +229,12 @@ class _Form:
             raw = params.get(b"filename")
             self.filename = None if raw is None else _decode_header(raw)
         elif self._name in self.text_fields:
+            self.parts += 1
+            if self.parts > FORM_PARTS_MAX:
+                raise UploadRefused(
+                    400, f"the form has more than {FORM_PARTS_MAX} fields besides its file"
+                )
+            self._dropping = self._name in self.ignored
             if self._name in self.fields:
                 raise UploadRefused(422, f"form field {self._name!r} given twice")
         else:
@@ -224,14 +249,21 @@ class _Form:
         if self._in_file:
             self.pending.append(data[start:end])
             return
+        if self._dropping:
+            return
         self._text += data[start:end]
         if len(self._text) > TEXT_FIELD_MAX:
             raise UploadRefused(
                 422, f"form field {self._name!r} is longer than {TEXT_FIELD_MAX} bytes"
             )
+        self.text_bytes += end - start
+        if self.text_bytes > FORM_TEXT_MAX:
+            raise UploadRefused(
+                413, f"the form's text fields are longer than {FORM_TEXT_MAX} bytes in all"
+            )
 
     def _part_end(self) -> None:
-        if self._in_file or self._name is None:
+        if self._in_file or self._name is None or self._dropping:
             return
         try:
             value = self._text.decode("utf-8")
@@ -260,15 +292,16 @@ async def receive_form(
     into: Incoming,
     limit: int,
     text_fields: frozenset[str] = _Form.TEXT_FIELDS,
+    ignored: frozenset[str] = frozenset(),
 ) -> _Form:
     """A multipart/form-data body with one `file` part and optional text fields of
-    these names (by default those of `POST /v1/recordings`). Refuses with 413 as soon
-    as the file passes `limit`."""
+    these names (by default those of `POST /v1/recordings`), those in `ignored` taken
+    but not kept. Refuses with 413 as soon as the file passes `limit`."""
     _, params = parse_options_header(content_type)
     boundary = params.get(b"boundary")
     if not boundary or len(boundary) > 200:
         raise UploadRefused(400, "multipart body without a usable boundary")
-    form = _Form(boundary, text_fields)
+    form = _Form(boundary, text_fields, ignored)
     received = 0
     async for chunk in chunks:
         received += len(chunk)
