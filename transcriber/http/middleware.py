@@ -1,7 +1,7 @@
 """ASGI middleware under the application, outermost first:
 
-- `NoRetry` tells the clients of the areas that retry a 5xx on their own not to
-  (`ErrorShapes.no_retry`);
+- `NoRetry` gives every answer `nosniff` and a closed CSP, and tells the clients of
+  the areas that retry a 5xx on their own not to (`ErrorShapes.no_retry`);
 - `DrainRequestBody` bounds how long a request body may stay silent (408) and lets an
   early answer out while the client still sends;
 - `Guard` refuses before the application runs, so before any byte of the body is
@@ -93,10 +93,20 @@ async def send_error(
     await send({"type": "http.response.body", "body": body})
 
 
+ANSWER_HEADERS = {
+    "x-content-type-options": "nosniff",
+    # An answer opened by itself (a download, an error) is data, never a page with
+    # powers: the page's own documents say their own policy.
+    "content-security-policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
+}
+"""Headers every answer carries unless it says its own."""
+
+
 class NoRetry:
-    """ASGI middleware: every 5xx answer under `shapes.no_retry` carries
-    `x-should-retry: false`, whichever layer sends it (the application's 500 for an
-    unexpected error goes out below Starlette's own outermost layer and gets it from
+    """ASGI middleware: every answer carries `ANSWER_HEADERS` unless it has its own,
+    and every 5xx answer under `shapes.no_retry` carries `x-should-retry: false`,
+    whichever layer sends it (the application's 500 for an unexpected error goes out
+    below Starlette's own outermost layer and gets it from
     `errors.install_error_handlers`). OpenAI's SDKs retry any 5xx unless told so; each
     retry would be a new upload of the same audio."""
 
@@ -112,7 +122,7 @@ class NoRetry:
 
         async def told(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                extra = self.shapes.headers(path, message["status"])
+                extra = {**ANSWER_HEADERS, **self.shapes.headers(path, message["status"])}
                 have = {k.lower() for k, _ in message.get("headers", ())}
                 added = [
                     (k.encode(), v.encode()) for k, v in extra.items() if k.encode() not in have
