@@ -256,7 +256,7 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
     prompt = form_value(fields, "prompt")
     if prompt is not None:
         try:
-            check_text(prompt, "prompt", PROMPT_MAX)
+            check_text(prompt, "prompt", PROMPT_MAX, lines=True)
         except ValueError as e:
             raise bad("prompt", str(e)) from None
     temperature = None

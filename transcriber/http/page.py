@@ -366,9 +366,12 @@ async def download(
 
 def field_errors(title: str, summary: str, topics_text: str) -> tuple[dict[str, str], list[str]]:
     errors: dict[str, str] = {}
-    for name, value, limit in (("title", title, TITLE_MAX), ("summary", summary, SUMMARY_MAX)):
+    for name, value, limit, lines in (
+        ("title", title, TITLE_MAX, False),
+        ("summary", summary, SUMMARY_MAX, True),
+    ):
         try:
-            check_text(value, name, limit)
+            check_text(value, name, limit, lines=lines)
         except ValueError as e:
             errors[name] = str(e)
     topics = [t.strip() for t in topics_text.split(",") if t.strip()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email.message
 import re
+import unicodedata
 from collections.abc import AsyncIterable, Callable
 
 import attrs
@@ -60,13 +61,30 @@ class Upload:
 # --- values the client sends --------------------------------------------------------
 
 
-def check_text(value: str, what: str, max_chars: int) -> str:
-    """`value` if PostgreSQL can store it as text and it is not too long; else ValueError
-    with a message for the client."""
+LINE_BREAKS = frozenset("\n\r\t")
+"""The control characters a text of several lines (a summary, a prompt) may hold."""
+
+
+def check_text(value: str, what: str, max_chars: int, *, lines: bool = False) -> str:
+    """`value` if PostgreSQL can store it as text, it holds no control character (but
+    line breaks and tabs where `lines`) and it is not too long; else ValueError with a
+    message for the client. A control character in an owner's field would break the
+    subtitle files, the terminals and the logs it ends up in."""
     if len(value) > max_chars:
         raise ValueError(f"{what} is longer than {max_chars} characters")
     if "\x00" in value:
         raise ValueError(f"{what} contains a NUL character")
+    bad = sorted(
+        {
+            c
+            for c in value
+            if unicodedata.category(c) in ("Cc", "Zl", "Zp") and not (lines and c in LINE_BREAKS)
+        }
+    )
+    if bad:
+        names = ", ".join(f"U+{ord(c):04X}" for c in bad[:3])
+        allowed = " (line breaks and tabs are fine)" if lines else ""
+        raise ValueError(f"{what} contains control characters ({names}){allowed}")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -104,7 +122,7 @@ def recognition_options(task: str | None, prompt: str | None) -> RecognitionOpti
     no recognizer has or a prompt that cannot be stored."""
     try:
         if prompt:
-            check_text(prompt, "prompt", PROMPT_MAX)
+            check_text(prompt, "prompt", PROMPT_MAX, lines=True)
         return RecognitionOptions(task=task or "transcribe", prompt=prompt or None)
     except ValueError as e:  # BadOptions is one
         raise UploadRefused(422, str(e)) from None
