@@ -612,6 +612,13 @@ def test_every_owner_facing_query_names_the_owner(tmp_path: Path) -> None:
     # A route that calls one of the operator's queries is caught.
     (tmp_path / "route.py").write_text('async def f(db):\n    await db.fetchrow("recording", 1)\n')
     assert without_owner_condition(queries_called(tmp_path)) == ["recording (called at route.py:2)"]
+    # A search names the owner in each of its branches, not only around them: one
+    # owner's search reads only their own transcripts and corrections.
+    search = load_queries()["page_recordings"]
+    branches = search[search.index("v.id IN (") :].split("UNION")
+    assert len(branches) == 3
+    for branch in branches:
+        assert "owner_id = $1" in branch, branch
 
 
 def runs_on_the_event_loop(call: Any) -> bool:
