@@ -147,13 +147,23 @@ async def test_sign_in_cookie_and_sign_out(
         assert (await c.get("/", headers={"Accept": "text/html"})).status_code == 303
         assert (await c.get("/?fragment=rows", headers={"X-CSRF-Token": "x"})).status_code == 401
 
-    # Behind a proxy that says HTTPS, the cookie is Secure; the API's bearer token is
-    # untouched by all of it.
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
-        r = await c.post(
-            "/signin", data={"token": ann.token}, headers={"X-Forwarded-Proto": "https"}
+    # Behind a proxy that says HTTPS, the cookie is Secure and __Host- (this host only,
+    # every path, no Domain), and only that name signs in there; the API's bearer token
+    # is untouched by all of it.
+    https = {"X-Forwarded-Proto": "https"}
+    async with httpx.AsyncClient(base_url=base_url, timeout=30, headers=https) as c:
+        r = await c.post("/signin", data={"token": ann.token})
+        cookie = r.headers["set-cookie"]
+        assert cookie.startswith("__Host-transcriber_session=")
+        assert "secure" in cookie.lower() and "path=/" in cookie.lower()
+        assert "domain" not in cookie.lower()
+        secret = cookie.split(";")[0].split("=", 1)[1]
+        signed_in = await c.get("/", headers={"Cookie": f"__Host-transcriber_session={secret}"})
+        assert signed_in.status_code == 200 and "My recordings" in signed_in.text
+        plain = await c.get(
+            "/", headers={"Cookie": f"transcriber_session={secret}", "Accept": "text/html"}
         )
-        assert "secure" in r.headers["set-cookie"].lower()
+        assert plain.status_code == 303
     assert (await as_ann.get("/v1/recordings")).status_code == 200
     # A foreign `next` never leads off the site.
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
