@@ -15,6 +15,7 @@ from transcriber.http import events, health, openai_api, page, recordings, trans
 from transcriber.http.errors import ErrorShapes, install_error_handlers
 from transcriber.http.middleware import (
     JSON_BODY_MAX,
+    AllowedHosts,
     Budget,
     DrainRequestBody,
     Guard,
@@ -76,8 +77,8 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
     app.state.upload_slots = UploadSlots(config.owner_max_uploads)
     # Requests that wait on a record (openai): told to answer when the service stops.
     app.state.waiting = Waiting()
-    # The last added runs first: NoRetry around DrainRequestBody around Guard around
-    # the routes.
+    # The last added runs first: NoRetry around DrainRequestBody around AllowedHosts
+    # around Guard around the routes.
     app.state.budgets = RequestBudgets(
         Budget(config.http_max_requests), Budget(config.http_max_strangers)
     )
@@ -100,6 +101,7 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
         body_cap=lambda method, path: page.BODY_CAPS.get((method, path), JSON_BODY_MAX),
         session_owner=session_owner,
     )
+    app.add_middleware(AllowedHosts, allowed=config.http_allowed_hosts, shapes=ERROR_SHAPES)
     app.add_middleware(DrainRequestBody, idle_s=config.http_body_idle_s)
     app.add_middleware(NoRetry, shapes=ERROR_SHAPES)
     install_error_handlers(app, ERROR_SHAPES)

@@ -411,3 +411,57 @@ def is_loopback(host: str | None) -> bool:
         return host is not None and ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def host_of(value: str) -> str:
+    """The name of a Host header's value, lowercased, without its port (an IPv6
+    address without its brackets)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def loopback_host(request: Any) -> bool:
+    """The request names this host's loopback in its Host header (localhost, 127.x,
+    ::1): what a local client says, and what a rebound name does not."""
+    name = host_of(request.headers.get("host", ""))
+    return name == "localhost" or name.endswith(".localhost") or is_loopback(name)
+
+
+def _has_port(entry: str) -> bool:
+    return "]:" in entry if entry.startswith("[") else entry.count(":") == 1
+
+
+class AllowedHosts:
+    """ASGI middleware: a request whose Host header names none of `allowed` is answered
+    421 Misdirected Request before anything else happens (an entry without a port
+    allows any port). With no entries every Host is allowed."""
+
+    def __init__(self, app: Any, allowed: tuple[str, ...], shapes: ErrorShapes = API_SHAPES):
+        self.app = app
+        self.allowed = tuple(a.lower() for a in allowed)
+        self.shapes = shapes
+
+    def allows(self, host: str) -> bool:
+        host = host.strip().lower()
+        return any(
+            host == entry or (not _has_port(entry) and host_of(host) == host_of(entry))
+            for entry in self.allowed
+        )
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not self.allowed:
+            await self.app(scope, receive, send)
+            return
+        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+        if self.allows(host):
+            await self.app(scope, receive, send)
+            return
+        await send_error(
+            send,
+            self.shapes.of(scope["path"]),
+            421,
+            "this service does not answer to that Host name",
+            [("Connection", "close")],
+        )
