@@ -39,7 +39,9 @@ DELETE FROM page_sessions s
 -- A page of owner $1's records for the page, newest first after the cursor ($2, $3, as
 -- `recordings_of_owner`), at most $4; $5 a state (working, transcribed, stopped) or
 -- NULL; $6 a tsquery (the 'simple' configuration) on title, file name, transcript and
--- corrections, or NULL.
+-- corrections, or NULL. Each branch of the search names the owner itself, so one
+-- owner's search reads only their own transcripts and corrections, however many
+-- others' there are.
 SELECT v.* FROM recording_rows v
  WHERE v.owner_id = $1
    AND (v.created_at, v.id) < (coalesce($2::timestamptz, 'infinity'),
@@ -57,11 +59,13 @@ SELECT v.* FROM recording_rows v
                AND to_tsvector('simple', coalesce(r.title, '') || ' ' || coalesce(r.filename, ''))
                    @@ to_tsquery('simple', $6)
             UNION
-            SELECT t.recording_id FROM transcripts t
-             WHERE to_tsvector('simple', t.text) @@ to_tsquery('simple', $6)
+            SELECT t.recording_id FROM transcripts t JOIN recordings r ON r.id = t.recording_id
+             WHERE r.owner_id = $1
+               AND to_tsvector('simple', t.text) @@ to_tsquery('simple', $6)
             UNION
-            SELECT c.recording_id FROM corrections c
-             WHERE to_tsvector('simple', c.text) @@ to_tsquery('simple', $6)))
+            SELECT c.recording_id FROM corrections c JOIN recordings r ON r.id = c.recording_id
+             WHERE r.owner_id = $1
+               AND to_tsvector('simple', c.text) @@ to_tsquery('simple', $6)))
  ORDER BY v.created_at DESC, v.id DESC
  LIMIT $4
 

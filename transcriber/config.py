@@ -46,6 +46,20 @@ class Config:
     """Requests the API serves at once; more are answered 503 with Retry-After."""
     http_body_idle_s: float = 30.0
     """A request body that sends nothing for this long is answered 408."""
+    http_max_strangers: int = 32
+    """Requests with a body that no owner's token or page session vouches for (the page's
+    sign-in) served at once, apart from `http_max_requests`; more are answered 503."""
+    http_body_deadline_s: float = 20.0
+    """A body read whole (an edit, a form, a stranger's) that has not arrived whole after
+    this long is answered 408: 128 KiB at 56 kbit/s takes 19 s."""
+    owner_max_waiting: int = 16
+    """Requests one owner may have under way at once on the OpenAI-compatible endpoint
+    (uploading or waiting for their records); more are answered 429. A waiting request
+    holds no place of `http_max_requests`."""
+    http_allowed_hosts: tuple[str, ...] = ()
+    """Host names (with an optional :port) the API answers to; any other Host header is
+    answered 421. Empty: every Host (but `/metrics` opened as loopback answers only a
+    loopback Host)."""
     owner_max_uploads: int = 4
     """Uploads one owner may send at once; more are answered 429 with Retry-After."""
     owner_max_bytes: int = 50 * 1024**3
@@ -113,6 +127,12 @@ class Config:
             compute_type=get("COMPUTE_TYPE") or "auto",
             http_max_requests=int(get("HTTP_MAX_REQUESTS") or 256),
             http_body_idle_s=float(get("HTTP_BODY_IDLE_S") or 30),
+            http_max_strangers=int(get("HTTP_MAX_STRANGERS") or 32),
+            http_body_deadline_s=float(get("HTTP_BODY_DEADLINE_S") or 20),
+            owner_max_waiting=int(get("OWNER_MAX_WAITING") or 16),
+            http_allowed_hosts=tuple(
+                h.strip().lower() for h in (get("HTTP_ALLOWED_HOSTS") or "").split(",") if h.strip()
+            ),
             owner_max_uploads=int(get("OWNER_MAX_UPLOADS") or 4),
             owner_max_bytes=int(get("OWNER_MAX_BYTES") or 50 * 1024**3),
             owner_max_audio_hours=float(get("OWNER_MAX_AUDIO_HOURS") or 500),

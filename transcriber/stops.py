@@ -21,8 +21,7 @@ MESSAGES = {
     "empty_audio": N_("The audio in the file is empty."),
     "too_long": N_("The recording is longer than this service accepts."),
     "implausible_rate": N_(
-        "The audio claims a sample rate no real recording has (4 kHz to 384 kHz are "
-        "accepted)."
+        "The audio claims a sample rate no real recording has (4 kHz to 384 kHz are accepted)."
     ),
     "implausible_duration": N_(
         "The file decodes to far more audio than a file of its size can hold; it looks "

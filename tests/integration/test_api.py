@@ -447,16 +447,31 @@ async def test_fields_other_than_the_owners_are_refused(
         {"summary": "a\x00b"},
         {"topics": [f"t{i}" for i in range(51)]},
         ["title"],
+        # Control characters: they break the subtitle files, terminals and logs.
+        {"title": "bell\x07"},
+        {"title": "two\nlines"},
+        {"summary": "\x1b[31mred"},
+        {"summary": "para\u2029graph"},
+        {"topics": ["tab\there"]},
     ]:
         r = await as_ann.patch(f"/v1/recordings/{rid}", json=body)
         assert r.status_code == 422, (body, r.text)
         assert set(r.json()) == {"error"} and r.json()["error"], body
+    bell = await as_ann.patch(f"/v1/recordings/{rid}", json={"title": "bell\x07"})
+    assert "control characters (U+0007)" in bell.json()["error"]
+    upload_bell = await as_ann.post(
+        "/v1/recordings", files={"file": ("a.wav", b"RIFF bell")}, data={"title": "bell\x07"}
+    )
+    assert upload_bell.status_code == 422 and "control characters" in upload_bell.json()["error"]
     not_json = await as_ann.patch(
         f"/v1/recordings/{rid}", content=b"{", headers={"Content-Type": "application/json"}
     )
     assert not_json.status_code == 422
     after = ((await as_ann.get(f"/v1/recordings/{rid}")).json(), await journal(db, uuid.UUID(rid)))
     assert after == before
+    # A summary of several lines keeps its line breaks and tabs.
+    lines = await as_ann.patch(f"/v1/recordings/{rid}", json={"summary": "one\r\ntwo\n\tthree"})
+    assert lines.status_code == 200 and lines.json()["summary"] == "one\r\ntwo\n\tthree"
 
 
 @archive("An edit over HTTP survives the step's save")

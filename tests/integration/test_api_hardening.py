@@ -522,8 +522,40 @@ async def test_metrics_only_from_loopback_or_with_the_operator_token(
         allowed = await c.get("/metrics", headers={"Authorization": "Bearer op-secret"})
         assert allowed.status_code == 200 and "transcriber_" in allowed.text
     inside = httpx.ASGITransport(app=app, client=("127.0.0.1", 40000))
-    async with httpx.AsyncClient(transport=inside, base_url="http://api") as c:
-        assert (await c.get("/metrics")).status_code == 200
+    for local in ("127.0.0.1:8080", "localhost", "[::1]:8080"):
+        async with httpx.AsyncClient(transport=inside, base_url=f"http://{local}") as c:
+            assert (await c.get("/metrics")).status_code == 200, local
+    # A page elsewhere whose name now points at 127.0.0.1 (DNS rebinding) comes from
+    # loopback, but names itself in the Host header.
+    async with httpx.AsyncClient(transport=inside, base_url="http://rebound.example") as c:
+        assert (await c.get("/metrics")).status_code == 403
+
+
+@operations("Only the allowed Host names are answered")
+async def test_allowed_hosts(db: Database, config: Config) -> None:
+    app = create_app(
+        db, Config(home=config.home, http_allowed_hosts=("transcriber.example", "127.0.0.1:8080"))
+    )
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 40000))
+    for host, status in (
+        ("transcriber.example", 200),
+        ("TRANSCRIBER.example:8443", 200),  # an entry without a port allows any
+        ("127.0.0.1:8080", 200),
+        ("127.0.0.1:9999", 421),
+        ("evil.example", 421),
+        ("transcriber.example.evil.example", 421),
+    ):
+        async with httpx.AsyncClient(transport=transport, base_url=f"http://{host}") as c:
+            r = await c.get("/healthz")
+            assert r.status_code == status, (host, r.text)
+            if status == 421:
+                assert set(r.json()) == {"error"}
+                openai = await c.get("/v1/models")
+                assert openai.status_code == 421 and set(openai.json()["error"]) >= {"code"}
+    # Without the option every Host is answered.
+    anywhere = httpx.ASGITransport(app=create_app(db, config), client=("127.0.0.1", 40000))
+    async with httpx.AsyncClient(transport=anywhere, base_url="http://evil.example") as c:
+        assert (await c.get("/healthz")).status_code == 200
 
 
 @archive("The owner reads the record's journal")
@@ -612,6 +644,13 @@ def test_every_owner_facing_query_names_the_owner(tmp_path: Path) -> None:
     # A route that calls one of the operator's queries is caught.
     (tmp_path / "route.py").write_text('async def f(db):\n    await db.fetchrow("recording", 1)\n')
     assert without_owner_condition(queries_called(tmp_path)) == ["recording (called at route.py:2)"]
+    # A search names the owner in each of its branches, not only around them: one
+    # owner's search reads only their own transcripts and corrections.
+    search = load_queries()["page_recordings"]
+    branches = search[search.index("v.id IN (") :].split("UNION")
+    assert len(branches) == 3
+    for branch in branches:
+        assert "owner_id = $1" in branch, branch
 
 
 def runs_on_the_event_loop(call: Any) -> bool:

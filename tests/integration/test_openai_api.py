@@ -28,6 +28,8 @@ from tests.helpers.raw_http import (
 from transcriber.config import Config
 from transcriber.db.database import Database, DatabaseBusy, open_database
 from transcriber.http import create_app, serving
+from transcriber.http.openai_api import DROPPED_FIELDS, TRANSCRIPTION_FIELDS
+from transcriber.http.uploads import receive_form
 from transcriber.http.waiting import Waiting
 from transcriber.owners import NewOwner
 from transcriber.pipeline.pg_queue import Saved
@@ -461,3 +463,96 @@ async def test_every_server_error_says_do_not_retry(
     async with serving(create_app(gone_db, config)) as url, client(url, ann) as c:
         gone = await c.get("/v1/models")
         assert gone.status_code == 503 and gone.headers.get("x-should-retry") == "false"
+
+
+@scenario("Waiting requests hold no place of the service's, and each owner's are bounded")
+async def test_waiting_requests_do_not_take_the_services_places(
+    db: Database, config: Config, ann: NewOwner, ben: NewOwner
+) -> None:
+    # No worker runs: every request waits its whole limit.
+    tight = Config(home=config.home, http_max_requests=2, owner_max_waiting=2, openai_wait_s=60)
+    app = create_app(db, tight)
+    budgets = app.state.budgets
+    async with serving(app) as url, client(url, ann) as as_ann, client(url, ben) as as_ben:
+        async with trio.open_nursery() as nursery:
+            for _ in range(2):
+                nursery.start_soon(post, as_ann, {})
+            await until(lambda: len(store_files(tight)) == 2, "both requests in")
+            # Waiting, they have given their places back...
+            await until(lambda: budgets.requests.taken == 0, "both waiting")
+            assert await count(db) == 2
+            # ...so another owner is served as ever, and transcribes as well.
+            assert (await as_ben.get("/v1/models")).status_code == 200
+            nursery.start_soon(post, as_ben, {})
+            await until(lambda: len(store_files(tight)) == 3, "ben's request in")
+            assert (await as_ben.get("/v1/recordings")).status_code == 200
+            # The owner's own places are all taken: the next is told to come back,
+            # before anything of it is kept.
+            third = await post(as_ann, {})
+            assert third.status_code == 429 and third.headers["retry-after"]
+            assert openai_error(third)["code"] == "rate_limit_exceeded"
+            assert await count(db) == 3
+            nursery.cancel_scope.cancel()
+
+
+def many_parts(parts: list[tuple[str, bytes]], audio: bytes = b"RIFF parts") -> bytes:
+    """A multipart body with a file and these text parts, names repeated as given."""
+    body = b"".join(
+        b'--b0undary\r\nContent-Disposition: form-data; name="'
+        + name.encode()
+        + b'"\r\n\r\n'
+        + value
+        + b"\r\n"
+        for name, value in parts
+    )
+    return body + FORM_HEAD + audio + b"\r\n--b0undary--\r\n"
+
+
+@scenario("A form's text fields are bounded and the ignored ones are not kept")
+async def test_form_text_is_bounded_and_ignored_fields_are_dropped(
+    db: Database, config: Config, ann: NewOwner
+) -> None:
+    quick = Config(home=config.home, openai_wait_s=0.1)
+    async with serving(create_app(db, quick)) as url, client(url, ann) as api:
+
+        async def send(parts: list[tuple[str, bytes]], audio: bytes) -> httpx.Response:
+            return await api.post(
+                TRANSCRIPTIONS, content=many_parts(parts, audio), headers={"Content-Type": FORM}
+            )
+
+        # Sixty 4 KiB keywords: taken (a client that sends them works) and thrown away.
+        taken = await send([("keywords[]", b"k" * 4000)] * 60, b"RIFF keywords")
+        assert taken.status_code == 504, taken.text  # no worker: the wait runs out
+        too_many = await send([("include[]", b"logprobs")] * 65, b"RIFF too many")
+        assert too_many.status_code == 400
+        assert "more than 64 fields" in openai_error(too_many)["message"]
+        too_long = await send([("timestamp_granularities[]", b"w" * 4000)] * 17, b"RIFF long")
+        assert too_long.status_code == 413
+        assert "65536 bytes in all" in openai_error(too_long)["message"]
+    assert await count(db) == 1
+
+
+async def test_ignored_parts_are_not_kept() -> None:
+    class Nowhere:
+        size = 0
+
+        async def write(self, data: bytes) -> None:
+            self.size += len(data)
+
+    parts = [("keywords[]", b"k" * 4000)] * 40 + [("include[]", b"logprobs")] * 5
+    parts += [("timestamp_granularities[]", b"word"), ("model", b"whisper-1")]
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield many_parts(parts)
+
+    form = await receive_form(
+        chunks(),
+        FORM,
+        Nowhere(),  # type: ignore[arg-type]
+        LIMIT,
+        TRANSCRIPTION_FIELDS,
+        DROPPED_FIELDS,
+    )
+    assert form.lists == {"timestamp_granularities[]": ["word"]}
+    assert form.fields == {"model": "whisper-1"}
+    assert form.text_bytes == len(b"word" + b"whisper-1")

@@ -147,13 +147,23 @@ async def test_sign_in_cookie_and_sign_out(
         assert (await c.get("/", headers={"Accept": "text/html"})).status_code == 303
         assert (await c.get("/?fragment=rows", headers={"X-CSRF-Token": "x"})).status_code == 401
 
-    # Behind a proxy that says HTTPS, the cookie is Secure; the API's bearer token is
-    # untouched by all of it.
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
-        r = await c.post(
-            "/signin", data={"token": ann.token}, headers={"X-Forwarded-Proto": "https"}
+    # Behind a proxy that says HTTPS, the cookie is Secure and __Host- (this host only,
+    # every path, no Domain), and only that name signs in there; the API's bearer token
+    # is untouched by all of it.
+    https = {"X-Forwarded-Proto": "https"}
+    async with httpx.AsyncClient(base_url=base_url, timeout=30, headers=https) as c:
+        r = await c.post("/signin", data={"token": ann.token})
+        cookie = r.headers["set-cookie"]
+        assert cookie.startswith("__Host-transcriber_session=")
+        assert "secure" in cookie.lower() and "path=/" in cookie.lower()
+        assert "domain" not in cookie.lower()
+        secret = cookie.split(";")[0].split("=", 1)[1]
+        signed_in = await c.get("/", headers={"Cookie": f"__Host-transcriber_session={secret}"})
+        assert signed_in.status_code == 200 and "My recordings" in signed_in.text
+        plain = await c.get(
+            "/", headers={"Cookie": f"transcriber_session={secret}", "Accept": "text/html"}
         )
-        assert "secure" in r.headers["set-cookie"].lower()
+        assert plain.status_code == 303
     assert (await as_ann.get("/v1/recordings")).status_code == 200
     # A foreign `next` never leads off the site.
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
@@ -445,6 +455,17 @@ async def test_audio_ranges(
     assert (rest.status_code, rest.content) == (206, audio[100:])
     past = await page_ann.get(f"/recordings/{rid}/audio", headers={"Range": f"bytes={len(audio)}-"})
     assert (past.status_code, past.headers["content-range"]) == (416, f"bytes */{len(audio)}")
+    # Positions of thousands of digits: past any file (they were a 500).
+    huge = "9" * 5000
+    far = await page_ann.get(f"/recordings/{rid}/audio", headers={"Range": f"bytes={huge}-"})
+    assert far.status_code == 416
+    to_end = await page_ann.get(f"/recordings/{rid}/audio", headers={"Range": f"bytes=0-{huge}"})
+    assert (to_end.status_code, to_end.content) == (206, audio)
+    last = await page_ann.get(f"/recordings/{rid}/audio", headers={"Range": f"bytes=-{huge}"})
+    assert (last.status_code, last.content) == (206, audio)
+    for r in (whole, part, far):
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert "sandbox" in r.headers["content-security-policy"]
 
 
 @scenario("A corrected word is in the downloaded SRT and the machine text stays available")
@@ -463,8 +484,13 @@ async def test_correction_is_exported_everywhere(
     page = (await page_ann.get(f"/recordings/{rid}")).text
     assert "Hello, wide world." in page and "Machine text: <span>Hello world.</span>" in page
     for c, base in ((page_ann, f"/recordings/{rid}"), (as_ann, f"/v1/recordings/{rid}")):
-        srt = (await c.get(f"{base}/transcript.srt")).text
+        download = await c.get(f"{base}/transcript.srt")
+        srt = download.text
         assert "Hello, wide world." in srt and "Hello world." not in srt
+        # A download opened by itself is data: never sniffed, never a page with powers.
+        assert download.headers["x-content-type-options"] == "nosniff"
+        assert download.headers["content-security-policy"].startswith("default-src 'none'")
+        assert "sandbox" in download.headers["content-security-policy"]
         assert (await c.get(f"{base}/transcript.srt?machine=true")).text == machine_srt
         assert "Hello, wide world." in (await c.get(f"{base}/transcript.vtt")).text
         j = (await c.get(f"{base}/transcript.json")).json()

@@ -7,13 +7,22 @@ calling owner), `errors` (the error shape) and `cards` (an owner's records).
 
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http import events, health, openai_api, ops, page, recordings, transcripts
 from transcriber.http.errors import ErrorShapes, install_error_handlers
-from transcriber.http.middleware import DrainRequestBody, Guard, NoRetry
+from transcriber.http.middleware import (
+    JSON_BODY_MAX,
+    AllowedHosts,
+    Budget,
+    DrainRequestBody,
+    Guard,
+    NoRetry,
+    RequestBudgets,
+)
+from transcriber.http.page_sign_in import session_of
 from transcriber.http.quotas import UploadSlots
 from transcriber.http.waiting import Waiting
 
@@ -69,18 +78,33 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
     app.state.upload_slots = UploadSlots(config.owner_max_uploads)
     # Requests that wait on a record (openai): told to answer when the service stops.
     app.state.waiting = Waiting()
-    # The last added runs first: NoRetry around DrainRequestBody around Guard around
-    # the routes.
+    # The last added runs first: NoRetry around DrainRequestBody around AllowedHosts
+    # around Guard around the routes.
+    app.state.budgets = RequestBudgets(
+        Budget(config.http_max_requests), Budget(config.http_max_strangers)
+    )
+
+    async def session_owner(scope: dict[str, Any]) -> int | None:
+        # A request with a body on the page's paths, vouched for by its session.
+        if not page.is_page_path(scope["path"]):
+            return None
+        session = await session_of(db, Request(scope))
+        return None if session is None else session.owner
+
     app.add_middleware(
         Guard,
         db=db,
-        max_requests=config.http_max_requests,
+        budgets=app.state.budgets,
         public=lambda path: (
             path in PUBLIC_PATHS or page.is_page_path(path) or ops.is_ops_path(path)
         ),
         streamed=lambda method, path: (method, path) in STREAMED,
         shapes=ERROR_SHAPES,
+        body_deadline_s=config.http_body_deadline_s,
+        body_cap=lambda method, path: page.BODY_CAPS.get((method, path), JSON_BODY_MAX),
+        session_owner=session_owner,
     )
+    app.add_middleware(AllowedHosts, allowed=config.http_allowed_hosts, shapes=ERROR_SHAPES)
     app.add_middleware(DrainRequestBody, idle_s=config.http_body_idle_s)
     app.add_middleware(NoRetry, shapes=ERROR_SHAPES)
     install_error_handlers(app, ERROR_SHAPES)

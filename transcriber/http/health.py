@@ -12,7 +12,7 @@ from actors.log import event
 from transcriber.audio.devices import recognizer_info
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, Error
-from transcriber.http.middleware import is_loopback
+from transcriber.http.middleware import is_loopback, loopback_host
 from transcriber.http.shapes import Health
 from transcriber.pipeline.operator import check_database
 from transcriber.pipeline.prometheus import render_metrics
@@ -62,7 +62,9 @@ def operator_token_given(request: Request, token: str | None) -> bool:
 )
 async def metrics(request: Request, db: Db, config: Settings) -> Response:
     if not (
-        is_loopback(request.client and request.client.host)
+        # Loopback by both ends: a page elsewhere that points its own name at
+        # 127.0.0.1 (DNS rebinding) reaches this host's loopback, but says its own name.
+        (is_loopback(request.client and request.client.host) and loopback_host(request))
         or operator_token_given(request, config.metrics_token)
     ):
         raise ApiError(403, "metrics are served to this host, or with the operator's metrics token")

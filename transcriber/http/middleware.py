@@ -1,19 +1,21 @@
 """ASGI middleware under the application, outermost first:
 
-- `NoRetry` tells the clients of the areas that retry a 5xx on their own not to
-  (`ErrorShapes.no_retry`);
+- `NoRetry` gives every answer `nosniff` and a closed CSP, and tells the clients of
+  the areas that retry a 5xx on their own not to (`ErrorShapes.no_retry`);
 - `DrainRequestBody` bounds how long a request body may stay silent (408) and lets an
   early answer out while the client still sends;
 - `Guard` refuses before the application runs, so before any byte of the body is
-  read: too many requests at once (503), no valid token (401), a JSON body over its
-  cap (413).
+  read: too many requests at once (503; strangers' bodies out of a budget of their
+  own), no valid token (401), a JSON body over its cap (413), and gives a body read
+  whole a deadline (408).
 """
 
 import ipaddress
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+import attrs
 import trio
 from starlette.exceptions import HTTPException
 
@@ -49,6 +51,22 @@ class BodyIdle(HTTPException):
         )
 
 
+class BodyLate(HTTPException):
+    """A body the application reads whole did not arrive whole within its deadline."""
+
+    def __init__(self, deadline_s: float):
+        super().__init__(
+            408,
+            f"the request body did not arrive whole within {deadline_s:g} s",
+            headers={"Connection": "close"},
+        )
+
+
+BODY_DEADLINE = "transcriber.body_deadline"
+"""The scope key under which `Guard` leaves the deadline of a body the application reads
+whole: (trio time, its length in seconds), enforced by `DrainRequestBody`."""
+
+
 class BodyTooLarge(HTTPException):
     def __init__(self, limit: int):
         super().__init__(
@@ -75,10 +93,20 @@ async def send_error(
     await send({"type": "http.response.body", "body": body})
 
 
+ANSWER_HEADERS = {
+    "x-content-type-options": "nosniff",
+    # An answer opened by itself (a download, an error) is data, never a page with
+    # powers: the page's own documents say their own policy.
+    "content-security-policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
+}
+"""Headers every answer carries unless it says its own."""
+
+
 class NoRetry:
-    """ASGI middleware: every 5xx answer under `shapes.no_retry` carries
-    `x-should-retry: false`, whichever layer sends it (the application's 500 for an
-    unexpected error goes out below Starlette's own outermost layer and gets it from
+    """ASGI middleware: every answer carries `ANSWER_HEADERS` unless it has its own,
+    and every 5xx answer under `shapes.no_retry` carries `x-should-retry: false`,
+    whichever layer sends it (the application's 500 for an unexpected error goes out
+    below Starlette's own outermost layer and gets it from
     `errors.install_error_handlers`). OpenAI's SDKs retry any 5xx unless told so; each
     retry would be a new upload of the same audio."""
 
@@ -94,7 +122,7 @@ class NoRetry:
 
         async def told(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                extra = self.shapes.headers(path, message["status"])
+                extra = {**ANSWER_HEADERS, **self.shapes.headers(path, message["status"])}
                 have = {k.lower() for k, _ in message.get("headers", ())}
                 added = [
                     (k.encode(), v.encode()) for k, v in extra.items() if k.encode() not in have
@@ -134,26 +162,32 @@ class DrainRequestBody:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        ended = gave_up = False
+        ended = False
+        gave_up: HTTPException | None = None
 
         async def tracked() -> dict[str, Any]:
             nonlocal ended, gave_up
             message: dict[str, Any]
-            if gave_up:
-                raise BodyIdle(self.idle_s)
+            if gave_up is not None:
+                raise gave_up
             if ended:
                 # The body is all here: what is left to receive is the client's
                 # disconnect, which may come at any time or never. A client waiting for
                 # its answer sends nothing and is not a silent body.
                 message = await receive()
                 return message
-            with trio.move_on_after(self.idle_s):
+            # A body the application reads whole has a deadline besides (`Guard`).
+            idle_until = trio.current_time() + self.idle_s
+            deadline: tuple[float, float] = scope.get(BODY_DEADLINE, (idle_until, 0.0))
+            late = deadline[0] < idle_until
+            with trio.move_on_at(deadline[0] if late else idle_until):
                 message = await receive()
                 if message["type"] == "http.disconnect" or not message.get("more_body"):
                     ended = True
                 return message
-            ended = gave_up = True
-            raise BodyIdle(self.idle_s)
+            ended = True
+            gave_up = BodyLate(deadline[1]) if late else BodyIdle(self.idle_s)
+            raise gave_up
 
         async def send_draining(message: dict[str, Any]) -> None:
             last = message["type"] == "http.response.body" and not message.get("more_body")
@@ -166,7 +200,7 @@ class DrainRequestBody:
                     try:
                         while not ended:
                             await tracked()
-                    except BodyIdle:
+                    except (BodyIdle, BodyLate):
                         # Silent: no room will come for the answer; the connection goes.
                         nursery.cancel_scope.cancel()
 
@@ -177,74 +211,156 @@ class DrainRequestBody:
         await self.app(scope, tracked, send_draining)
 
 
+@attrs.define
+class Budget:
+    """Requests served at once out of one budget, at most `limit`."""
+
+    limit: int
+    taken: int = 0
+
+
+@attrs.define(eq=False)
+class Slot:
+    """A request's place in a budget, given back once (`release`) however often asked:
+    when the request ends, moves to another budget, or waits on something that is not
+    the service's work (the OpenAI endpoint's wait for its record)."""
+
+    budget: Budget | None = None
+
+    def take(self, budget: Budget) -> bool:
+        """Into `budget` (out of the one held, if any); False when it is full, and then
+        the slot holds none."""
+        self.release()
+        if budget.taken >= budget.limit:
+            return False
+        budget.taken += 1
+        self.budget = budget
+        return True
+
+    def release(self) -> None:
+        if self.budget is not None:
+            self.budget.taken -= 1
+            self.budget = None
+
+
+@attrs.frozen
+class RequestBudgets:
+    """The service's budgets of requests at once: `requests` for everything an owner's
+    token or page session vouches for (and any request without a body); `strangers` for
+    a request with a body that nothing vouches for (the sign-in form, a bad token's
+    upload while its 401 goes out), which so cannot take the owners' places however
+    slowly it sends."""
+
+    requests: Budget
+    strangers: Budget
+
+
+SLOT = "transcriber.slot"
+"""The scope key under which `Guard` leaves the request's `Slot`."""
+
+
+def has_body(headers: dict[bytes, bytes]) -> bool:
+    return b"transfer-encoding" in headers or headers.get(b"content-length", b"0") not in (
+        b"",
+        b"0",
+    )
+
+
 class Guard:
     """ASGI middleware that refuses before the application runs, so before a byte of
     the body is read:
 
-    - beyond `max_requests` at once: 503 with Retry-After;
+    - beyond `budgets.requests` at once: 503 with Retry-After; a request with a body
+      that neither a token nor a page session vouches for (`session_owner`) is served
+      out of the small `budgets.strangers` instead, 503 beyond it;
     - a path outside `public` without a valid bearer token: 401 — the authenticated
       owner's id is left in the scope under `OWNER` for the `Owner` dependency;
     - a body the application parses whole (any route not in `streamed`) declared or
-      found larger than `JSON_BODY_MAX`: 413.
+      found larger than its cap (`body_cap`, by default `JSON_BODY_MAX`): 413; such a
+      body, and any body nothing vouches for, must also arrive whole within
+      `body_deadline_s` (408, `DrainRequestBody` enforces it), so a slow sender holds
+      its place for that long at most.
 
-    Each answers in the error shape of its path's area (`shapes`), as the application
-    would.
+    The request's `Slot` is in the scope under `SLOT`: a route that waits on something
+    other than the service's work gives it back early. Each refusal answers in the
+    error shape of its path's area (`shapes`), as the application would.
 
-    Cancellation: the token lookup is a plain query; nothing to undo.
+    Cancellation: the token and session lookups are plain queries; nothing to undo.
     """
 
     def __init__(
         self,
         app: Any,
         db: Database,
-        max_requests: int,
+        budgets: RequestBudgets,
         public: Callable[[str], bool],
         streamed: Callable[[str, str], bool],
         shapes: ErrorShapes = API_SHAPES,
+        *,
+        body_deadline_s: float = 20.0,
+        body_cap: Callable[[str, str], int] = lambda method, path: JSON_BODY_MAX,
+        session_owner: Callable[[dict[str, Any]], Awaitable[int | None]] | None = None,
     ):
         self.app = app
         self.shapes = shapes
         self.db = db
-        self.max_requests = max_requests
-        self.in_flight = 0
+        self.budgets = budgets
         self.public = public
         self.streamed = streamed
+        self.body_deadline_s = body_deadline_s
+        self.body_cap = body_cap
+        self.session_owner = session_owner
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self.in_flight >= self.max_requests:
-            await send_error(
-                send,
-                self.shapes.of(scope["path"]),
-                503,
-                "the service is busy; retry shortly",
-                [("Retry-After", "1"), ("Connection", "close")],
-            )
+        slot = Slot()
+        if not slot.take(self.budgets.requests):
+            await self._busy(scope, send)
             return
-        self.in_flight += 1
+        scope[SLOT] = slot
+        # Until an owner is known to stream it, a body must come whole in time.
+        scope[BODY_DEADLINE] = (trio.current_time() + self.body_deadline_s, self.body_deadline_s)
         try:
-            await self._guarded(scope, receive, send)
+            await self._guarded(scope, receive, send, slot)
         finally:
-            self.in_flight -= 1
+            slot.release()
 
-    async def _guarded(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _busy(self, scope: dict[str, Any], send: Any) -> None:
+        await send_error(
+            send,
+            self.shapes.of(scope["path"]),
+            503,
+            "the service is busy; retry shortly",
+            [("Retry-After", "1"), ("Connection", "close")],
+        )
+
+    async def _guarded(self, scope: dict[str, Any], receive: Any, send: Any, slot: Slot) -> None:
         headers = dict(scope["headers"])
         shape = self.shapes.of(scope["path"])
-        if not self.public(scope["path"]):
-            try:
+        public = self.public(scope["path"])
+        body = has_body(headers)
+        owner = None
+        try:
+            if not public:
                 owner = await self._owner(headers.get(b"authorization", b""))
-            except DATABASE_AWAY_ERRORS:
-                # Outside the application: its handler for these cannot answer here.
-                await send_error(
-                    send,
-                    shape,
-                    503,
-                    DATABASE_AWAY,
-                    [("Retry-After", str(RETRY_AFTER_S)), ("Connection", "close")],
-                )
-                return
+            elif body and self.session_owner is not None:
+                owner = await self.session_owner(scope)
+        except DATABASE_AWAY_ERRORS:
+            # Outside the application: its handler for these cannot answer here.
+            await send_error(
+                send,
+                shape,
+                503,
+                DATABASE_AWAY,
+                [("Retry-After", str(RETRY_AFTER_S)), ("Connection", "close")],
+            )
+            return
+        if owner is None and body and not slot.take(self.budgets.strangers):
+            await self._busy(scope, send)
+            return
+        if not public:
             if owner is None:
                 await send_error(
                     send,
@@ -256,15 +372,18 @@ class Guard:
                 return
             scope[OWNER] = owner
         if self.streamed(scope["method"], scope["path"]):
+            if owner is not None:
+                del scope[BODY_DEADLINE]  # streamed under the upload's own bounds
             await self.app(scope, receive, send)
             return
+        cap = self.body_cap(scope["method"], scope["path"])
         declared = headers.get(b"content-length", b"0")
-        if not declared.isdigit() or int(declared) > JSON_BODY_MAX:
+        if not declared.isdigit() or int(declared) > cap:
             await send_error(
                 send,
                 shape,
                 413,
-                f"the request body is larger than {JSON_BODY_MAX} bytes",
+                f"the request body is larger than {cap} bytes",
                 [("Connection", "close")],
             )
             return
@@ -274,8 +393,8 @@ class Guard:
             nonlocal received
             message: dict[str, Any] = await receive()
             received += len(message.get("body", b""))
-            if received > JSON_BODY_MAX:
-                raise BodyTooLarge(JSON_BODY_MAX)
+            if received > cap:
+                raise BodyTooLarge(cap)
             return message
 
         await self.app(scope, capped, send)
@@ -292,3 +411,57 @@ def is_loopback(host: str | None) -> bool:
         return host is not None and ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def host_of(value: str) -> str:
+    """The name of a Host header's value, lowercased, without its port (an IPv6
+    address without its brackets)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def loopback_host(request: Any) -> bool:
+    """The request names this host's loopback in its Host header (localhost, 127.x,
+    ::1): what a local client says, and what a rebound name does not."""
+    name = host_of(request.headers.get("host", ""))
+    return name == "localhost" or name.endswith(".localhost") or is_loopback(name)
+
+
+def _has_port(entry: str) -> bool:
+    return "]:" in entry if entry.startswith("[") else entry.count(":") == 1
+
+
+class AllowedHosts:
+    """ASGI middleware: a request whose Host header names none of `allowed` is answered
+    421 Misdirected Request before anything else happens (an entry without a port
+    allows any port). With no entries every Host is allowed."""
+
+    def __init__(self, app: Any, allowed: tuple[str, ...], shapes: ErrorShapes = API_SHAPES):
+        self.app = app
+        self.allowed = tuple(a.lower() for a in allowed)
+        self.shapes = shapes
+
+    def allows(self, host: str) -> bool:
+        host = host.strip().lower()
+        return any(
+            host == entry or (not _has_port(entry) and host_of(host) == host_of(entry))
+            for entry in self.allowed
+        )
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not self.allowed:
+            await self.app(scope, receive, send)
+            return
+        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+        if self.allows(host):
+            await self.app(scope, receive, send)
+            return
+        await send_error(
+            send,
+            self.shapes.of(scope["path"]),
+            421,
+            "this service does not answer to that Host name",
+            [("Connection", "close")],
+        )

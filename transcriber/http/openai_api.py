@@ -44,9 +44,10 @@ from transcriber.db.database import Database
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import MAY_RETRY, NO_RETRY, RETRY_AFTER, validation_message
+from transcriber.http.middleware import SLOT
 from transcriber.http.openai_answers import AudioRequest, answer
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS, card_path, owned_card
-from transcriber.http.quotas import audio_fits, room_refusals, upload_room
+from transcriber.http.quotas import BUSY_RETRY_AFTER_S, audio_fits, room_refusals, upload_room
 from transcriber.http.recordings import Hashed, accept
 from transcriber.http.uploads import (
     FORM_SLACK,
@@ -100,6 +101,8 @@ IGNORED_FIELDS = frozenset(
 )
 """OpenAI's fields for its newer models that no Whisper recognizer can honour: taken, so
 a client that always sends them works, and otherwise unused (see the README)."""
+DROPPED_FIELDS = IGNORED_FIELDS - {"stream"}
+"""The ignored fields thrown away as they are read (`stream` is read: true is refused)."""
 TRANSCRIPTION_FIELDS = COMMON_FIELDS | {"timestamp_granularities[]"} | IGNORED_FIELDS
 # OpenAI's translations take no language (the text is English); a language given
 # anyway is the speech's, a hint as for a transcription.
@@ -256,7 +259,7 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
     prompt = form_value(fields, "prompt")
     if prompt is not None:
         try:
-            check_text(prompt, "prompt", PROMPT_MAX)
+            check_text(prompt, "prompt", PROMPT_MAX, lines=True)
         except ValueError as e:
             raise bad("prompt", str(e)) from None
     temperature = None
@@ -334,6 +337,7 @@ async def receive_request(
                         hashed,  # type: ignore[arg-type]
                         room.limit,
                         fields,
+                        DROPPED_FIELDS,
                     )
                     if hashed.size == 0:
                         raise OpenAIError(400, "the file is empty", code="empty_file", param="file")
@@ -444,14 +448,29 @@ async def recognize(
     Cancellation (the server cut at once): before the commit nothing is kept, the commit
     is shielded, and after it the record goes on without the request.
     """
-    if waiting_of(request.app).stopping.is_set():
+    waiting = waiting_of(request.app)
+    if waiting.stopping.is_set():
         raise OpenAIError(
             503, "the service is stopping; try again shortly", code="service_unavailable"
         )
-    rid, asked = await receive_request(request, owner, db, config, task)
+    with waiting.owners_place(owner, config.owner_max_waiting) as placed:
+        if not placed:
+            raise OpenAIError(
+                429,
+                f"{config.owner_max_waiting} requests of yours are under way already; "
+                "retry when one has been answered",
+                code="rate_limit_exceeded",
+                headers={"Retry-After": str(BUSY_RETRY_AFTER_S)},
+            )
+        rid, asked = await receive_request(request, owner, db, config, task)
+        # The wait is on the pipeline's work, not the service's: the place among the
+        # requests served at once goes back (the owner's own place above bounds it).
+        slot = request.scope.get(SLOT)
+        if slot is not None:
+            slot.release()
+        found = await outcome_unless_gone(request, db, owner, rid, config.openai_wait_s)
     headers = {RECORDING_HEADER: str(rid)}
     where = card_path(rid)
-    found = await outcome_unless_gone(request, db, owner, rid, config.openai_wait_s)
     if found is None:
         event(logging.INFO, "openai_client_gone", id=rid)
         return Response(status_code=499, headers=headers)  # nobody reads it
@@ -509,7 +528,7 @@ AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
             (401, "bad API token"),
             (408, "the upload sent nothing for TRANSCRIBER_HTTP_BODY_IDLE_S"),
             (413, "file too large"),
-            (429, "the owner's uploads at once are all in progress"),
+            (429, "the owner's uploads, or requests under way, at once are all taken"),
             (500, "an unexpected error"),
             (
                 503,

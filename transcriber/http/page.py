@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import jinja2
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.requests import ClientDisconnect
 
 from actors.log import event
 from transcriber.db.database import Database
@@ -86,6 +87,13 @@ _PAGE_PATH = re.compile(
 )
 STREAMED = frozenset({("POST", "/upload")})
 """(method, path) of the page's routes that stream their body under their own cap."""
+
+SIGNIN_FORM_MAX = 4096
+"""Bytes of the sign-in form: a token (about 50 characters), where to go next (at most
+2000) and the form's own encoding. Read before anything vouches for its sender, so it
+is kept small (`middleware.Guard` refuses more with 413)."""
+BODY_CAPS = {("POST", SIGNIN_PATH): SIGNIN_FORM_MAX}
+"""(method, path) → bytes of a body read whole that is capped below the API's own."""
 
 
 def is_page_path(path: str) -> bool:
@@ -230,7 +238,10 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
     reason); the page's script (`Accept: application/json`) gets the new anti-forgery
     token, so it can carry on where it was."""
     check_origin(request)
-    form = await request.form()
+    try:
+        form = await request.form()
+    except ClientDisconnect:
+        raise ApiError(400, "the sign-in was interrupted") from None
     token, target = str(form.get("token", "")).strip(), safe_next(str(form.get("next", "")))
     lifetime_s = config.page_session_days * 86400
     made = await sign_in(db, token, lifetime_s)
@@ -434,9 +445,9 @@ def field_errors(
     _ = lang.gettext
     errors: dict[str, str] = {}
 
-    def refused(value: str, what: str, limit: int) -> str | None:
+    def refused(value: str, what: str, limit: int, lines: bool = False) -> str | None:
         try:
-            check_text(value, what, limit)
+            check_text(value, what, limit, lines=lines)
         except ValueError:
             if len(value) > limit:
                 return _("%(what)s is longer than %(limit)d characters") % {
@@ -446,11 +457,11 @@ def field_errors(
             return _("%(what)s contains characters that cannot be stored") % {"what": what}
         return None
 
-    for name, what, value, limit in (
-        ("title", _("The title"), title, TITLE_MAX),
-        ("summary", _("The summary"), summary, SUMMARY_MAX),
+    for name, what, value, limit, lines in (
+        ("title", _("The title"), title, TITLE_MAX, False),
+        ("summary", _("The summary"), summary, SUMMARY_MAX, True),
     ):
-        if (why := refused(value, what, limit)) is not None:
+        if (why := refused(value, what, limit, lines)) is not None:
             errors[name] = why
     topics = [t.strip() for t in topics_text.split(",") if t.strip()]
     if len(topics) > TOPICS_MAX:

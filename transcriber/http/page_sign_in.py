@@ -2,8 +2,9 @@
 checks that keep another site from acting with it.
 
 The owner gives their API token once; the server answers with a random session secret
-in an HttpOnly, SameSite=Strict cookie (Secure over HTTPS, or behind a proxy that says
-`X-Forwarded-Proto: https`). Only the secret's sha256 is stored, with the owner and the
+in an HttpOnly, SameSite=Strict cookie (over HTTPS, or behind a proxy that says
+`X-Forwarded-Proto: https`, Secure and named with the `__Host-` prefix; over plain HTTP
+without it, which browsers refuse there). Only the secret's sha256 is stored, with the owner and the
 hash of the token signed in with (transcriber.records.page_sessions): every request
 checks that hash with the API's own token lookup, so a session lives only while its
 token would still let the owner use the API — rotating or revoking the token ends it. Every
@@ -37,6 +38,13 @@ from transcriber.owners import owner_of_token
 from transcriber.records.page_sessions import end_session, live_session, start_session
 
 COOKIE = "transcriber_session"
+"""The session cookie's name over plain HTTP (loopback, or a network the operator
+trusts without TLS): a browser refuses the `__Host-` prefix on a cookie that is not
+Secure, and a Secure cookie is not sent back over plain HTTP."""
+HTTPS_COOKIE = "__Host-" + COOKIE
+"""Its name over HTTPS: the browser then takes it only as Secure, for this host alone
+(no Domain) and all its paths, so neither a sibling subdomain nor a plain-HTTP page can
+set or shadow it."""
 CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf"
 SIGNIN_PATH = "/signin"
@@ -72,9 +80,13 @@ async def sign_in(db: Database, token: str, lifetime_s: float) -> tuple[str, str
     return secret, csrf
 
 
+def cookie_name(request: Request) -> str:
+    return HTTPS_COOKIE if is_https(request) else COOKIE
+
+
 def set_cookie(response: Response, request: Request, secret: str, lifetime_s: float) -> None:
     response.set_cookie(
-        COOKIE,
+        cookie_name(request),
         secret,
         max_age=int(lifetime_s),
         path="/",
@@ -86,13 +98,13 @@ def set_cookie(response: Response, request: Request, secret: str, lifetime_s: fl
 
 def clear_cookie(response: Response, request: Request) -> None:
     response.delete_cookie(
-        COOKIE, path="/", httponly=True, samesite="strict", secure=is_https(request)
+        cookie_name(request), path="/", httponly=True, samesite="strict", secure=is_https(request)
     )
 
 
 async def session_of(db: Database, request: Request) -> PageSession | None:
     """The live session of the request's cookie, if any. Cancellation: a plain read."""
-    secret = request.cookies.get(COOKIE)
+    secret = request.cookies.get(cookie_name(request))
     if not secret or len(secret) > 200:
         return None
     hashed = secret_hash(secret)

@@ -95,8 +95,8 @@ class Health(BaseModel):
     """What recognizes here: model, decoding, device, compute type."""
 
 
-def _valid(what: str, max_chars: int) -> AfterValidator:
-    return AfterValidator(lambda v: check_text(v, what, max_chars))
+def _valid(what: str, max_chars: int, *, lines: bool = False) -> AfterValidator:
+    return AfterValidator(lambda v: check_text(v, what, max_chars, lines=lines))
 
 
 Topic = Annotated[str, Field(min_length=1), _valid("a topic", TOPIC_MAX)]
@@ -113,5 +113,5 @@ class Edit(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     title: Annotated[str, _valid("title", TITLE_MAX)] = Field(default=LEFT_OUT)
-    summary: Annotated[str, _valid("summary", SUMMARY_MAX)] = Field(default=LEFT_OUT)
+    summary: Annotated[str, _valid("summary", SUMMARY_MAX, lines=True)] = Field(default=LEFT_OUT)
     topics: Annotated[list[Topic], Field(max_length=TOPICS_MAX)] = Field(default=LEFT_OUT)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email.message
 import re
+import unicodedata
 from collections.abc import AsyncIterable, Callable
 
 import attrs
@@ -21,6 +22,12 @@ fields) before the whole body counts as too large."""
 
 TEXT_FIELD_MAX = 4096
 """Bytes of one text form field (title, language, prompt, …)."""
+FORM_PARTS_MAX = 64
+"""Parts of a form besides its file, ignored ones included: OpenAI's clients send at
+most about twenty (a few `timestamp_granularities[]`, `include[]` and the fields)."""
+FORM_TEXT_MAX = 64 * 1024
+"""Bytes of all the text fields a form keeps together: the longest valid ones (a 1000
+character prompt, a 500 character title) take under 8 KiB even at four bytes each."""
 
 TITLE_MAX = 500
 PROMPT_MAX = 1000
@@ -54,13 +61,30 @@ class Upload:
 # --- values the client sends --------------------------------------------------------
 
 
-def check_text(value: str, what: str, max_chars: int) -> str:
-    """`value` if PostgreSQL can store it as text and it is not too long; else ValueError
-    with a message for the client."""
+LINE_BREAKS = frozenset("\n\r\t")
+"""The control characters a text of several lines (a summary, a prompt) may hold."""
+
+
+def check_text(value: str, what: str, max_chars: int, *, lines: bool = False) -> str:
+    """`value` if PostgreSQL can store it as text, it holds no control character (but
+    line breaks and tabs where `lines`) and it is not too long; else ValueError with a
+    message for the client. A control character in an owner's field would break the
+    subtitle files, the terminals and the logs it ends up in."""
     if len(value) > max_chars:
         raise ValueError(f"{what} is longer than {max_chars} characters")
     if "\x00" in value:
         raise ValueError(f"{what} contains a NUL character")
+    bad = sorted(
+        {
+            c
+            for c in value
+            if unicodedata.category(c) in ("Cc", "Zl", "Zp") and not (lines and c in LINE_BREAKS)
+        }
+    )
+    if bad:
+        names = ", ".join(f"U+{ord(c):04X}" for c in bad[:3])
+        allowed = " (line breaks and tabs are fine)" if lines else ""
+        raise ValueError(f"{what} contains control characters ({names}){allowed}")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -98,7 +122,7 @@ def recognition_options(task: str | None, prompt: str | None) -> RecognitionOpti
     no recognizer has or a prompt that cannot be stored."""
     try:
         if prompt:
-            check_text(prompt, "prompt", PROMPT_MAX)
+            check_text(prompt, "prompt", PROMPT_MAX, lines=True)
         return RecognitionOptions(task=task or "transcribe", prompt=prompt or None)
     except ValueError as e:  # BadOptions is one
         raise UploadRefused(422, str(e)) from None
@@ -141,11 +165,23 @@ class _Form:
 
     TEXT_FIELDS = frozenset({"title", "language", "task", "prompt"})
 
-    def __init__(self, boundary: bytes, text_fields: frozenset[str] = TEXT_FIELDS):
+    def __init__(
+        self,
+        boundary: bytes,
+        text_fields: frozenset[str] = TEXT_FIELDS,
+        ignored: frozenset[str] = frozenset(),
+    ):
         """`text_fields`: the names a part other than the file may have. One ending in
         `[]` may be given more than once (a list, as OpenAI's clients send arrays); its
-        values are in `lists`, the others in `fields`."""
+        values are in `lists`, the others in `fields`. The parts named in `ignored` are
+        taken and thrown away as they are read: nothing of them is kept. The parts are
+        at most `FORM_PARTS_MAX` (64), the text kept at most `FORM_TEXT_MAX` bytes in
+        all (413)."""
         self.text_fields = text_fields
+        self.ignored = ignored
+        self.parts = 0
+        self.text_bytes = 0
+        self._dropping = False
         self.lists: dict[str, list[str]] = {}
         self.parser = MultipartParser(
             boundary,
@@ -185,6 +221,7 @@ class _Form:
 
     def _part_begin(self) -> None:
         self._headers, self._name, self._in_file = {}, None, False
+        self._dropping = False
         self._text = bytearray()
 
     def _header_field(self, data: bytes, start: int, end: int) -> None:
@@ -210,6 +247,12 @@ class _Form:
             raw = params.get(b"filename")
             self.filename = None if raw is None else _decode_header(raw)
         elif self._name in self.text_fields:
+            self.parts += 1
+            if self.parts > FORM_PARTS_MAX:
+                raise UploadRefused(
+                    400, f"the form has more than {FORM_PARTS_MAX} fields besides its file"
+                )
+            self._dropping = self._name in self.ignored
             if self._name in self.fields:
                 raise UploadRefused(422, f"form field {self._name!r} given twice")
         else:
@@ -224,14 +267,21 @@ class _Form:
         if self._in_file:
             self.pending.append(data[start:end])
             return
+        if self._dropping:
+            return
         self._text += data[start:end]
         if len(self._text) > TEXT_FIELD_MAX:
             raise UploadRefused(
                 422, f"form field {self._name!r} is longer than {TEXT_FIELD_MAX} bytes"
             )
+        self.text_bytes += end - start
+        if self.text_bytes > FORM_TEXT_MAX:
+            raise UploadRefused(
+                413, f"the form's text fields are longer than {FORM_TEXT_MAX} bytes in all"
+            )
 
     def _part_end(self) -> None:
-        if self._in_file or self._name is None:
+        if self._in_file or self._name is None or self._dropping:
             return
         try:
             value = self._text.decode("utf-8")
@@ -260,15 +310,16 @@ async def receive_form(
     into: Incoming,
     limit: int,
     text_fields: frozenset[str] = _Form.TEXT_FIELDS,
+    ignored: frozenset[str] = frozenset(),
 ) -> _Form:
     """A multipart/form-data body with one `file` part and optional text fields of
-    these names (by default those of `POST /v1/recordings`). Refuses with 413 as soon
-    as the file passes `limit`."""
+    these names (by default those of `POST /v1/recordings`), those in `ignored` taken
+    but not kept. Refuses with 413 as soon as the file passes `limit`."""
     _, params = parse_options_header(content_type)
     boundary = params.get(b"boundary")
     if not boundary or len(boundary) > 200:
         raise UploadRefused(400, "multipart body without a usable boundary")
-    form = _Form(boundary, text_fields)
+    form = _Form(boundary, text_fields, ignored)
     received = 0
     async for chunk in chunks:
         received += len(chunk)

@@ -35,8 +35,27 @@ class Waiting:
         self.stopping = trio.Event()
         self._journal = trio.Event()
         self._held = 0
+        self._owners: dict[int, int] = {}
         self._none = trio.Event()
         self._none.set()
+
+    @contextlib.contextmanager
+    def owners_place(self, owner: int, at_most: int) -> Iterator[bool]:
+        """One of `owner`'s `at_most` places for a request that will wait, for the
+        block: True if taken, False when all are (nothing taken then). A waiting request
+        holds no place of the service's own budget, so this alone bounds how many one
+        owner keeps: another owner's requests are served whatever this one waits on."""
+        taken = self._owners.get(owner, 0)
+        if taken >= at_most:
+            yield False
+            return
+        self._owners[owner] = taken + 1
+        try:
+            yield True
+        finally:
+            self._owners[owner] -= 1
+            if not self._owners[owner]:
+                del self._owners[owner]
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
