@@ -586,6 +586,10 @@ NOT_OWNER_FACING = {
     "(`owners.id = $1`); it reads no record",
     "page_sessions_sweep": "deletes sessions no token can use any more, of every owner; "
     "it reads no record",
+    # The operator's sessions (records/page_sessions.py keeps both kinds): no owner's.
+    "ops_session": "finds the operator's session of a cookie's secret",
+    "ops_session_add": "makes a session for the operator whose token was just checked",
+    "ops_session_end": "ends the operator's own session",
 }
 # An INSERT names the owner as the value of owner_id, not in a condition.
 INSERTS_FOR_THE_OWNER = {"accept_upload"}
