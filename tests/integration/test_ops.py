@@ -22,7 +22,7 @@ from tests.helpers.api_clients import transcribe
 from tests.helpers.cli_process import cli
 from tests.helpers.pg_pipeline import Gate, accept, journal, state, table
 from transcriber.db.database import Database
-from transcriber.http import ops_sign_in, page_sign_in
+from transcriber.http import i18n, ops_sign_in, page_sign_in
 from transcriber.operators import NewOperator, add_operator
 from transcriber.owners import NewOwner
 from transcriber.pipeline import daemons, ops_screen
@@ -401,3 +401,39 @@ async def test_metrics_twin_of_the_screen(db: Database, base_url: str, ann: NewO
     labels = f'daemon="{daemon_id}",host="{socket.gethostname()}",pid="{os.getpid()}"'
     assert f"transcriber_daemon_recognized_audio_seconds{{{labels}}} 30.000" in lines
     assert f"transcriber_daemon_recognizing_seconds{{{labels}}} 3.000" in lines
+
+
+# --- in the reader's language ----------------------------------------------------------
+
+
+@scenario("The operator's screen speaks the reader's language")
+async def test_screen_in_russian(
+    db: Database, base_url: str, ann: NewOwner, olga: NewOperator
+) -> None:
+    rid = await stopped(db, ann.id, "too_long", "long.wav")
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET stopped_at = now() - interval '2 hours' WHERE id = $1", rid
+        )
+    )
+    async with as_operator(base_url, olga.token) as c:
+        c.headers["accept-language"] = "ru-RU,ru;q=0.9,en;q=0.5"
+        glance = await c.get("/ops")
+        listed = await c.get("/ops/stopped")
+        record = await c.get(f"/ops/records/{rid}")
+        c.cookies.set(i18n.COOKIE, "en")  # the switch's choice wins over the header
+        english = await c.get("/ops/stopped")
+    for r in (glance, listed, record):
+        assert r.status_code == 200 and r.headers["content-language"] == "ru"
+        assert '<html lang="ru">' in r.text and 'id="lang-en"' in r.text
+    assert "Конвейер: обзор" in glance.text and "Этапы" in glance.text
+    assert "последний час" in glance.text and "too_long" in glance.text
+    # The stopped list: its words, its count's plural, the reason's plain words beside
+    # the code, a date in Russian.
+    assert "<h1>Остановленные записи</h1>" in listed.text
+    assert "1 остановленная запись." in listed.text
+    assert 'too_long <span class="why">(длиннее TRANSCRIBER_MAX_DURATION_S)</span>' in (listed.text)
+    assert "г., " in listed.text and "Stopped records" not in listed.text
+    assert "Журнал" in record.text and "Возобновить эту запись" in record.text
+    assert english.headers["content-language"] == "en"
+    assert "<h1>Stopped records</h1>" in english.text and "1 stopped record." in english.text

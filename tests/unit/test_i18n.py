@@ -27,12 +27,12 @@ def key(message: str | tuple[str, ...]) -> str:
 @scenario("Every message of the page has a translation in every language")
 @pytest.mark.parametrize("code", TRANSLATED)
 def test_every_message_is_translated(code: str) -> None:
-    messages = {key(m): m for m, _, _ in i18n.extracted()}
+    messages = {(key(m), c): m for m, c, _, _ in i18n.extracted()}
     assert len(messages) > 100  # the extraction found the templates and the code
     catalog = i18n.read_catalogue(code)
     untranslated = []
-    for msgid, message in messages.items():
-        entry = catalog.get(msgid)
+    for (msgid, context), message in messages.items():
+        entry = catalog.get(msgid, context)
         found = None if entry is None else entry.string
         strings: list[str] = (
             [] if not found else [found] if isinstance(found, str) else [str(f) for f in found]
@@ -49,7 +49,9 @@ def test_every_message_is_translated(code: str) -> None:
                 assert sorted(PLACEHOLDER.findall(s)) == wanted, (msgid, s)
     assert untranslated == [], f"{code}.po lacks these (run i18n.update(), then translate them)"
     gone = sorted(
-        {m.id if isinstance(m.id, str) else m.id[0] for m in catalog if m.id} - set(messages)
+        {(m.id if isinstance(m.id, str) else m.id[0], m.context) for m in catalog if m.id}
+        - set(messages),
+        key=str,
     )
     assert gone == [], f"{code}.po translates messages no longer used"
     assert [e for _, errors in catalog.check() for e in errors] == []
@@ -119,4 +121,8 @@ def test_dates_durations_and_sizes_in_the_readers_language() -> None:
     assert ru.clock(63.25) == "1:03,2" and en.clock(63.25) == "1:03.2"
     assert ru.gettext("The file could not be read as audio.") == (
         "Файл не удалось прочитать как звук."
+    )
+    # One English word, two Russian ones by the context: a record is stopped, a daemon too.
+    assert ru.gettext("stopped") == "остановлена" and ru.pgettext("daemon", "stopped") == (
+        "остановлен"
     )

@@ -1,7 +1,9 @@
 """The page's languages: English and Russian, the texts in gettext catalogues.
 
 The messages are English in the code and the templates (`_("…")` in a template,
-`N_("…")` beside a constant to be translated where it is shown); `locales/<code>.po`
+`N_("…")` beside a constant to be translated where it is shown; `pgettext("ops", "…")`
+and `NP_("daemon", "…")` where one English word needs another translation in another
+place, e.g. "stopped" of a record and of a daemon); `locales/<code>.po`
 holds each other language's translations. The `.po` files are the only thing kept: they
 are compiled in memory when this module is imported (Babel reads them, the standard
 library's `gettext` looks messages up), so no generated `.mo` file is committed or has
@@ -52,6 +54,11 @@ def N_(message: str) -> str:
     return message
 
 
+def NP_(context: str, message: str) -> tuple[str, str]:
+    """`N_` with a context: translated where it is shown (`Lang.pgettext`)."""
+    return context, message
+
+
 # The page's script's own texts, by key: the page gets them in its language as a small
 # JSON dictionary (base.html), `{name}` replaced by the script.
 SCRIPT_WORDS = {
@@ -98,6 +105,9 @@ class Lang:
     def gettext(self, message: str) -> str:
         return self.translations.gettext(message)
 
+    def pgettext(self, context: str, message: str) -> str:
+        return self.translations.pgettext(context, message)
+
     def ngettext(self, singular: str, plural: str, n: int) -> str:
         return self.translations.ngettext(singular, plural, n)
 
@@ -138,6 +148,11 @@ class Lang:
 
     def number(self, n: float) -> str:
         return babel.numbers.format_decimal(n, locale=self.locale)
+
+    def fixed(self, n: float, digits: int = 1) -> str:
+        """`n` with exactly `digits` decimals, the separators of this language."""
+        pattern = "#,##0" + ("." + "0" * digits if digits > 0 else "")
+        return babel.numbers.format_decimal(n, format=pattern, locale=self.locale)
 
     def decimal_sign(self) -> str:
         return babel.numbers.get_decimal_symbol(self.locale)
@@ -212,29 +227,37 @@ def pick(cookies: dict[str, str], accept_language: str) -> Lang:
 SOURCES = (
     (HERE / "templates", "*.html", "jinja2.ext:babel_extract"),
     (HERE, "page*.py", "python"),
+    (HERE, "ops*.py", "python"),
     (HERE, "i18n.py", "python"),
     (HERE.parent, "stops.py", "python"),
 )
-KEYWORDS = {"_": None, "gettext": None, "ngettext": (1, 2), "N_": None}
+KEYWORDS = {
+    "_": None,
+    "gettext": None,
+    "ngettext": (1, 2),
+    "pgettext": ((1, "c"), 2),
+    "N_": None,
+    "NP_": ((1, "c"), 2),
+}
 JINJA_OPTIONS = {"extensions": "jinja2.ext.i18n", "trimmed": "true"}
 
 
-def extracted() -> Iterator[tuple[str | tuple[str, ...], str, int]]:
-    """Every message of the page's templates and code: (message, file, line)."""
+def extracted() -> Iterator[tuple[str | tuple[str, ...], str | None, str, int]]:
+    """Every message of the page's templates and code: (message, context, file, line)."""
     for folder, pattern, method in SOURCES:
         for path in sorted(folder.glob(pattern)):
             options: dict[str, Any] = JINJA_OPTIONS if method != "python" else {}
-            for line, message, _comments, _context in extract_from_file(
+            for line, message, _comments, context in extract_from_file(
                 method, path, keywords=KEYWORDS, options=options, strip_comment_tags=True
             ):
-                yield message, path.name, line
+                yield message, context, path.name, line
 
 
 def template_catalogue() -> Catalog:
     """A catalogue of the extracted messages, without translations."""
     catalog = Catalog(project="transcriber", fuzzy=False)
-    for message, where, line in extracted():
-        catalog.add(message, None, [(where, line)])
+    for message, context, where, line in extracted():
+        catalog.add(message, None, [(where, line)], context=context)
     return catalog
 
 

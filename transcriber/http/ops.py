@@ -7,11 +7,15 @@ add`) to a session of their own kind (ops_sign_in), and nothing here serves audi
 transcript text — no route of this module reads either. Resuming goes through the same
 domain action as `transcriber resume`, journaled `human` with the operator's name.
 Server-rendered like the owner's page, with its stylesheet and one small script that
-refreshes the glance; the charts are inline SVG drawn here.
+refreshes the glance; the charts are inline SVG drawn here. In the reader's language
+as the owner's page is (`transcriber.http.i18n`); the names the operator also meets in
+the CLI, the metrics and the filters (milestones, stop reasons, journal kinds and
+origins) are shown as they are, a stop reason with its plain words beside it.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from typing import Annotated, Any
@@ -21,7 +25,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from markupsafe import Markup, escape
 
 from actors.log import event
+from transcriber.http import i18n
 from transcriber.http.deps import Db, Settings
+from transcriber.http.i18n import N_, NP_
 from transcriber.http.ops_sign_in import (
     PREFIX,
     SIGNIN_PATH,
@@ -32,7 +38,7 @@ from transcriber.http.ops_sign_in import (
     sign_in,
     sign_out,
 )
-from transcriber.http.page import TEMPLATES, html
+from transcriber.http.page import TEMPLATES, html, lang_of
 from transcriber.http.page_sign_in import CSRF_FIELD, check_origin
 from transcriber.milestones import MILESTONES
 from transcriber.pipeline import ops_screen
@@ -67,7 +73,7 @@ def parse_id(text: str) -> uuid.UUID | None:
 # --- charts ----------------------------------------------------------------------------
 
 
-def bars(series: Series, title: str) -> Markup:
+def bars(lang: i18n.Lang, series: Series, title: str) -> Markup:
     """The series' totals per bucket as a small bar chart, inline SVG (presentation
     attributes only: the page's CSP allows no inline style)."""
     totals = [sum(c[i] for c in series.counts.values()) for i in range(len(_bucket_range(series)))]
@@ -80,7 +86,11 @@ def bars(series: Series, title: str) -> Markup:
         for i, t in enumerate(totals)
         if t
     )
-    label = escape(f"{title}: {sum(totals)} in all, at most {max(totals, default=0)} a bucket")
+    label = escape(
+        lang.gettext("{title}: {total} in all, at most {most} a bucket").format(
+            title=title, total=lang.number(sum(totals)), most=lang.number(max(totals, default=0))
+        )
+    )
     return Markup(
         f'<svg class="chart" viewBox="0 0 {width} {height}" preserveAspectRatio="none" '
         f'role="img" aria-label="{label}"><line class="axis" x1="0" y1="{height}" '
@@ -92,17 +102,59 @@ def _bucket_range(series: Series) -> range:
     return range(int(series.window / series.bucket))
 
 
-def minutes(seconds: float | None) -> str:
+def minutes(lang: i18n.Lang, seconds: float | None) -> str:
+    """An age or a lease's time left in the reader's words (1 h 2 min 5 s); seconds are
+    dropped past an hour, where they are noise."""
     if seconds is None:
         return "-"
     s = int(seconds)
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 60}m{s % 60:02d}s"
+    return lang.duration(s - s % 60 if s >= 3600 else s)
 
 
-for _env in TEMPLATES.values():
-    _env.globals.update(ops_bars=bars, ops_minutes=minutes)
+# A daemon's state as the screen says it (its class stays the code); "stopped" of a
+# daemon is not a record's.
+DAEMON_STATE_WORDS = {
+    "running": NP_("daemon", "running"),
+    "silent": NP_("daemon", "silent"),
+    "stopped": NP_("daemon", "stopped"),
+}
+# A stop reason in the operator's plain words, beside its code (the owner's words, in
+# `transcriber.stops`, speak to the owner); a reason not named here is its code spaced.
+REASON_WORDS = {
+    "empty_file": N_("the upload was empty"),
+    "undecodable_audio": N_("the file could not be decoded as audio"),
+    "no_audio_stream": N_("the file has no audio stream"),
+    "empty_audio": N_("the audio is empty"),
+    "too_long": N_("longer than TRANSCRIBER_MAX_DURATION_S"),
+    "implausible_rate": N_("a sample rate no real recording has"),
+    "implausible_duration": N_("decodes to more audio than its size can hold"),
+    "audio_quota": N_("the owner's audio quota is full"),
+    "recognizer_refused_audio": N_("the recognizer refused the audio"),
+    "attempts_exhausted": N_("every attempt failed"),
+    "milestone_time_limit": N_("a milestone took longer than its time limit"),
+}
+
+
+def words_of(lang: i18n.Lang, table: dict[str, str], key: str | None) -> str:
+    if key is None:
+        return "-"
+    return lang.gettext(table[key]) if key in table else key.replace("_", " ")
+
+
+def state_words(lang: i18n.Lang, state: str) -> str:
+    found = DAEMON_STATE_WORDS.get(state)
+    return state if found is None else lang.pgettext(*found)
+
+
+for _code, _env in TEMPLATES.items():
+    _lang = i18n.LANGS[_code]
+    _env.globals.update(
+        ops_bars=functools.partial(bars, _lang),
+        ops_minutes=functools.partial(minutes, _lang),
+        ops_state_words=functools.partial(state_words, _lang),
+        ops_reason_words=functools.partial(words_of, _lang, REASON_WORDS),
+    )
+    _env.filters.update(fixed=_lang.fixed)
 
 
 def ops_html(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -128,7 +180,7 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
     made = await sign_in(db, token, lifetime_s)
     if made is None:
         event(logging.INFO, "ops_signin_refused")
-        message = (
+        message = lang_of(request).gettext(
             "That is not an operator's token. Use the token `transcriber operator add` printed."
         )
         return ops_html(request, "ops_signin.html", 401, next=target, error=message)
