@@ -191,16 +191,21 @@ class Chaos:
             self.counts["freezes"] += 1
             stopped_at = trio.current_time()
             await trio.sleep(2.0)  # well past the 0.5 s lease
+            taken_over = False
             while trio.current_time() - stopped_at < 20:
                 now_token = await self.token_of(rid)
                 if now_token != token:
+                    taken_over = True
                     break  # another worker took the record (and may be done with it)
                 await trio.sleep(0.1)
             self.counts["frozen_s"] = max(
                 self.counts["frozen_s"], round(trio.current_time() - stopped_at, 2)
             )
             w.proc.send_signal(signal.SIGCONT)
-            self.freeze_tokens.append(token)
+            if taken_over:  # its late writes are stale: each must be refused
+                self.freeze_tokens.append(token)
+            else:  # still its own record: its writes may land
+                self.counts["freezes_not_taken_over"] += 1
             await trio.sleep(1.0)  # its late write goes out before any kill may take it
             self.frozen = None
             return
@@ -453,6 +458,7 @@ async def check(
         "stale_writes_by_write": dict(refused_by_write),
         "freeze_writes_refused": freeze_refused,
         "freeze_writes_landed": freeze_landed,
+        "freezes_not_taken_over": counts["freezes_not_taken_over"],
         "retries": kinds["attempt_failed"],
         "stops": kinds["stopped"],
         "resumes": kinds["resumed"],
