@@ -17,6 +17,7 @@ import signal
 import socket
 import sys
 import urllib.parse
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -111,8 +112,10 @@ async def upload(daemon: Daemon, owner: NewOwner, n: int) -> list[str]:
     async with httpx.AsyncClient(
         base_url=daemon.url, timeout=30, headers={"Authorization": f"Bearer {owner.token}"}
     ) as c:
-        for i in range(n):
-            r = await c.post("/v1/recordings", files={"file": (f"{i}.ogg", AUDIO, "audio/ogg")})
+        for _ in range(n):
+            # Each its own name: the same request again would name the first record.
+            name = f"{uuid.uuid4().hex}.ogg"
+            r = await c.post("/v1/recordings", files={"file": (name, AUDIO, "audio/ogg")})
             assert r.status_code == 201, r.text
             ids.append(r.json()["id"])
     return ids
