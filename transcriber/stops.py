@@ -14,6 +14,8 @@ MESSAGES = {
     "empty_audio": "The audio in the file is empty.",
     "too_long": "The recording is longer than this service accepts.",
     "recognizer_refused_audio": "The speech recognizer could not take this audio.",
+    "speaker_model_missing": "Telling the speakers apart is not installed on this service; "
+    "the transcript is complete without speakers.",
     "attempts_exhausted": "Processing failed several times; the operator has been told "
     "and can resume it.",
     "milestone_time_limit": "Processing took longer than its time limit; the operator "

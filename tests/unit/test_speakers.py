@@ -12,7 +12,13 @@ import pytest
 from transcriber.audio.speakers import Turn, assign, speaking_time
 from transcriber.audio.speakers_model import CamPlusPlus, fbank
 from transcriber.bench.speakers import der
+from transcriber.formats import render
 from transcriber.speaker_options import BadSpeakers, SpeakersOption
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("speakers", title)
+
 
 REFERENCE = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "campplus_reference.json").read_text()
@@ -63,6 +69,7 @@ def test_speakers_option(text: str, low: int, high: int, off: bool) -> None:
     assert SpeakersOption.parse(option.text) == option
 
 
+@scenario("The speakers option is parsed and refused when malformed")
 @pytest.mark.parametrize("text", ["", "none", "0", "5-2", "21", "2-", "-3", "1.5"])
 def test_bad_speakers_option(text: str) -> None:
     with pytest.raises(BadSpeakers):
@@ -73,6 +80,7 @@ def word(start: float, end: float, text: str) -> dict:
     return {"start": start, "end": end, "word": text, "probability": 0.9}
 
 
+@scenario("A segment is split where its words change speaker")
 def test_a_segment_is_split_where_its_words_change_speaker() -> None:
     words = [
         word(0.0, 0.4, " Hello"),
@@ -107,6 +115,7 @@ def test_a_segment_without_words_takes_the_speaker_it_overlaps_most() -> None:
     assert out[0]["speaker"] == "Speaker 2"
 
 
+@scenario("The error rate counts what it should")
 def test_der_counts_missed_false_alarm_and_confusion() -> None:
     reference = [(0.0, 10.0, 0), (10.0, 20.0, 1)]
     assert der(reference, [(0.0, 10.0, 5), (10.0, 20.0, 7)])["der"] == 0.0
@@ -116,3 +125,61 @@ def test_der_counts_missed_false_alarm_and_confusion() -> None:
     assert 0.45 < missed["missed"] < 0.55
     alarm = der(reference, [(0.0, 10.0, 0), (10.0, 20.0, 1), (25.0, 30.0, 1)])
     assert 0.2 < alarm["false_alarm"] < 0.3
+
+
+@scenario("The formats show the speakers")
+def test_formats_show_the_speakers() -> None:
+    segments = [
+        {"start": 0.0, "end": 1.5, "text": "Hello there.", "speaker": "Speaker 1"},
+        {"start": 1.6, "end": 2.5, "text": "How are you?", "speaker": "Speaker 1"},
+        {"start": 3.0, "end": 4.0, "text": "Fine.", "speaker": "Speaker 2"},
+    ]
+    text = "Hello there. How are you? Fine."
+    assert render("txt", text, segments) == (
+        "Speaker 1: Hello there. How are you?\n\nSpeaker 2: Fine.\n"
+    )
+    srt = render("srt", text, segments)
+    assert "00:00:03,000 --> 00:00:04,000\nSpeaker 2: Fine.\n" in srt
+    vtt = render("vtt", text, segments)
+    assert "00:00:00.000 --> 00:00:01.500\n<v Speaker 1>Hello there.\n" in vtt
+    body = json.loads(render("json", text, segments))
+    assert body["speakers"] == [
+        {"name": "Speaker 1", "speaking_s": 2.4},
+        {"name": "Speaker 2", "speaking_s": 1.0},
+    ]
+    # An undiarized transcript renders as it always did.
+    plain = [{k: v for k, v in s.items() if k != "speaker"} for s in segments]
+    assert render("txt", text, plain) == text + "\n"
+    assert "speakers" not in json.loads(render("json", text, plain))
+
+
+@scenario("OpenAI's diarized_json answers in the SDK's own shape")
+def test_diarized_json_is_the_sdks_shape() -> None:
+    from openai.types.audio import TranscriptionDiarized
+
+    from transcriber.http.openai_answers import AudioRequest, answer
+    from transcriber.http.openai_api import parse_request
+    from transcriber.options import RecognitionOptions
+
+    asked = parse_request("transcribe", {"response_format": "diarized_json"}, {})
+    assert asked.options.speakers == "auto"  # asking the shape asks who spoke
+    words = [word(0.0, 0.4, " Hello"), word(0.5, 0.9, " there."), word(1.2, 1.6, " Hi.")]
+    t = {
+        "text": "Hello there. Hi.",
+        "segments": [{"start": 0.0, "end": 1.6, "text": "Hello there. Hi.", "words": words}],
+        "turns": [[0.0, 1.0, 0], [1.1, 2.0, 1]],
+        "language": "en",
+        "model": "whisper-base",
+    }
+    card = {"duration_s": 2.0}
+    response = answer(card, t, asked, {})
+    parsed = TranscriptionDiarized.model_validate_json(bytes(response.body))
+    assert [(s.speaker, s.text, s.type) for s in parsed.segments] == [
+        ("A", "Hello there.", "transcript.text.segment"),
+        ("B", "Hi.", "transcript.text.segment"),
+    ]
+    assert parsed.duration == 2.0 and parsed.task == "transcribe"
+    assert (
+        isinstance(asked, AudioRequest)
+        and RecognitionOptions.from_json(asked.options.to_json()) == asked.options
+    )
