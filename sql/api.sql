@@ -13,7 +13,7 @@ SELECT * FROM recording_rows WHERE owner_id = $1 AND id = $2
 
 -- name: owner_transcript
 -- $1 owner, $2 record.
-SELECT t.text, t.segments, t.language, t.model
+SELECT t.text, t.segments, t.language, t.model, t.turns, t.speaker_count
   FROM transcripts t JOIN recordings r ON r.id = t.recording_id
  WHERE r.owner_id = $1 AND t.recording_id = $2
 

@@ -12,7 +12,8 @@ SELECT * FROM recording_rows WHERE id = $1
 
 -- name: transcript
 -- $1 id.
-SELECT t.text, t.segments, t.language, t.model FROM transcripts t WHERE t.recording_id = $1
+SELECT t.text, t.segments, t.language, t.model, t.turns, t.speaker_count
+  FROM transcripts t WHERE t.recording_id = $1
 
 -- name: status
 -- Per milestone: waiting (claimable now), in flight (a live lease), pausing before a

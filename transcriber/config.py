@@ -7,6 +7,8 @@ from pathlib import Path
 
 import attrs
 
+from transcriber.speaker_options import SpeakersOption
+
 
 def default_home() -> Path:
     if os.geteuid() == 0:
@@ -94,6 +96,11 @@ class Config:
     openai_wait_s: float = 300.0
     """How long a request to the OpenAI-compatible endpoint waits for its record before
     it answers with the record's id instead (the record goes on)."""
+    speakers: str = "off"
+    """The `speakers` option of a record that asks none (transcriber.speaker_options): off,
+    because diarization adds about half of recognition's CPU time on base (bench-speakers)
+    and most uploads are one voice; an owner asks for it per record, or the operator sets
+    `auto` for the whole service."""
     storage_url: str | None = None
     """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.storage.blobs);
     None: in the folder under `home`."""
@@ -147,4 +154,5 @@ class Config:
             page_session_days=float(get("PAGE_SESSION_DAYS") or 14),
             openai_wait_s=float(get("OPENAI_WAIT_S") or 300),
             storage_url=get("STORAGE_URL"),
+            speakers=SpeakersOption.parse(get("SPEAKERS") or "off").text,
         )

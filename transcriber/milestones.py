@@ -4,6 +4,9 @@ pages share. Which step moves a record from one to the next is the step table's
 
 RECEIVED = "received"
 NORMALIZED = "normalized"
+RECOGNIZED = "recognized"
+"""The transcript is stored and readable; who spoke is not known yet (or not asked)."""
 TRANSCRIBED = "transcribed"  # final: named in sql/0001_initial.sql's claim index too
+"""Done: recognized, and diarized when the record asked for speakers."""
 
-MILESTONES = (RECEIVED, NORMALIZED, TRANSCRIBED)
+MILESTONES = (RECEIVED, NORMALIZED, RECOGNIZED, TRANSCRIBED)

@@ -32,6 +32,10 @@ MESSAGES = {
         "you have deleted some, the operator can resume this one."
     ),
     "recognizer_refused_audio": N_("The speech recognizer could not take this audio."),
+    "speaker_model_missing": N_(
+        "Telling the speakers apart is not installed on this service; the transcript is "
+        "complete without speakers."
+    ),
     "attempts_exhausted": N_(
         "Processing failed several times; the operator has been told and can resume it."
     ),

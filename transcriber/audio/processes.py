@@ -9,7 +9,9 @@ while recognitions keep every core busy.
 The protocol is JSON lines: the parent writes one request a line to the child's stdin;
 the child answers on its own copy of stdout (fd 1 itself is pointed at stderr, so
 nothing the engine prints can corrupt the protocol) with `progress` lines, then one
-`transcript` or `error` line. The child first says `ready` (or `error` when its model
+`transcript` or `error` line. A request with `diarize` asks who spoke instead
+(transcriber.audio.speakers, its network loaded on first use): answered by one
+`diarization` or `error` line. The child first says `ready` (or `error` when its model
 does not load). It exits when its stdin closes (the daemon ended) or its parent is gone.
 
     python -m transcriber.audio.processes '<spec json>'
@@ -35,9 +37,12 @@ from actors.log import event
 from transcriber.audio.devices import device_for
 from transcriber.audio.models import ResolvedModel, resolve_model
 from transcriber.audio.recognize import Transcript, WhisperRecognizer
+from transcriber.audio.speakers import Diarization, Turn
+from transcriber.audio.speakers_model import WeightsMissing
 from transcriber.audio.threads import Control, Stopped
 from transcriber.config import Config
 from transcriber.options import RecognitionOptions
+from transcriber.speaker_options import SpeakersOption
 
 REPORT_EVERY_S = 0.25
 
@@ -206,28 +211,61 @@ class ProcessRecognizer:
         """Blocking, in a worker thread. A stop of `control` kills the child at once (the
         model reloads in a fresh one for the next attempt: about a second for base),
         so the CPU is free within moments."""
+        answer = self._ask(
+            {
+                "audio": str(audio),
+                "duration_s": duration_s,
+                "language": language,
+                "options": options.to_json(),
+            },
+            "transcript",
+            control,
+        )
+        return Transcript.from_json(answer)
+
+    def diarize(
+        self,
+        audio: Path,
+        duration_s: float,
+        speakers: SpeakersOption,
+        control: Control | None = None,
+    ) -> Diarization:
+        """Who spoke when in `audio`, in a child as recognition is (a crash ends only this
+        attempt; a stop kills the child). Raises WeightsMissing when the speaker model's
+        package is not installed. Blocking, in a worker thread."""
+        answer = self._ask(
+            {
+                "diarize": {
+                    "audio": str(audio),
+                    "duration_s": duration_s,
+                    "speakers": speakers.text,
+                }
+            },
+            "diarization",
+            control,
+        )
+        return Diarization(
+            [Turn(*t) for t in answer["turns"]], answer["speakers"], answer["speech_s"]
+        )
+
+    def _ask(self, request: dict[str, Any], key: str, control: Control | None) -> Any:
         control = control or Control()
         child = self._take(control)
         control.on_stop(child.kill)
         try:
             self._await_ready(child, control)
-            child.send(
-                {
-                    "audio": str(audio),
-                    "duration_s": duration_s,
-                    "language": language,
-                    "options": options.to_json(),
-                }
-            )
+            child.send(request)
             while True:
                 answer = self._read(child, control)
                 if "progress" in answer:
                     control.report(answer["progress"])
-                elif "transcript" in answer:
+                elif key in answer:
                     self._give_back(child)
-                    return Transcript.from_json(answer["transcript"])
+                    return answer[key]
                 else:
                     self._give_back(child)
+                    if answer.get("missing_weights"):
+                        raise WeightsMissing(answer["error"])
                     raise RecognitionFailed(answer["error"])
         except BaseException:
             if child.proc.returncode is None and child not in self._idle:
@@ -329,8 +367,12 @@ def child_main(argv: list[str]) -> int:
             }
         }
     )
+    diarizer = _Diarizer()
     for line in sys.stdin:
         request = json.loads(line)
+        if "diarize" in request:
+            diarizer.answer(request["diarize"], send)
+            continue
         try:
             transcript = recognizer.transcribe(
                 Path(request["audio"]),
@@ -344,6 +386,42 @@ def child_main(argv: list[str]) -> int:
         else:
             send({"transcript": transcript.to_json()})
     return 0
+
+
+class _Diarizer:
+    """The child's speaker model, loaded on the first diarization it is asked for."""
+
+    def __init__(self) -> None:
+        self._net: Any = None
+
+    def answer(self, request: dict[str, Any], send: Any) -> None:
+        from transcriber.audio.speakers import diarize
+        from transcriber.audio.speakers_model import CamPlusPlus
+
+        try:
+            if self._net is None:
+                self._net = CamPlusPlus.load()
+            result = diarize(
+                Path(request["audio"]),
+                SpeakersOption.parse(request["speakers"]),
+                request["duration_s"],
+                _Reporter(send),
+                self._net,
+            )
+        except WeightsMissing as e:
+            send({"error": str(e), "missing_weights": True})
+        except Exception as e:
+            send({"error": f"{type(e).__name__}: {e}"})
+        else:
+            send(
+                {
+                    "diarization": {
+                        "turns": [[t.start, t.end, t.speaker] for t in result.turns],
+                        "speakers": result.speakers,
+                        "speech_s": result.speech_s,
+                    }
+                }
+            )
 
 
 if __name__ == "__main__":

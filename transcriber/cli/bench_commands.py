@@ -37,6 +37,28 @@ def bench_audio(
     raise typer.Exit(run_bench_audio(minutes, long_minutes, queue_files, queue_minutes))
 
 
+def bench_speakers(
+    conversations: Annotated[int, typer.Option(help="conversations per speaker count")] = 3,
+    turns: Annotated[int, typer.Option(help="turns in each conversation")] = 16,
+    speakers: Annotated[
+        list[int] | None, typer.Option(help="speaker counts (repeat: --speakers 2 --speakers 4)")
+    ] = None,
+    recognition: Annotated[bool, typer.Option(help="time recognition of each file too")] = True,
+) -> None:
+    """Diarization on espeak-ng conversations of known turns: DER (missed, false alarm,
+    confusion; 0.25 s collar), speaker counts, seconds, RTF and peak RSS beside
+    recognition of the same file."""
+    from transcriber.bench.speakers import bench, espeak_available, table
+
+    if not espeak_available():
+        typer.echo(
+            "bench-speakers needs espeak-ng and sox (apt-get install espeak-ng sox)", err=True
+        )
+        raise typer.Exit(2)
+    rows = bench(conversations, turns, speakers or [2, 4], recognition)
+    typer.echo(table(rows))
+
+
 def bench_api(
     clients: Annotated[int, typer.Option(help="concurrent card readers")] = 50,
     seconds: Annotated[float, typer.Option(help="how long they read")] = 20.0,

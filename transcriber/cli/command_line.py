@@ -42,6 +42,7 @@ for command in (
     record_commands.transcribe,
     bench_commands.bench,
     bench_commands.bench_audio,
+    bench_commands.bench_speakers,
     bench_commands.bench_api,
     model_commands.models,
 ):

@@ -10,6 +10,7 @@ import trio
 import typer
 
 from transcriber.cli.running import (
+    SPEAKERS_HELP,
     TASK_HELP,
     Refused,
     environment_failures,
@@ -29,6 +30,7 @@ def submit(
     title: Annotated[str | None, typer.Option(help="title of each recording")] = None,
     language: Annotated[str | None, typer.Option(help="language hint")] = None,
     task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
+    speakers: Annotated[str | None, typer.Option(help=SPEAKERS_HELP)] = None,
     wait: Annotated[
         bool,
         typer.Option(help="wait until each is transcribed or stopped (a daemon does the work)"),
@@ -40,7 +42,7 @@ def submit(
     from transcriber.storage.intake import accept_file
 
     config = Config.from_env()
-    options = recognition_options(task)
+    options = recognition_options(task, speakers)
 
     async def work(db: Database) -> int:
         if owner is None:
@@ -88,6 +90,7 @@ def transcribe(
     language: Annotated[str | None, typer.Option(help="language hint, e.g. en, ru")] = None,
     fmt: Annotated[str, typer.Option("--format", help="txt, srt, vtt or json")] = "txt",
     task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
+    speakers: Annotated[str | None, typer.Option(help=SPEAKERS_HELP)] = None,
 ) -> None:
     """One shot: run the pipeline on FILE and print its transcript (exit 1 if stopped)."""
     from transcriber.daemon import require_model
@@ -97,7 +100,7 @@ def transcribe(
 
     if fmt not in FORMATS:
         fail(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}", 1)
-    options = recognition_options(task)
+    options = recognition_options(task, speakers)
     config = Config.from_env()
     try:
         require_model(config)
@@ -119,11 +122,19 @@ def transcribe(
             1,
         )
     t = done.transcript
+    stop = done.card["stopped"]
+    if stop:
+        typer.echo(f"{file.name}: speakers not found ({stop['reason']}): {stop['error']}", err=True)
+    segments = t["segments"]
+    if t["turns"] is not None:
+        from transcriber.audio.speakers import Turn, assign
+
+        segments = assign(segments, [Turn(*turn) for turn in t["turns"]])
     typer.echo(
         render(
             fmt,
             t["text"],
-            t["segments"],
+            segments,
             id=done.card["id"],
             language=t["language"],
             model=t["model"],

@@ -122,8 +122,13 @@ def record_id(text: str) -> uuid.UUID:
         fail(f"{text!r} is not a recording id (a UUID)", 1)
 
 
-def recognition_options(task: str) -> RecognitionOptions:
+SPEAKERS_HELP = (
+    "who spoke: off, auto, a count (2) or a range (2-4); default: TRANSCRIBER_SPEAKERS (off)"
+)
+
+
+def recognition_options(task: str, speakers: str | None = None) -> RecognitionOptions:
     try:
-        return RecognitionOptions(task=task)
+        return RecognitionOptions(task=task, speakers=speakers)
     except BadOptions as e:
         fail(str(e), 2)

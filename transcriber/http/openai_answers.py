@@ -1,6 +1,6 @@
 """What an OpenAI client asked for, checked (`AudioRequest`), and the answer in the
-shape it asked for (`answer`): OpenAI's json, text, srt, vtt or verbose_json, made from
-what the record keeps. transcriber.http.openai_api has the routes."""
+shape it asked for (`answer`): OpenAI's json, text, srt, vtt, verbose_json or
+diarized_json, made from what the record keeps. transcriber.http.openai_api has the routes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from transcriber.audio.speakers import Turn, assign
 from transcriber.formats import to_srt, to_text, to_vtt
 from transcriber.languages import language_name
 from transcriber.options import RecognitionOptions
@@ -65,6 +66,41 @@ def verbose(c: dict[str, Any], t: Any, asked: AudioRequest) -> dict[str, Any]:
     return body
 
 
+def _letter(speaker: str | None, names: dict[str, str]) -> str:
+    """OpenAI labels speakers A, B, … in order of first speech, as the record's are."""
+    key = speaker or "?"
+    if key not in names:
+        n = len(names)
+        names[key] = chr(ord("A") + n) if n < 26 else f"S{n + 1}"
+    return names[key]
+
+
+def diarized(c: dict[str, Any], t: Any) -> dict[str, Any]:
+    """OpenAI's diarized_json (TranscriptionDiarized): segments of one speaker each, with
+    `type`, `id`, `start`, `end`, `text` and `speaker`."""
+    segments = t["segments"]
+    if t.get("turns") is not None:
+        segments = assign(segments, [Turn(*turn) for turn in t["turns"]])
+    names: dict[str, str] = {}
+    return {
+        "task": "transcribe",
+        "duration": c["duration_s"] or 0.0,
+        "text": t["text"],
+        "segments": [
+            {
+                "type": "transcript.text.segment",
+                "id": f"seg_{i}",
+                "start": s["start"],
+                "end": s["end"],
+                "text": s["text"],
+                "speaker": _letter(s.get("speaker"), names),
+            }
+            for i, s in enumerate(segments)
+        ],
+        "usage": usage(c),
+    }
+
+
 def usage(c: dict[str, Any]) -> dict[str, Any]:
     return {"type": "duration", "seconds": math.ceil(c["duration_s"] or 0)}
 
@@ -76,6 +112,8 @@ def answer(c: dict[str, Any], t: Any, asked: AudioRequest, headers: dict[str, st
         return JSONResponse({"text": text, "usage": usage(c)}, headers=headers)
     if fmt == "verbose_json":
         return JSONResponse(verbose(c, t, asked), headers=headers)
+    if fmt == "diarized_json":
+        return JSONResponse(diarized(c, t), headers=headers)
     if fmt == "text":
         return PlainTextResponse(to_text(text, segments), headers=headers)
     if fmt == "srt":

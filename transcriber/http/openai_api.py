@@ -77,7 +77,10 @@ RECORDING_HEADER = "X-Transcriber-Recording-Id"
 # answer about a record that exists already, whatever its status.
 
 WHISPER_1 = "whisper-1"
-FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
+FORMATS = ("json", "text", "srt", "vtt", "verbose_json", "diarized_json")
+DIARIZED = "diarized_json"
+"""Asks who spoke, too: the record's speakers are `auto` (OpenAI's diarizing models'
+answer shape, openai_answers.diarized)."""
 GRANULARITIES = ("segment", "word")
 MODEL_MAX = 200
 KEY_MAX = 200
@@ -281,11 +284,14 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
         )
     if (form_value(fields, "stream") or "false").lower() not in ("false", "0"):
         raise bad("stream", "streaming is not supported: leave stream out or false")
+    if response_format == DIARIZED and task != "transcribe":
+        raise bad("response_format", "diarized_json is for transcriptions, not translations")
+    speakers = "auto" if response_format == DIARIZED else None
     return AudioRequest(
         task,
         model,
         language,
-        RecognitionOptions(task=task, prompt=prompt, temperature=temperature),
+        RecognitionOptions(task=task, prompt=prompt, temperature=temperature, speakers=speakers),
         response_format,
         granularities,
     )

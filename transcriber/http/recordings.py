@@ -48,6 +48,13 @@ PROMPT_SCHEMA = {
     "description": "text the recognizer takes as coming before the audio: names, spelling, style",
 }
 
+SPEAKERS_SCHEMA = {
+    "type": "string",
+    "pattern": "^(off|auto|[0-9]{1,2}(-[0-9]{1,2})?)$",
+    "description": "who spoke: off, auto, an exact count (2) or a range (2-4); "
+    "default: the service's TRANSCRIBER_SPEAKERS",
+}
+
 UPLOAD_BODY = {
     "required": True,
     "content": {
@@ -65,6 +72,7 @@ UPLOAD_BODY = {
                     },
                     "task": TASK_SCHEMA,
                     "prompt": PROMPT_SCHEMA,
+                    "speakers": SPEAKERS_SCHEMA,
                 },
             }
         },
@@ -189,6 +197,13 @@ async def upload(
     prompt: Annotated[
         str | None, Query(max_length=PROMPT_MAX, description="for a raw body")
     ] = None,
+    speakers: Annotated[
+        str | None,
+        Query(
+            pattern=SPEAKERS_SCHEMA["pattern"],
+            description="for a raw body: off, auto, a count or a range such as 2-4",
+        ),
+    ] = None,
     idempotency_key: Annotated[
         str | None,
         Header(
@@ -199,12 +214,22 @@ async def upload(
         ),
     ] = None,
 ) -> JSONResponse:
-    """A multipart form (`file`, `title`, `language`, `task`, `prompt`) or the audio
+    """A multipart form (`file`, `title`, `language`, `task`, `prompt`, `speakers`) or the audio
     itself as the body. The recording is stored (on disk, or whole in the object
     store) and its record committed before the answer; 503 with Retry-After when
     the store is unavailable."""
     rid, status = await store_upload(
-        request, db, config, owner, idempotency_key, title, language, filename, task, prompt
+        request,
+        db,
+        config,
+        owner,
+        idempotency_key,
+        title,
+        language,
+        filename,
+        task,
+        prompt,
+        speakers=speakers,
     )
     return await card_response(db, owner, rid, status)
 
@@ -221,6 +246,7 @@ async def store_upload(
     task: str | None = None,
     prompt: str | None = None,
     via: str = "api",
+    speakers: str | None = None,
 ) -> tuple[uuid.UUID, int]:
     """Receive the request's body as `owner`'s upload, within their bounds (uploads at
     once 429, stored bytes and the disk's room 507), and commit its record: (id, 201),
@@ -252,6 +278,7 @@ async def store_upload(
                             filename,
                             task,
                             prompt,
+                            speakers,
                         )
                         if not same_request(first, hashed.fingerprint(up)):
                             raise key_reused(str(key))
@@ -270,6 +297,7 @@ async def store_upload(
                                 filename,
                                 task,
                                 prompt,
+                                speakers,
                             )
                             await audio_fits(room, up.ref)
                             rid, status = await accept(
@@ -299,6 +327,7 @@ async def receive_into(
     filename: str | None,
     task: str | None,
     prompt: str | None,
+    speakers: str | None = None,
 ) -> Upload:
     # `Hashed` writes as `Incoming` does, which is all `receive` asks of its target.
     return await receive(
@@ -313,6 +342,7 @@ async def receive_into(
         filename=filename,
         task=task,
         prompt=prompt,
+        speakers=speakers,
     )
 
 

@@ -27,6 +27,13 @@ class Stopped(BaseModel):
     message: str = Field(description="the reason in plain words")
 
 
+class CardSpeakers(BaseModel):
+    asked: str | None = Field(
+        description="the record's speakers option (off, auto, N, A-B); null: the service's"
+    )
+    found: int | None = Field(description="speakers told apart; null: not diarized (yet)")
+
+
 class Card(BaseModel):
     """What an owner reads about one recording. A stop shows here, as a flag with its
     reason, beside the milestone the record reached."""
@@ -38,9 +45,14 @@ class Card(BaseModel):
     filename: str | None
     size_bytes: int | None
     created_at: dt.datetime
-    milestone: Literal["received", "normalized", "transcribed"]
+    milestone: Literal["received", "normalized", "recognized", "transcribed"]
     milestone_entered_at: dt.datetime
     done: bool
+    readable: bool = Field(
+        description="the transcript is there to read (from `recognized` on, even while who "
+        "spoke is still being found or that stopped)"
+    )
+    speakers: CardSpeakers
     progress: float | None
     duration_s: float | None
     language: str | None

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
+from transcriber.audio.speakers import Turn, assign
 from transcriber.db.database import Database
 from transcriber.formats import render
 from transcriber.http.auth import Owner
@@ -57,12 +58,14 @@ async def transcript_response(
     unless `machine`; 409 with the card until it is transcribed; 404 if the record is
     not the owner's. Cancellation: plain reads."""
     c = await owned_card(db, owner, recording_id)
-    if not c["done"]:
+    if not c["readable"]:
         return JSONResponse(c, status_code=409)
     t = await transcript(db, owner, c["id"])
     text, segments = ("", []) if t is None else (t["text"], t["segments"])
     if not machine:
         text, segments = corrected(text, segments, await corrections_of(db, owner, c["id"]))
+    if t is not None and t.get("turns") is not None:
+        segments = assign(segments, [Turn(*turn) for turn in t["turns"]])
     extra = (
         {}
         if kind != "json"

@@ -117,13 +117,18 @@ def clean_filename(value: str | None) -> str | None:
     return name or None
 
 
-def recognition_options(task: str | None, prompt: str | None) -> RecognitionOptions:
-    """The recognition options of an upload's `task` and `prompt` fields; 422 for a task
-    no recognizer has or a prompt that cannot be stored."""
+def recognition_options(
+    task: str | None, prompt: str | None, speakers: str | None = None
+) -> RecognitionOptions:
+    """The recognition options of an upload's `task`, `prompt` and `speakers` fields; 422
+    for a task no recognizer has, a prompt that cannot be stored or speakers that are not
+    off, auto, a count or a range."""
     try:
         if prompt:
             check_text(prompt, "prompt", PROMPT_MAX, lines=True)
-        return RecognitionOptions(task=task or "transcribe", prompt=prompt or None)
+        return RecognitionOptions(
+            task=task or "transcribe", prompt=prompt or None, speakers=speakers or None
+        )
     except ValueError as e:  # BadOptions is one
         raise UploadRefused(422, str(e)) from None
 
@@ -163,7 +168,7 @@ class _Form:
     it parses a chunk; the file's bytes are collected in `pending` and written out by
     `receive_form` between chunks, so no more than a chunk is ever held."""
 
-    TEXT_FIELDS = frozenset({"title", "language", "task", "prompt"})
+    TEXT_FIELDS = frozenset({"title", "language", "task", "prompt", "speakers"})
 
     def __init__(
         self,
@@ -358,6 +363,7 @@ async def receive(
     filename: str | None,
     task: str | None = None,
     prompt: str | None = None,
+    speakers: str | None = None,
 ) -> Upload:
     """Read a whole upload — a form or a raw audio body — into `into` and fsync it.
 
@@ -375,6 +381,7 @@ async def receive(
         language = form.fields.get("language", language)
         task = form.fields.get("task", task)
         prompt = form.fields.get("prompt", prompt)
+        speakers = form.fields.get("speakers", speakers)
         filename = form.filename if form.filename is not None else filename
     elif is_audio(content_type):
         if declared is not None and declared > limit:
@@ -395,7 +402,7 @@ async def receive(
         clean_filename(filename),
         _refuse_invalid(clean_title, title),
         _refuse_invalid(clean_language, language),
-        recognition_options(task, prompt),
+        recognition_options(task, prompt, speakers),
     )
     await into.finish()
     return upload

@@ -14,11 +14,15 @@ from transcriber.audio.normalize import Rejected, decode_to_wav
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.audio.recognize import Transcript
 from transcriber.audio.remote import RemoteRecognizer
+from transcriber.audio.speakers import Diarization, diarize
+from transcriber.audio.speakers_model import WeightsMissing
 from transcriber.audio.threads import Control, run_in_thread
 from transcriber.config import Config
+from transcriber.milestones import TRANSCRIBED
 from transcriber.options import RecognitionOptions
 from transcriber.pipeline.pg_queue import Saved
 from transcriber.pipeline.step_table import step_table
+from transcriber.speaker_options import SpeakersOption
 from transcriber.storage.blobs import Blobs, audio_name
 from transcriber.storage.configured import blobs_of
 
@@ -32,17 +36,23 @@ def audio_steps(
     `warm` children start loading the model now, so the first recognitions do not wait
     for it (about a second for base, much longer for a large model); they load at the
     children's low priority while the service starts."""
+    diarizer: BlockingDiarizer
     if config.recognizer_url:
         recognize = remote_step(
-            config, RemoteRecognizer(config.recognizer_url, config.recognizer_key)
+            config, RemoteRecognizer(config.recognizer_url, config.recognizer_key), diarized=True
         )
+        # Who spoke is found here, not by the remote recognizer (an OpenAI-compatible
+        # server need not know): in a thread, there being no local model's children.
+        diarizer = InThreadDiarizer()
     else:
         recognizer = recognizer or ProcessRecognizer(config)
         recognizer.warm(warm, wait=False)
-        recognize = recognize_step(config, recognizer)
+        recognize = recognize_step(config, recognizer, diarized=True)
+        diarizer = recognizer
     return step_table(
         normalize=normalize_step(config),
         recognize=recognize,
+        diarize=diarize_step(config, diarizer),
         lease_s=config.lease_s,
         renew_s=config.renew_s,
         run_limit_s=config.run_limit_s,
@@ -116,9 +126,12 @@ class BlockingRecognizer(Protocol):
     ) -> Transcript: ...
 
 
-def recognize_step(config: Config, recognizer: BlockingRecognizer) -> StepFn:
+def recognize_step(
+    config: Config, recognizer: BlockingRecognizer, *, diarized: bool = False
+) -> StepFn:
     """The step, with a recognizer whose blocking `transcribe(audio, duration, language,
-    control, options)` runs in a thread: the engine itself, or a process of its own."""
+    control, options)` runs in a thread: the engine itself, or a process of its own.
+    `diarized`: the table has a diarize step, which records with speakers off skip."""
 
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
@@ -130,27 +143,91 @@ def recognize_step(config: Config, recognizer: BlockingRecognizer) -> StepFn:
                 ),
                 progress,
             )
-        return saved_transcript(transcript)
+        return saved_transcript(transcript, skip_diarize=diarized and speakers_off(config, job))
 
     return recognize
 
 
-def remote_step(config: Config, recognizer: RemoteRecognizer) -> StepFn:
+def speakers_off(config: Config, job: Job) -> bool:
+    """Whether the record's speakers (its own option, else the service's) are off."""
+    options = RecognitionOptions.from_json(job.inputs.get("options"))
+    return options.speakers_or(config.speakers).off
+
+
+class BlockingDiarizer(Protocol):
+    """What the diarize step runs in a thread: ProcessRecognizer (in its child processes)
+    or InThreadDiarizer."""
+
+    def diarize(
+        self,
+        audio: Path,
+        duration_s: float,
+        speakers: SpeakersOption,
+        control: Control | None = ...,
+    ) -> Diarization: ...
+
+
+class InThreadDiarizer:
+    """Diarization in the calling thread (remote recognition has no local children)."""
+
+    def diarize(
+        self,
+        audio: Path,
+        duration_s: float,
+        speakers: SpeakersOption,
+        control: Control | None = None,
+    ) -> Diarization:
+        return diarize(audio, speakers, duration_s, control)
+
+
+def diarize_step(config: Config, diarizer: BlockingDiarizer) -> StepFn:
+    """The diarize step (recognized → transcribed): who spoke when, stored beside the
+    transcript, which stays readable throughout. A record whose speakers are off moves on
+    at once with nothing saved (none is left here: their recognition skipped this step).
+    Without the speaker model's package the record stops
+    (`speaker_model_missing`): no retry would find it.
+
+    Cancellation: the thread's control stops the work (the child is killed)."""
+
+    async def diarize(job: Job, progress: Progress) -> Saved | None:
+        options = RecognitionOptions.from_json(job.inputs.get("options"))
+        speakers = options.speakers_or(config.speakers)
+        if speakers.off:
+            return None
+        duration = job.inputs["duration_s"] or 0.0
+        async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
+            try:
+                found = await run_in_thread(
+                    lambda control: diarizer.diarize(audio, duration, speakers, control),
+                    progress,
+                )
+            except WeightsMissing as e:
+                raise StopRecord("speaker_model_missing", str(e)) from None
+        return Saved(
+            "save_speakers",
+            ([[t.start, t.end, t.speaker] for t in found.turns], found.speakers),
+        )
+
+    return diarize
+
+
+def remote_step(config: Config, recognizer: RemoteRecognizer, *, diarized: bool = False) -> StepFn:
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
             transcript = await recognizer.transcribe(
                 audio, language, RecognitionOptions.from_json(job.inputs.get("options"))
             )
-        return saved_transcript(transcript)
+        return saved_transcript(transcript, skip_diarize=diarized and speakers_off(config, job))
 
     return recognize
 
 
-def saved_transcript(transcript: Transcript) -> Saved:
+def saved_transcript(transcript: Transcript, *, skip_diarize: bool = False) -> Saved:
     """The transcript as the commit stores it, cleaned of what PostgreSQL text and jsonb
     cannot hold (NUL, which a remote recognizer may send): what is left and still
-    refused fails the attempt with the database's message."""
+    refused fails the attempt with the database's message. `skip_diarize`: the record
+    goes on to `transcribed` at once (its speakers are off)."""
     return Saved(
         "save_transcript",
         (
@@ -159,6 +236,7 @@ def saved_transcript(transcript: Transcript) -> Saved:
             transcript.language,
             transcript.model,
         ),
+        TRANSCRIBED if skip_diarize else None,
     )
 
 

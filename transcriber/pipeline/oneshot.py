@@ -24,7 +24,8 @@ from transcriber.storage.intake import accept_file
 class Outcome:
     card: dict[str, Any]
     transcript: Any | None
-    """The stored transcript row when the record was transcribed, else None."""
+    """The stored transcript row once the record was recognized (even if finding its
+    speakers then stopped), else None."""
 
 
 async def transcribe_file(
@@ -58,7 +59,8 @@ async def transcribe_file(
                 break
             await trio.sleep(poll_s)
         nursery.cancel_scope.cancel()
-    transcript = await db.fetchrow("transcript", rid) if current["done"] else None
+    # Readable from recognition on: a diarization that stopped keeps the transcript.
+    transcript = await db.fetchrow("transcript", rid) if current["readable"] else None
     return Outcome(current, transcript)
 
 
@@ -68,6 +70,7 @@ class ProgressBar:
     STEP: ClassVar[dict[str, str]] = {
         "received": "normalizing",
         "normalized": "recognizing",
+        "recognized": "speakers",
         "transcribed": "done",
     }
 

@@ -41,6 +41,9 @@ class Saved:
 
     query: str
     args: tuple[Any, ...] = ()
+    next_milestone: str | None = None
+    """A milestone past the step's own next one, for a record that needs none of the steps
+    between (its speakers off: no diarization); None: the step's."""
 
 
 _INPUTS = ("source_path", "language", "audio_path", "duration_s", "options", "owner_audio_s")
@@ -399,7 +402,10 @@ class PgQueue:
             [j.claim.id for j, _, _ in commits],
             [j.claim.token for j, _, _ in commits],
             [j.milestone for j, _, _ in commits],
-            [s.next_milestone for _, s, _ in commits],
+            [
+                r.next_milestone if r is not None and r.next_milestone else s.next_milestone
+                for _, s, r in commits
+            ],
             [{"step": s.name, "attempt": j.attempt, "renewals": j.renewals} for j, s, _ in commits],
             self.now,
             *self._claim_args,

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from transcriber.db.database import Database
-from transcriber.milestones import TRANSCRIBED
+from transcriber.milestones import RECOGNIZED, TRANSCRIBED
 from transcriber.stops import stop_message
 
 
@@ -32,6 +32,13 @@ def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "milestone": r["milestone"],
         "milestone_entered_at": r["milestone_entered_at"].isoformat(),
         "done": r["milestone"] == TRANSCRIBED,
+        # The transcript is stored, and readable, from recognition on: a diarization
+        # still running, or stopped, hides none of it.
+        "readable": r["milestone"] in (RECOGNIZED, TRANSCRIBED),
+        "speakers": {
+            "asked": r.get("speakers_asked"),
+            "found": r.get("speaker_count"),
+        },
         "progress": r["progress"],
         "duration_s": r["duration_s"],
         "language": r["language"],

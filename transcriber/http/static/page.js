@@ -196,6 +196,8 @@
           if (title) body.append("title", title);
           const language = form.language.value.trim();
           if (language) body.append("language", language);
+          const speakers = form.speakers.value.trim();
+          if (speakers) body.append("speakers", speakers);
           body.append("file", item.file, item.file.name);
           return body;
         }, (f) => { bar.value = f; });

@@ -1,0 +1,198 @@
+"""Who spoke, on a real database with the real model and the real speaker network: a
+two-voice conversation spoken here by espeak-ng (sox for the second voice's pitch) goes
+through the whole pipeline; a diarization that fails leaves the transcript readable with
+its stop on the card, and resumes from `recognized`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from actors import Backoff, StepTable, Wakeup, Worker
+from tests.helpers.pg_pipeline import state
+from transcriber.audio.processes import ProcessRecognizer
+from transcriber.bench.speakers import make_conversation
+from transcriber.config import Config
+from transcriber.db.database import Database
+from transcriber.milestones import RECOGNIZED, TRANSCRIBED
+from transcriber.options import RecognitionOptions
+from transcriber.pipeline import operator
+from transcriber.pipeline.audio_steps import audio_steps, diarize_step
+from transcriber.pipeline.operator import card
+from transcriber.pipeline.pg_queue import PgQueue
+from transcriber.storage.intake import accept_file
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("speakers", title)
+
+
+@pytest.fixture(scope="session")
+def conversation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
+    """About 40 s of two voices taking turns, and its reference turns."""
+    path = tmp_path_factory.mktemp("speakers") / "two-voices.wav"
+    return path, make_conversation(path, speakers=2, turns=8, seed=7)
+
+
+def worker(db: Database, steps: StepTable) -> Worker:
+    return Worker("w", PgQueue(db, steps), steps, Wakeup())
+
+
+async def run_until(db: Database, steps: StepTable, rid: Any, done: Any) -> dict[str, Any]:
+    w = worker(db, steps)
+    with trio.fail_after(300):
+        while True:
+            c = await card(db, rid)
+            assert c is not None
+            if done(c):
+                return c
+            if not await w.work_once():
+                await trio.sleep(0.002)
+
+
+def labelled(segments: list[dict[str, Any]], turns: list[Any]) -> list[dict[str, Any]]:
+    from transcriber.audio.speakers import Turn, assign
+
+    return assign(segments, [Turn(*t) for t in turns])
+
+
+@scenario("A two-voice conversation is told apart end to end")
+async def test_two_voices_end_to_end(
+    db: Database,
+    owner_id: int,
+    tmp_path: Path,
+    model_dir: Path,
+    warm_recognizer: ProcessRecognizer,
+    conversation: tuple[Path, list[Any]],
+) -> None:
+    wav, reference = conversation
+    config = Config(home=tmp_path / "home", model=str(model_dir))
+    rid = await accept_file(
+        db, config, wav, owner_id, language="en", options=RecognitionOptions(speakers="auto")
+    )
+    done = await run_until(db, audio_steps(config, warm_recognizer), rid, lambda c: c["done"])
+    assert done["stopped"] is None
+    assert done["speakers"] == {"asked": "auto", "found": 2}
+    t = await db.fetchrow("transcript", rid)
+    assert t["speaker_count"] == 2
+    segments = labelled(t["segments"], t["turns"])
+    assert {s["speaker"] for s in segments} == {"Speaker 1", "Speaker 2"}
+    # Each word's speaker is its reference turn's (the first voice is "Speaker 1").
+    words = [w for s in segments for w in s["words"]]
+    right = 0
+    for w in words:
+        middle = (w["start"] + w["end"]) / 2
+        truth = [k for a, b, k in reference if a - 0.3 <= middle <= b + 0.3]
+        right += bool(truth) and w["speaker"] == f"Speaker {truth[0] + 1}"
+    assert right >= 0.9 * len(words), (right, len(words))
+    reached = [
+        e["milestone"]
+        for e in await db.fetch("journal_after", 0, rid, 1000)
+        if e["kind"] == "milestone_reached"
+    ]
+    assert reached == ["normalized", RECOGNIZED, TRANSCRIBED]
+
+
+@scenario("A record whose speakers are off skips diarization")
+async def test_speakers_off_skip_diarization(
+    db: Database, owner_id: int, tmp_path: Path, conversation: tuple[Path, list[Any]]
+) -> None:
+    config = Config(home=tmp_path / "home")
+    seen: list[Any] = []
+
+    class Recognizer:
+        def warm(self, n: int, *, wait: bool = True) -> None:
+            pass
+
+        def transcribe(self, *args: Any) -> Any:
+            from transcriber.audio.recognize import Transcript
+
+            return Transcript("hello", [{"start": 0.0, "end": 1.0, "text": "hello"}], "en", "t")
+
+        def diarize(self, *args: Any) -> Any:
+            seen.append(args)
+            raise AssertionError("diarized a record whose speakers are off")
+
+    rid = await accept_file(db, config, conversation[0], owner_id)
+    steps = audio_steps(config, Recognizer())  # type: ignore[arg-type]
+    done = await run_until(db, steps, rid, lambda c: c["done"] or c["stopped"])
+    assert done["done"] and done["stopped"] is None
+    assert done["speakers"] == {"asked": None, "found": None}
+    assert seen == []
+    reached = [
+        e["milestone"]
+        for e in await db.fetch("journal_after", 0, rid, 1000)
+        if e["kind"] == "milestone_reached"
+    ]
+    assert reached == ["normalized", TRANSCRIBED]
+
+
+@scenario("A failed diarization keeps the transcript readable and resumes where it stopped")
+async def test_failed_diarization_keeps_transcript(
+    db: Database,
+    owner_id: int,
+    tmp_path: Path,
+    model_dir: Path,
+    warm_recognizer: ProcessRecognizer,
+    conversation: tuple[Path, list[Any]],
+) -> None:
+    config = Config(home=tmp_path / "home", model=str(model_dir))
+
+    class Broken:
+        def diarize(self, *args: Any) -> Any:
+            raise RuntimeError("speaker network fell over")
+
+    real = audio_steps(config, warm_recognizer)
+    failing = StepTable(
+        {
+            m: attrs.evolve(
+                s,
+                backoff=Backoff(base_s=0.001, cap_s=0.001),
+                **({"run": diarize_step(config, Broken())} if m == RECOGNIZED else {}),
+            )
+            for m, s in real.steps.items()
+        }
+    )
+    rid = await accept_file(
+        db,
+        config,
+        conversation[0],
+        owner_id,
+        language="en",
+        options=RecognitionOptions(speakers="2"),
+    )
+    stopped = await run_until(db, failing, rid, lambda c: c["stopped"] is not None)
+    assert stopped["milestone"] == RECOGNIZED
+    assert stopped["readable"] and not stopped["done"]
+    assert stopped["stopped"]["reason"] == "attempts_exhausted"
+    assert "speaker network fell over" in stopped["stopped"]["error"]
+    t = await db.fetchrow("transcript", rid)
+    assert t is not None and t["text"].strip() and t["turns"] is None
+
+    # The owner reads it through the API's transcript route meanwhile (not 409).
+    from transcriber.http.transcripts import transcript_response
+
+    answer = await transcript_response(db, owner_id, rid, "json")
+    assert answer.status_code == 200
+    body = json.loads(bytes(answer.body))
+    assert body["text"] == t["text"] and "speakers" not in body
+
+    await operator.resume(db, rid, by="operator")
+    done = await run_until(db, real, rid, lambda c: c["done"] or c["stopped"])
+    assert done["done"] and done["speakers"]["found"] == 2
+    reached = [
+        e["milestone"]
+        for e in await db.fetch("journal_after", 0, rid, 1000)
+        if e["kind"] == "milestone_reached"
+    ]
+    assert reached == ["normalized", RECOGNIZED, TRANSCRIBED]  # recognized once
+    answer = await transcript_response(db, owner_id, rid, "json")
+    body = json.loads(bytes(answer.body))
+    assert [s["name"] for s in body["speakers"]] == ["Speaker 1", "Speaker 2"]
+    assert all(s["speaking_s"] > 3 for s in body["speakers"])
+    assert (await state(db, rid))["milestone"] == TRANSCRIBED

@@ -1,0 +1,185 @@
+"""Speaker diarization's parts: the numpy CAM++ against torch's numbers, the filter banks
+against Kaldi's, the speakers option, speakers put on words and segments, and the DER."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transcriber.audio.speakers import Turn, assign, speaking_time
+from transcriber.audio.speakers_model import CamPlusPlus, fbank
+from transcriber.bench.speakers import der
+from transcriber.formats import render
+from transcriber.speaker_options import BadSpeakers, SpeakersOption
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("speakers", title)
+
+
+REFERENCE = json.loads(
+    (Path(__file__).parents[1] / "fixtures" / "campplus_reference.json").read_text()
+)
+
+
+@pytest.fixture(scope="module")
+def net() -> CamPlusPlus:
+    return CamPlusPlus.load()
+
+
+def reference_signal() -> np.ndarray:
+    """The chirp and noise the reference numbers were made from."""
+    t = np.arange(48000) / 16000
+    noise = 0.05 * np.random.RandomState(1).randn(48000)
+    return (0.3 * np.sin(2 * np.pi * (200 + 300 * t) * t) + noise).astype(np.float32)
+
+
+def test_the_network_gives_torchs_embeddings(net: CamPlusPlus) -> None:
+    x = np.random.RandomState(REFERENCE["random_input_seed"]).randn(3, 150, 80)
+    got = net(x.astype(np.float32))
+    want = np.array(REFERENCE["random_embeddings"])
+    assert got.shape == (3, 192)
+    assert np.abs(got - want).max() < 1e-4
+
+
+def test_filter_banks_are_kaldis() -> None:
+    f = fbank(reference_signal()[:24000])
+    assert len(f) == REFERENCE["signal_fbank_frames"]
+    want = np.array(REFERENCE["signal_fbank_rows_0_5_10"])
+    assert np.abs(f[[0, 5, 10]] - want).max() < 1e-3
+
+
+def test_features_to_embedding_end_to_end(net: CamPlusPlus) -> None:
+    f = fbank(reference_signal()[:24000])
+    got = net((f - f.mean(0))[None])[0]
+    want = np.array(REFERENCE["signal_embedding"])
+    assert np.abs(got - want).max() < 1e-3
+
+
+@pytest.mark.parametrize(
+    ("text", "low", "high", "off"),
+    [("off", 1, 8, True), ("auto", 1, 8, False), ("3", 3, 3, False), ("2-5", 2, 5, False)],
+)
+def test_speakers_option(text: str, low: int, high: int, off: bool) -> None:
+    option = SpeakersOption.parse(text)
+    assert (option.min_count, option.max_count, option.off) == (low, high, off)
+    assert SpeakersOption.parse(option.text) == option
+
+
+@scenario("The speakers option is parsed and refused when malformed")
+@pytest.mark.parametrize("text", ["", "none", "0", "5-2", "21", "2-", "-3", "1.5"])
+def test_bad_speakers_option(text: str) -> None:
+    with pytest.raises(BadSpeakers):
+        SpeakersOption.parse(text)
+
+
+def word(start: float, end: float, text: str) -> dict:
+    return {"start": start, "end": end, "word": text, "probability": 0.9}
+
+
+@scenario("A segment is split where its words change speaker")
+def test_a_segment_is_split_where_its_words_change_speaker() -> None:
+    words = [
+        word(0.0, 0.4, " Hello"),
+        word(0.5, 0.9, " there."),
+        word(1.2, 1.6, " Hi"),
+        word(1.7, 2.0, " back."),
+    ]
+    segments = [{"start": 0.0, "end": 2.0, "text": "Hello there. Hi back.", "words": words}]
+    turns = [Turn(0.0, 1.0, 0), Turn(1.1, 2.1, 1)]
+    out = assign(segments, turns)
+    assert [(s["speaker"], s["text"], s["start"], s["end"]) for s in out] == [
+        ("Speaker 1", "Hello there.", 0.0, 0.9),
+        ("Speaker 2", "Hi back.", 1.2, 2.0),
+    ]
+    assert [w["speaker"] for w in out[1]["words"]] == ["Speaker 2", "Speaker 2"]
+    assert speaking_time(out) == {"Speaker 1": 0.9, "Speaker 2": 0.8}
+
+
+def test_one_stray_word_does_not_split_a_segment() -> None:
+    words = [word(0.0, 0.4, " one"), word(0.5, 0.9, " two"), word(1.0, 1.4, " three")]
+    segments = [{"start": 0.0, "end": 1.4, "text": "one two three", "words": words}]
+    turns = [Turn(0.0, 0.45, 0), Turn(0.45, 0.95, 1), Turn(0.95, 1.5, 0)]
+    out = assign(segments, turns)
+    assert len(out) == 1
+    assert out[0]["speaker"] == "Speaker 1"
+    assert {w["speaker"] for w in out[0]["words"]} == {"Speaker 1"}
+
+
+def test_a_segment_without_words_takes_the_speaker_it_overlaps_most() -> None:
+    segments = [{"start": 0.0, "end": 3.0, "text": "x", "words": []}]
+    out = assign(segments, [Turn(0.0, 1.0, 0), Turn(1.0, 3.0, 1)])
+    assert out[0]["speaker"] == "Speaker 2"
+
+
+@scenario("The error rate counts what it should")
+def test_der_counts_missed_false_alarm_and_confusion() -> None:
+    reference = [(0.0, 10.0, 0), (10.0, 20.0, 1)]
+    assert der(reference, [(0.0, 10.0, 5), (10.0, 20.0, 7)])["der"] == 0.0
+    swapped = der(reference, [(0.0, 20.0, 0)])
+    assert 0.45 < swapped["confusion"] < 0.55 and swapped["missed"] == 0.0
+    missed = der(reference, [(0.0, 10.0, 0)])
+    assert 0.45 < missed["missed"] < 0.55
+    alarm = der(reference, [(0.0, 10.0, 0), (10.0, 20.0, 1), (25.0, 30.0, 1)])
+    assert 0.2 < alarm["false_alarm"] < 0.3
+
+
+@scenario("The formats show the speakers")
+def test_formats_show_the_speakers() -> None:
+    segments = [
+        {"start": 0.0, "end": 1.5, "text": "Hello there.", "speaker": "Speaker 1"},
+        {"start": 1.6, "end": 2.5, "text": "How are you?", "speaker": "Speaker 1"},
+        {"start": 3.0, "end": 4.0, "text": "Fine.", "speaker": "Speaker 2"},
+    ]
+    text = "Hello there. How are you? Fine."
+    assert render("txt", text, segments) == (
+        "Speaker 1: Hello there. How are you?\n\nSpeaker 2: Fine.\n"
+    )
+    srt = render("srt", text, segments)
+    assert "00:00:03,000 --> 00:00:04,000\nSpeaker 2: Fine.\n" in srt
+    vtt = render("vtt", text, segments)
+    assert "00:00:00.000 --> 00:00:01.500\n<v Speaker 1>Hello there.\n" in vtt
+    body = json.loads(render("json", text, segments))
+    assert body["speakers"] == [
+        {"name": "Speaker 1", "speaking_s": 2.4},
+        {"name": "Speaker 2", "speaking_s": 1.0},
+    ]
+    # An undiarized transcript renders as it always did.
+    plain = [{k: v for k, v in s.items() if k != "speaker"} for s in segments]
+    assert render("txt", text, plain) == text + "\n"
+    assert "speakers" not in json.loads(render("json", text, plain))
+
+
+@scenario("OpenAI's diarized_json answers in the SDK's own shape")
+def test_diarized_json_is_the_sdks_shape() -> None:
+    from openai.types.audio import TranscriptionDiarized
+
+    from transcriber.http.openai_answers import AudioRequest, answer
+    from transcriber.http.openai_api import parse_request
+    from transcriber.options import RecognitionOptions
+
+    asked = parse_request("transcribe", {"response_format": "diarized_json"}, {})
+    assert asked.options.speakers == "auto"  # asking the shape asks who spoke
+    words = [word(0.0, 0.4, " Hello"), word(0.5, 0.9, " there."), word(1.2, 1.6, " Hi.")]
+    t = {
+        "text": "Hello there. Hi.",
+        "segments": [{"start": 0.0, "end": 1.6, "text": "Hello there. Hi.", "words": words}],
+        "turns": [[0.0, 1.0, 0], [1.1, 2.0, 1]],
+        "language": "en",
+        "model": "whisper-base",
+    }
+    card = {"duration_s": 2.0}
+    response = answer(card, t, asked, {})
+    parsed = TranscriptionDiarized.model_validate_json(bytes(response.body))
+    assert [(s.speaker, s.text, s.type) for s in parsed.segments] == [
+        ("A", "Hello there.", "transcript.text.segment"),
+        ("B", "Hi.", "transcript.text.segment"),
+    ]
+    assert parsed.duration == 2.0 and parsed.task == "transcribe"
+    assert (
+        isinstance(asked, AudioRequest)
+        and RecognitionOptions.from_json(asked.options.to_json()) == asked.options
+    )
