@@ -58,7 +58,9 @@ from transcriber.records.corrections import (
     corrections_of,
     set_correction,
 )
+from transcriber.records.deletion import delete_own
 from transcriber.stops import owner_detail
+from transcriber.storage.configured import blobs_of
 
 PAGE_SIZE = 25
 JOURNAL_SHOWN = 500
@@ -79,7 +81,7 @@ SECURITY_HEADERS = {
 
 router = APIRouter(include_in_schema=False)
 
-_PAGE_PATH = re.compile(r"/(?:|signin|signout|upload|static/[^/]+|recordings/[^/]+(?:/.*)?)")
+_PAGE_PATH = re.compile(r"/(?:|signin|signout|upload|delete|static/[^/]+|recordings/[^/]+(?:/.*)?)")
 STREAMED = frozenset({("POST", "/upload")})
 """(method, path) of the page's routes that stream their body under their own cap."""
 
@@ -427,3 +429,35 @@ async def correct(
         )
     await set_correction(db, session.owner, rid, index, text, detail)
     return JSONResponse({"text": text, "machine_text": machine_text, "corrected": True})
+
+
+# --- deleting --------------------------------------------------------------------------
+
+
+@router.post("/delete")
+async def delete_selected(request: Request, db: Db, config: Settings, session: Session) -> Response:
+    """The records selected in the list (form fields `id`), after the page asked the
+    owner to confirm; ids not theirs are passed over. Back to the list."""
+    form = await request.form()
+    check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
+    ids = [rid for v in form.getlist("id") if (rid := parse_id(str(v))) is not None]
+    if ids:
+        await delete_own(db, blobs_of(config), session.owner, ids[: PAGE_SIZE * 4], via="page")
+    return RedirectResponse("/", status_code=303)
+
+
+@router.post("/recordings/{recording_id}/delete")
+async def delete_one(
+    request: Request, db: Db, config: Settings, session: Session, recording_id: str
+) -> Response:
+    form = await request.form()
+    check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
+    rid = parse_id(recording_id)
+    gone = (
+        []
+        if rid is None
+        else await delete_own(db, blobs_of(config), session.owner, [rid], via="page")
+    )
+    if not gone:
+        return not_found_page(session)
+    return RedirectResponse("/", status_code=303)
