@@ -554,6 +554,10 @@ NOT_OWNER_FACING = {
     "(`owners.id = $1`); it reads no record",
     "page_sessions_sweep": "deletes sessions no token can use any more, of every owner; "
     "it reads no record",
+    # A shared link is a capability: it finds its record and owner by the secret's hash,
+    # then everything is read with the owner's own queries.
+    "share_open": "finds the record of a link's secret: there is no owner yet",
+    "share_find": "finds the record of a link's secret: there is no owner yet",
 }
 # An INSERT names the owner as the value of owner_id, not in a condition.
 INSERTS_FOR_THE_OWNER = {"accept_upload"}

@@ -11,7 +11,7 @@ from fastapi import APIRouter, FastAPI
 
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.http import events, health, openai_api, page, recordings, transcripts
+from transcriber.http import events, health, openai_api, page, recordings, shares, transcripts
 from transcriber.http.errors import ErrorShapes, install_error_handlers
 from transcriber.http.middleware import DrainRequestBody, Guard
 from transcriber.http.quotas import UploadSlots
@@ -23,6 +23,7 @@ ROUTERS: list[APIRouter] = [
     events.router,
     health.router,
     page.router,
+    shares.router,
     openai_api.router,
 ]
 
@@ -70,7 +71,9 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
         Guard,
         db=db,
         max_requests=config.http_max_requests,
-        public=lambda path: path in PUBLIC_PATHS or page.is_page_path(path),
+        public=lambda path: (
+            path in PUBLIC_PATHS or page.is_page_path(path) or shares.is_share_path(path)
+        ),
         streamed=lambda method, path: (method, path) in STREAMED,
         shapes=ERROR_SHAPES,
     )

@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from actors.log import event
 from transcriber.db.database import Database
+from transcriber.formats import head_line, paragraphs, timecode
 from transcriber.http import page_text
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError
@@ -41,7 +42,7 @@ from transcriber.http.page_sign_in import (
 )
 from transcriber.http.recordings import decode_cursor, encode_cursor, store_upload
 from transcriber.http.shapes import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
-from transcriber.http.transcripts import transcript_response
+from transcriber.http.transcripts import document_head, transcript_response
 from transcriber.http.uploads import TITLE_MAX, check_text
 from transcriber.records.archive import (
     edit_owner_fields,
@@ -59,6 +60,7 @@ from transcriber.records.corrections import (
     set_correction,
 )
 from transcriber.records.deletion import delete_own
+from transcriber.records.shares import NOTE_MAX, shares_of
 from transcriber.stops import owner_detail
 from transcriber.storage.configured import blobs_of
 
@@ -67,7 +69,14 @@ JOURNAL_SHOWN = 500
 HERE = Path(__file__).resolve().parent
 
 # Downloads by extension, and the transcript route's kind for each.
-DOWNLOADS = {"txt": "text", "srt": "srt", "vtt": "vtt", "json": "json"}
+DOWNLOADS = {
+    "txt": "text",
+    "srt": "srt",
+    "vtt": "vtt",
+    "json": "json",
+    "md": "markdown",
+    "docx": "docx",
+}
 
 SECURITY_HEADERS = {
     # Only this site's own files: no inline script or style, no framing.
@@ -134,9 +143,14 @@ templates.globals.update(
     CORRECTION_MAX=CORRECTION_MAX,
     TITLE_MAX=TITLE_MAX,
     SUMMARY_MAX=SUMMARY_MAX,
+    NOTE_MAX=NOTE_MAX,
 )
 templates.filters.update(
-    duration=page_text.duration, clock=page_text.clock, when=page_text.when, size=page_text.size
+    duration=page_text.duration,
+    clock=page_text.clock,
+    when=page_text.when,
+    size=page_text.size,
+    timecode=timecode,
 )
 
 
@@ -313,6 +327,8 @@ async def record_context(
         "has_audio": card["duration_s"] is not None,
         "errors": {},
         "values": None,
+        "shares": await shares_of(db, owner, card["id"]),
+        "new_share": None,
     }
 
 
@@ -461,3 +477,30 @@ async def delete_one(
     if not gone:
         return not_found_page(session)
     return RedirectResponse("/", status_code=303)
+
+
+# --- the print view --------------------------------------------------------------------
+
+
+@router.get("/recordings/{recording_id}/print")
+async def print_view(db: Db, session: Session, recording_id: str) -> HTMLResponse:
+    """The transcript as a clean document for the browser's "Print" / "Save as PDF":
+    the title, date and duration, paragraphs with timecodes (and speakers), the owner's
+    corrections applied; no controls (print CSS)."""
+    card = await mine(db, session.owner, recording_id)
+    if card is None or not card["done"]:
+        return not_found_page(session)
+    t = await transcript(db, session.owner, card["id"])
+    segments = [] if t is None else t["segments"]
+    if t is not None:
+        _, segments = corrected(
+            t["text"], t["segments"], await corrections_of(db, session.owner, card["id"])
+        )
+    head = document_head(card, t)
+    return html(
+        "print.html",
+        head=head,
+        line=head_line(head),
+        paragraphs=paragraphs(segments),
+        card=card,
+    )
