@@ -94,6 +94,9 @@ class Config:
     openai_wait_s: float = 300.0
     """How long a request to the OpenAI-compatible endpoint waits for its record before
     it answers with the record's id instead (the record goes on)."""
+    retention_days: float | None = None
+    """Records older than this many days are deleted (journaled `deleted`, by
+    retention), checked hourly by `serve`; None: kept until their owner deletes them."""
     storage_url: str | None = None
     """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.storage.blobs);
     None: in the folder under `home`."""
@@ -147,4 +150,5 @@ class Config:
             page_session_days=float(get("PAGE_SESSION_DAYS") or 14),
             openai_wait_s=float(get("OPENAI_WAIT_S") or 300),
             storage_url=get("STORAGE_URL"),
+            retention_days=float(days) if (days := get("RETENTION_DAYS")) else None,
         )

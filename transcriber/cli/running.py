@@ -127,3 +127,13 @@ def recognition_options(task: str) -> RecognitionOptions:
         return RecognitionOptions(task=task)
     except BadOptions as e:
         fail(str(e), 2)
+
+
+def operator_name() -> str:
+    """Who runs the command, for the journal's `by` (resume, delete)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name is not a reason to refuse
+        return "unknown"
