@@ -77,10 +77,16 @@ async def test_docx_and_markdown_exports(
         assert f'href="/recordings/{rid}/transcript.docx"' in record
         assert f'href="/recordings/{rid}/print"' in record
         printed = await page.get(f"/recordings/{rid}/print")
+        page.cookies.set("transcriber_lang", "ru")
+        russian = await page.get(f"/recordings/{rid}/print")
+        page.cookies.delete("transcriber_lang")
         download = await page.get(f"/recordings/{rid}/transcript.docx")
     assert printed.status_code == 200
     assert "<form" not in printed.text and "<button" not in printed.text
     assert "print.css" in printed.text and "@media print" in STATIC["print.css"][0].decode()
     assert '[0:04]</span> <strong class="speaker">Ben:</strong> Revenue is up.' in printed.text
+    assert "Back to the recording" in printed.text and "duration" in printed.text
+    assert "Назад к записи" in russian.text and "длительность" in russian.text
+    assert '<strong class="speaker">Ben:</strong> Revenue is up.' in russian.text
     assert download.headers["content-disposition"] == f'attachment; filename="{rid}.docx"'
     assert docx.Document(io.BytesIO(download.content)).paragraphs[0].text == "Board meeting"

@@ -157,3 +157,30 @@ async def test_the_shared_view_is_read_only(
         deleted = await anyone.get(base)
         assert (deleted.status_code, deleted.text) == (404, made_up.text)
     assert await db.run(lambda con: con.fetchval("SELECT count(*) FROM shares")) == 0
+
+
+@scenario("The shared view speaks its reader's language")
+async def test_the_shared_view_speaks_the_readers_language(
+    db: Database, config: Config, base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
+    rid = await corrected_record(db, config, ann, as_ann)
+    live = (await as_ann.post(f"/v1/recordings/{rid}/shares", json={})).json()
+    gone = (await as_ann.post(f"/v1/recordings/{rid}/shares", json={})).json()
+    assert (await as_ann.delete(f"/v1/recordings/{rid}/shares/{gone['id']}")).status_code == 204
+    base = f"/s/{secret_of(live['url'])}"
+    async with httpx.AsyncClient(
+        base_url=base_url, headers={"Accept-Language": "ru-RU,ru;q=0.9"}, timeout=30
+    ) as russian:
+        view = await russian.get(base)
+        assert view.status_code == 200 and view.headers["content-language"] == "ru"
+        assert_shared_headers(view)
+        assert '<html lang="ru">' in view.text and "Расшифровка" in view.text
+        assert "Hello, shared world." in view.text  # the transcript itself as it is
+        switched = await russian.get(f"/lang/en?next={base}", follow_redirects=True)
+        assert str(switched.url).endswith(base) and switched.headers["content-language"] == "en"
+        assert_shared_headers(switched)
+        assert "Transcript" in switched.text and "Расшифровка" not in switched.text
+        russian.cookies.clear()
+        refused = await russian.get(f"/s/{secret_of(gone['url'])}")
+        assert refused.status_code == 404 and "Эта ссылка недействительна" in refused.text
+        assert_shared_headers(refused)
