@@ -101,6 +101,9 @@ class Config:
     because diarization adds about half of recognition's CPU time on base (bench-speakers)
     and most uploads are one voice; an owner asks for it per record, or the operator sets
     `auto` for the whole service."""
+    retention_days: float | None = None
+    """Records older than this many days are deleted (journaled `deleted`, by
+    retention), checked hourly by `serve`; None: kept until their owner deletes them."""
     storage_url: str | None = None
     """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.storage.blobs);
     None: in the folder under `home`."""
@@ -155,4 +158,5 @@ class Config:
             openai_wait_s=float(get("OPENAI_WAIT_S") or 300),
             storage_url=get("STORAGE_URL"),
             speakers=SpeakersOption.parse(get("SPEAKERS") or "off").text,
+            retention_days=float(days) if (days := get("RETENTION_DAYS")) else None,
         )

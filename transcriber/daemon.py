@@ -21,6 +21,7 @@ from transcriber.config import Config
 from transcriber.db.connect import open_session
 from transcriber.db.database import Database
 from transcriber.pipeline import daemons
+from transcriber.pipeline.deletions import keep_retention
 from transcriber.pipeline.runner import Pipeline
 from transcriber.storage.blobs import StorageError
 from transcriber.storage.configured import blobs_of
@@ -174,6 +175,10 @@ async def serve(
                 # below or goes silent).
                 daemon_id = await daemons.register(db, daemon_info(config, options))
                 nursery.start_soon(daemons.heartbeat, db, daemon_id, pipeline.held, totals)
+                if config.retention_days is not None:
+                    # Cancelled with the rest at shutdown: between rounds, or inside one
+                    # with what it deleted deleted whole (transcriber.pipeline.deletions).
+                    nursery.start_soon(keep_retention, db, store, config.retention_days)
                 nursery.start_soon(
                     watchdog, notifier, lambda: database_answers(db), lambda: queue_status(db)
                 )

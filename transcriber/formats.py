@@ -1,15 +1,33 @@
-"""A transcript's renderings, all built from the stored segments. Segments that carry a
-`speaker` (a diarized record's, transcriber.audio.speakers.assign) show it: the text as
-paragraphs per speaker, SRT cues prefixed with the name, VTT voice tags, and in JSON each
-speaker's total speaking time."""
+"""A transcript's renderings, all built from the stored segments: the plain and
+subtitle formats (txt, srt, vtt, json) and the documents (Markdown, DOCX) with a
+heading, the date and duration, and paragraphs with their timecodes and speakers.
+
+Segments that carry a `speaker` (a diarized record's, transcriber.audio.speakers.assign)
+show it: the text as paragraphs per speaker, SRT cues prefixed with the name, VTT voice
+tags, in JSON each speaker's total speaking time, and in the documents a paragraph
+where the speaker changes, named. Without speakers a document's paragraph ends at a
+pause (PARAGRAPH_PAUSE_S) or when it has run PARAGRAPH_MAX_S, so a long recording reads
+as paragraphs, not as a list of sentences.
+
+DOCX is written with python-docx: the one maintained library that writes real Word
+files (styles, runs, core properties) from Python without a converter process (pandoc,
+LibreOffice) or a template to ship; its only dependency is lxml.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import io
 import json
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 FORMATS = ("txt", "srt", "vtt", "json")
+DOCUMENTS = ("md", "docx")
+PARAGRAPH_PAUSE_S = 2.0
+PARAGRAPH_MAX_S = 60.0
 
 
 def timestamp(seconds: float, decimal: str) -> str:
@@ -103,3 +121,110 @@ def render(fmt: str, text: str, segments: Sequence[dict[str, Any]], **extra: Any
     if fmt == "json":
         return to_json(text, segments, **extra)
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+# --- documents -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class DocumentHead:
+    """What a document says before its text."""
+
+    title: str
+    created_at: dt.datetime | None = None
+    duration_s: float | None = None
+    language: str | None = None
+
+
+@attrs.frozen
+class Paragraph:
+    start: float
+    speaker: str | None
+    text: str
+
+
+def paragraphs(segments: Sequence[dict[str, Any]]) -> list[Paragraph]:
+    """The segments gathered into paragraphs: a new one where the speaker changes, and
+    (within one speaker, or without speakers) after a pause of PARAGRAPH_PAUSE_S or once
+    it has run PARAGRAPH_MAX_S. Empty segments are left out."""
+    out: list[Paragraph] = []
+    start = end = 0.0
+    speaker: str | None = None
+    words: list[str] = []
+    for s in segments:
+        text = str(s.get("text", "")).strip()
+        if not text:
+            continue
+        who = s.get("speaker") or None
+        begins = float(s.get("start", 0.0))
+        if words and (
+            who != speaker or begins - end >= PARAGRAPH_PAUSE_S or begins - start >= PARAGRAPH_MAX_S
+        ):
+            out.append(Paragraph(start, speaker, " ".join(words)))
+            words = []
+        if not words:
+            start, speaker = begins, who
+        words.append(text)
+        end = float(s.get("end", begins))
+    if words:
+        out.append(Paragraph(start, speaker, " ".join(words)))
+    return out
+
+
+def timecode(seconds: float) -> str:
+    """m:ss, or h:mm:ss past an hour: where a paragraph starts."""
+    s = max(0, int(seconds))
+    h, rest = divmod(s, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def head_line(head: DocumentHead) -> str:
+    parts = []
+    if head.created_at is not None:
+        parts.append(head.created_at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"))
+    if head.duration_s is not None:
+        parts.append(f"duration {timecode(head.duration_s)}")
+    if head.language:
+        parts.append(f"language {head.language}")
+    return " · ".join(parts)
+
+
+def _md_escape(text: str) -> str:
+    # Text that would read as Markdown markup (a leading #, list markers, emphasis) stays text.
+    for c in "\\`*_[]<>#|":
+        text = text.replace(c, "\\" + c)
+    return text
+
+
+def to_markdown(head: DocumentHead, segments: Sequence[dict[str, Any]]) -> str:
+    lines = [f"# {_md_escape(head.title)}", ""]
+    if line := head_line(head):
+        lines += [f"*{line}*", ""]
+    for p in paragraphs(segments):
+        who = f" **{_md_escape(p.speaker)}:**" if p.speaker else ""
+        lines += [f"**[{timecode(p.start)}]**{who} {_md_escape(p.text)}", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def to_docx(head: DocumentHead, segments: Sequence[dict[str, Any]]) -> bytes:
+    """A Word document: the title as its heading (and core property), the date,
+    duration and language under it, then a paragraph per `paragraphs` with its
+    timecode (and speaker) in bold."""
+    import docx  # python-docx; imported here, so the rest of the service never loads lxml
+
+    document = docx.Document()
+    document.core_properties.title = head.title
+    if head.created_at is not None:
+        document.core_properties.created = head.created_at
+    document.add_heading(head.title, level=1)
+    if line := head_line(head):
+        document.add_paragraph().add_run(line).italic = True
+    for p in paragraphs(segments):
+        para = document.add_paragraph()
+        para.add_run(f"[{timecode(p.start)}] ").bold = True
+        if p.speaker:
+            para.add_run(f"{p.speaker}: ").bold = True
+        para.add_run(p.text)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()

@@ -76,6 +76,12 @@ ENDPOINTS = [
     ("GET", "/v1/recordings/{id}/transcript.vtt"),
     ("GET", "/v1/recordings/{id}/transcript.json"),
     ("GET", "/v1/recordings/{id}/events"),
+    ("DELETE", "/v1/recordings/{id}"),
+    ("GET", "/v1/recordings/{id}/transcript.md"),
+    ("GET", "/v1/recordings/{id}/transcript.docx"),
+    ("POST", "/v1/recordings/{id}/shares"),
+    ("GET", "/v1/recordings/{id}/shares"),
+    ("DELETE", "/v1/recordings/{id}/shares/{share_id}"),
 ]
 
 
@@ -98,7 +104,7 @@ async def test_requests_without_a_valid_token_are_refused(
                 headers = {} if credential is None else {"Authorization": credential}
                 r = await anonymous.request(
                     method,
-                    path.format(id=rid),
+                    path.format(id=rid, share_id=uuid.uuid4()),
                     headers=headers,
                     json={"title": "hijacked"} if method == "PATCH" else None,
                     files={"file": ("a.wav", b"data")} if method == "POST" else None,
@@ -328,6 +334,8 @@ async def test_owner_reads_the_card_of_a_new_recording(as_ann: httpx.AsyncClient
         "srt": f"{base}/transcript.srt",
         "vtt": f"{base}/transcript.vtt",
         "json": f"{base}/transcript.json",
+        "markdown": f"{base}/transcript.md",
+        "docx": f"{base}/transcript.docx",
     }
 
 
@@ -386,8 +394,12 @@ async def test_another_owners_record_is_a_missing_one(
         for target in (rid, unknown, malformed):
             r = await as_ben.request(
                 method,
-                path.format(id=target),
-                json={"title": "mine now"} if method == "PATCH" else None,
+                path.format(id=target, share_id=uuid.uuid4()),
+                json={"title": "mine now"}
+                if method == "PATCH"
+                else {}
+                if method == "POST"
+                else None,
             )
             answers.append((r.status_code, r.json()))
         assert answers == [(404, {"error": "no such recording"})] * 3, (method, path)

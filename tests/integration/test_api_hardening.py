@@ -590,6 +590,10 @@ NOT_OWNER_FACING = {
     "ops_session": "finds the operator's session of a cookie's secret",
     "ops_session_add": "makes a session for the operator whose token was just checked",
     "ops_session_end": "ends the operator's own session",
+    # A shared link is a capability: it finds its record and owner by the secret's hash,
+    # then everything is read with the owner's own queries.
+    "share_open": "finds the record of a link's secret: there is no owner yet",
+    "share_find": "finds the record of a link's secret: there is no owner yet",
 }
 # An INSERT names the owner as the value of owner_id, not in a condition.
 INSERTS_FOR_THE_OWNER = {"accept_upload"}

@@ -33,7 +33,7 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.db.named_sql import BENCH_AREAS, load_queries
 from transcriber.http import app as app_module
-from transcriber.http import create_app, page, page_sign_in, serving
+from transcriber.http import create_app, page, page_sign_in, serving, shares
 from transcriber.owners import NewOwner, token_hash
 from transcriber.pipeline.pg_queue import Saved
 from transcriber.storage.local import LocalBlobs
@@ -601,9 +601,20 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as anonymous:
         for route in (r for router in app_module.ROUTERS for r in router.routes):
             path = route.path.format(
-                recording_id=rid, index=0, ext="srt", name="page.css", code="ru"
+                recording_id=rid,
+                index=0,
+                ext="srt",
+                name="page.css",
+                code="ru",
+                share_id=rid,
+                secret="A" * 43,
             )
             if path in app_module.PUBLIC_PATHS:
+                continue
+            if shares.is_share_path(path):
+                # A shared link is its own capability: a made-up one is refused alike.
+                r = await anonymous.get(path)
+                assert r.status_code == 404, (path, r.status_code)
                 continue
             for method in route.methods - {"HEAD"}:
                 r = await anonymous.request(method, path)

@@ -695,6 +695,66 @@ def test_revoked_session_keeps_the_upload_form(served: Served, browser: WebDrive
     wait(d, lambda d: row_of(d, "Kept title") is not None)
 
 
+@pytest.mark.scenario(
+    "sharing", "A link shared from the page opens in a fresh browser and is refused once revoked"
+)
+def test_share_open_in_a_fresh_browser_and_revoke(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.get(f"{served.url}/recordings/{served.record}")
+    css(d, "#shares summary").click()
+    css(d, "#share-note").send_keys("for Bob")
+    css(d, "#share-make").click()
+    link = wait(d, lambda d: css(d, "#new-share").get_attribute("value"))
+    assert link.startswith(f"{served.url}/s/")
+    screenshots(d, served.out, "record-shares")
+
+    stranger = chromium(served.out / "stranger-profile")  # no cookie, no token
+    try:
+        stranger.get(link)
+        wait(stranger, lambda s: "Zanzibar" in css(s, "#segments").text)
+        assert css(stranger, "#shared-title").text == "Q3 planning"
+        assert not stranger.find_elements(By.CSS_SELECTOR, "form")
+        screenshots(stranger, served.out, "share-view")
+
+        d.get(f"{served.url}/recordings/{served.record}")  # not a refresh: that posts again
+        css(d, "#shares summary").click()
+        entry = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#share-list li"))[0]
+        assert "for Bob" in entry.text and css(entry, ".opened").text == "1"
+        css(entry, "button.revoke").click()
+        wait(
+            d,
+            lambda d: "revoked" in css(d, "#share-list li").get_attribute("textContent"),
+        )
+
+        stranger.refresh()
+        wait(stranger, lambda s: s.find_elements(By.ID, "share-gone"))
+        assert "Zanzibar" not in stranger.page_source
+    finally:
+        stranger.quit()
+
+
+@pytest.mark.scenario("page", "The owner deletes recordings from the list after confirming")
+def test_delete_from_the_list(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.get(served.url + "/")
+    row = wait(d, lambda d: row_of(d, "Kept title"))
+    rid = row["href"].rsplit("/", 1)[-1]
+    css(d, f"#select-{rid}").click()
+    css(d, "#delete-selected-button").click()
+    d.switch_to.alert.dismiss()  # asked first; declined, nothing goes
+    assert row_of(d, "Kept title") is not None
+    css(d, "#delete-selected-button").click()
+    alert = d.switch_to.alert
+    assert "for good" in alert.text
+    alert.accept()
+    wait(d, lambda d: d.current_url == served.url + "/" and row_of(d, "Kept title") is None)
+    assert row_of(d, "Q3 planning") is not None
+    api = httpx.get(
+        f"{served.url}/v1/recordings/{rid}", headers={"Authorization": f"Bearer {served.token}"}
+    )
+    assert api.status_code == 404
+
+
 @scenario("Signing in sets a strict session cookie and signing out ends it")
 def test_sign_out_and_be_refused(served: Served, browser: WebDriver) -> None:
     d = browser

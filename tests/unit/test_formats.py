@@ -104,3 +104,32 @@ def test_render_dispatches_and_refuses_unknown_formats() -> None:
     assert json.loads(render("json", TEXT, SEGMENTS, id="x"))["id"] == "x"
     with pytest.raises(ValueError, match="unknown format 'pdf'"):
         render("pdf", TEXT, SEGMENTS)
+
+
+def test_paragraphs_break_at_speakers_pauses_and_length() -> None:
+    from transcriber.formats import PARAGRAPH_MAX_S, Paragraph, paragraphs
+
+    segs = [
+        {"start": 0.0, "end": 1.0, "text": "One."},
+        {"start": 1.2, "end": 2.0, "text": " Two. "},
+        {"start": 2.0, "end": 2.5, "text": "   "},  # empty: left out
+        {"start": 5.0, "end": 6.0, "text": "After a pause."},
+        {"start": 6.0, "end": 7.0, "text": "Ann speaks.", "speaker": "Ann"},
+        {"start": 7.0, "end": 8.0, "text": "Still Ann.", "speaker": "Ann"},
+        {"start": 7.0 + PARAGRAPH_MAX_S, "end": 68.0, "text": "Long on.", "speaker": "Ann"},
+    ]
+    assert paragraphs(segs) == [
+        Paragraph(0.0, None, "One. Two."),
+        Paragraph(5.0, None, "After a pause."),
+        Paragraph(6.0, "Ann", "Ann speaks. Still Ann."),
+        Paragraph(67.0, "Ann", "Long on."),
+    ]
+
+
+def test_markdown_keeps_markup_as_text() -> None:
+    from transcriber.formats import DocumentHead, to_markdown
+
+    md = to_markdown(
+        DocumentHead("*Not* a # heading"), [{"start": 0, "end": 1, "text": "# 1. _x_"}]
+    )
+    assert md == "# \\*Not\\* a \\# heading\n\n**[0:00]** \\# 1. \\_x\\_\n"

@@ -40,6 +40,7 @@ for command in (
     daemon_commands.serve,
     record_commands.submit,
     record_commands.transcribe,
+    record_commands.delete,
     bench_commands.bench,
     bench_commands.bench_audio,
     bench_commands.bench_speakers,

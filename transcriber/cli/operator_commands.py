@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from actors.log import value as logfmt_value
-from transcriber.cli.running import fail, record_id, with_database
+from transcriber.cli.running import fail, operator_name, record_id, with_database
 from transcriber.db.database import Database
 from transcriber.db.migrations import migrate as apply_migrations
 from transcriber.pipeline import operator
@@ -100,7 +100,7 @@ def resume(
         refused = 0
         for rid in targets:
             try:
-                done = await operator.resume(db, rid, by=_operator())
+                done = await operator.resume(db, rid, by=operator_name())
             except operator.NotStopped as e:
                 refused += 1
                 typer.echo(f"transcriber: {e}", err=True)
@@ -110,15 +110,6 @@ def resume(
 
     if with_database(work):
         raise typer.Exit(1)
-
-
-def _operator() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except Exception:  # no user name is not a reason to refuse
-        return "unknown"
 
 
 def format_event(e: operator.JournalEvent, as_json: bool) -> str:

@@ -1,5 +1,5 @@
-"""Recordings in from the command line: `submit` (for the daemon) and `transcribe` (one
-shot, in this process)."""
+"""Recordings in and out from the command line: `submit` (for the daemon), `transcribe`
+(one shot, in this process) and `delete`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from transcriber.cli.running import (
     Refused,
     environment_failures,
     fail,
+    operator_name,
     recognition_options,
+    record_id,
     with_database,
 )
 from transcriber.config import Config
@@ -142,3 +144,43 @@ def transcribe(
         ),
         nl=False,
     )
+
+
+def delete(
+    recordings: Annotated[list[str] | None, typer.Argument(metavar="ID...")] = None,
+    list_deleted: Annotated[
+        bool, typer.Option("--list", help="show the records deleted last instead")
+    ] = False,
+) -> None:
+    """Delete records of any owner: the row, transcript, corrections, share links and
+    stored bytes; journaled `deleted` with your name. Exit 1 if any id was unknown."""
+    from transcriber.pipeline.deletions import delete_any, deletions
+    from transcriber.storage.configured import blobs_of
+
+    if list_deleted:
+        for d in with_database(deletions):
+            detail = d["detail"]
+            who = detail.get("operator") or detail.get("owner_id")
+            typer.echo(
+                f"{d['recording_id']}  {d['at'].isoformat(timespec='seconds')}  "
+                f"{d['origin']:<8} by={detail.get('by')}:{who}  size={detail.get('size_bytes')}"
+            )
+        return
+    if not recordings:
+        fail("name the records to delete (IDs), or --list", 1)
+    ids = [record_id(r) for r in recordings]
+    config = Config.from_env()
+
+    async def work(db: Database) -> int:
+        gone = await delete_any(db, blobs_of(config), ids, by=operator_name())
+        for d in gone:
+            typer.echo(f"deleted {d.id} ({d.size_bytes} bytes, {len(d.files)} files)")
+            for ref in d.kept:
+                typer.echo(f"transcriber: {ref} stays until the next start's sweep", err=True)
+        unknown = [i for i in ids if i not in {d.id for d in gone}]
+        for rid in unknown:
+            typer.echo(f"transcriber: no record {rid}", err=True)
+        return len(unknown)
+
+    if with_database(work, needs_home=True):
+        raise typer.Exit(1)

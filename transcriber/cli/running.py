@@ -132,3 +132,13 @@ def recognition_options(task: str, speakers: str | None = None) -> RecognitionOp
         return RecognitionOptions(task=task, speakers=speakers)
     except BadOptions as e:
         fail(str(e), 2)
+
+
+def operator_name() -> str:
+    """Who runs the command, for the journal's `by` (resume, delete)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name is not a reason to refuse
+        return "unknown"

@@ -11,7 +11,7 @@ from fastapi import APIRouter, FastAPI, Request
 
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.http import events, health, openai_api, ops, page, recordings, transcripts
+from transcriber.http import events, health, openai_api, ops, page, recordings, shares, transcripts
 from transcriber.http.errors import ErrorShapes, install_error_handlers
 from transcriber.http.middleware import (
     JSON_BODY_MAX,
@@ -33,6 +33,7 @@ ROUTERS: list[APIRouter] = [
     health.router,
     page.router,
     ops.router,
+    shares.router,
     openai_api.router,
 ]
 
@@ -96,7 +97,10 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
         db=db,
         budgets=app.state.budgets,
         public=lambda path: (
-            path in PUBLIC_PATHS or page.is_page_path(path) or ops.is_ops_path(path)
+            path in PUBLIC_PATHS
+            or page.is_page_path(path)
+            or ops.is_ops_path(path)
+            or shares.is_share_path(path)
         ),
         streamed=lambda method, path: (method, path) in STREAMED,
         shapes=ERROR_SHAPES,

@@ -396,7 +396,7 @@ async def outcome(
     with trio.move_on_after(wait_s):
         while True:
             news = waiting.next_news()
-            c = await owned_card(db, owner, rid)  # records are never deleted
+            c = await owned_card(db, owner, rid)  # deleted meanwhile: 404, as any other
             if c["done"] or c["stopped"]:
                 return c
             await waiting.pause(news, poll)

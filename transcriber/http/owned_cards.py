@@ -17,6 +17,8 @@ TRANSCRIPT_PATHS = {
     "srt": "transcript.srt",
     "vtt": "transcript.vtt",
     "json": "transcript.json",
+    "markdown": "transcript.md",
+    "docx": "transcript.docx",
 }
 
 

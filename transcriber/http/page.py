@@ -24,6 +24,7 @@ from starlette.requests import ClientDisconnect
 
 from actors.log import event
 from transcriber.db.database import Database
+from transcriber.formats import paragraphs, timecode
 from transcriber.http import i18n, page_text
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError
@@ -61,14 +62,24 @@ from transcriber.records.corrections import (
     corrections_of,
     set_correction,
 )
+from transcriber.records.deletion import delete_own
+from transcriber.records.shares import NOTE_MAX, shares_of
 from transcriber.stops import owner_detail
+from transcriber.storage.configured import blobs_of
 
 PAGE_SIZE = 25
 JOURNAL_SHOWN = 500
 HERE = Path(__file__).resolve().parent
 
 # Downloads by extension, and the transcript route's kind for each.
-DOWNLOADS = {"txt": "text", "srt": "srt", "vtt": "vtt", "json": "json"}
+DOWNLOADS = {
+    "txt": "text",
+    "srt": "srt",
+    "vtt": "vtt",
+    "json": "json",
+    "md": "markdown",
+    "docx": "docx",
+}
 
 SECURITY_HEADERS = {
     # Only this site's own files: no inline script or style, no framing.
@@ -83,7 +94,7 @@ SECURITY_HEADERS = {
 router = APIRouter(include_in_schema=False)
 
 _PAGE_PATH = re.compile(
-    r"/(?:|signin|signout|upload|lang/[^/]+|static/[^/]+|recordings/[^/]+(?:/.*)?)"
+    r"/(?:|signin|signout|upload|delete|lang/[^/]+|static/[^/]+|recordings/[^/]+(?:/.*)?)"
 )
 STREAMED = frozenset({("POST", "/upload")})
 """(method, path) of the page's routes that stream their body under their own cap."""
@@ -157,9 +168,15 @@ def make_templates(lang: i18n.Lang) -> jinja2.Environment:
         CORRECTION_MAX=CORRECTION_MAX,
         TITLE_MAX=TITLE_MAX,
         SUMMARY_MAX=SUMMARY_MAX,
+        NOTE_MAX=NOTE_MAX,
     )
     env.filters.update(
-        number=lang.number, duration=lang.duration, clock=lang.clock, when=lang.when, size=lang.size
+        number=lang.number,
+        duration=lang.duration,
+        clock=lang.clock,
+        when=lang.when,
+        size=lang.size,
+        timecode=timecode,
     )
     return env
 
@@ -383,6 +400,8 @@ async def record_context(
         "has_audio": card["duration_s"] is not None,
         "errors": {},
         "values": None,
+        "shares": await shares_of(db, owner, card["id"]),
+        "new_share": None,
     }
 
 
@@ -544,3 +563,63 @@ async def correct(
         )
     await set_correction(db, session.owner, rid, index, text, detail)
     return JSONResponse({"text": text, "machine_text": machine_text, "corrected": True})
+
+
+# --- deleting --------------------------------------------------------------------------
+
+
+@router.post("/delete")
+async def delete_selected(request: Request, db: Db, config: Settings, session: Session) -> Response:
+    """The records selected in the list (form fields `id`), after the page asked the
+    owner to confirm; ids not theirs are passed over. Back to the list."""
+    form = await request.form()
+    check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
+    ids = [rid for v in form.getlist("id") if (rid := parse_id(str(v))) is not None]
+    if ids:
+        await delete_own(db, blobs_of(config), session.owner, ids[: PAGE_SIZE * 4], via="page")
+    return RedirectResponse("/", status_code=303)
+
+
+@router.post("/recordings/{recording_id}/delete")
+async def delete_one(
+    request: Request, db: Db, config: Settings, session: Session, recording_id: str
+) -> Response:
+    form = await request.form()
+    check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
+    rid = parse_id(recording_id)
+    gone = (
+        []
+        if rid is None
+        else await delete_own(db, blobs_of(config), session.owner, [rid], via="page")
+    )
+    if not gone:
+        return not_found_page(request, session)
+    return RedirectResponse("/", status_code=303)
+
+
+# --- the print view --------------------------------------------------------------------
+
+
+@router.get("/recordings/{recording_id}/print")
+async def print_view(request: Request, db: Db, session: Session, recording_id: str) -> HTMLResponse:
+    """The transcript as a clean document for the browser's "Print" / "Save as PDF":
+    the title, date and duration, paragraphs with timecodes (and speakers), the owner's
+    corrections applied; no controls (print CSS)."""
+    card = await mine(db, session.owner, recording_id)
+    if card is None or not card["done"]:
+        return not_found_page(request, session)
+    t = await transcript(db, session.owner, card["id"])
+    segments = [] if t is None else t["segments"]
+    if t is not None:
+        _, segments = corrected(
+            t["text"], t["segments"], await corrections_of(db, session.owner, card["id"])
+        )
+    # In the reader's language, like the page it is opened from (the date, the duration,
+    # the words); the downloaded documents (Markdown, DOCX) keep their English heading.
+    return html(
+        request,
+        "print.html",
+        card=card,
+        language=(t or {}).get("language") or card["language"],
+        paragraphs=paragraphs(segments),
+    )

@@ -15,7 +15,7 @@ import asyncpg
 import attrs
 import trio
 from fastapi import APIRouter, Header, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
 from actors.log import event
@@ -23,13 +23,14 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db, Settings
-from transcriber.http.errors import ApiError, documented_errors
-from transcriber.http.owned_cards import card_response, owned, owned_card, with_links
+from transcriber.http.errors import ApiError, documented_errors, not_found
+from transcriber.http.owned_cards import card_response, owned, owned_card, parse_id, with_links
 from transcriber.http.quotas import audio_fits, room_refusals, upload_room
 from transcriber.http.shapes import Card, CardPage, Edit
 from transcriber.http.uploads import PROMPT_MAX, TITLE_MAX, Upload, receive
 from transcriber.options import TASKS, RecognitionOptions
 from transcriber.records.archive import edit_owner_fields, records_page
+from transcriber.records.deletion import delete_own
 from transcriber.records.uploaded import commit_upload, upload_by_fingerprint, upload_by_key
 from transcriber.storage.blobs import Incoming
 from transcriber.storage.configured import blobs_of
@@ -460,3 +461,22 @@ async def edit(owner: Owner, db: Db, recording_id: str, body: Edit) -> JSONRespo
             detail={"by": "owner", "owner_id": owner, "fields": changed},
         )
     return JSONResponse(await owned_card(db, owner, rid))
+
+
+@router.delete(
+    "/v1/recordings/{recording_id}",
+    status_code=204,
+    summary="Delete a recording",
+    response_model=None,
+    responses={204: {"description": "deleted"}, **documented_errors(404)},
+)
+async def delete(owner: Owner, db: Db, config: Settings, recording_id: str) -> Response:
+    """The record, its transcript, corrections and share links, and its stored bytes are
+    gone, the quota freed at once; journaled `deleted` (origin `human`). A step working
+    on it has its result refused. Another owner's or an unknown id: 404, changing
+    nothing."""
+    rid = parse_id(recording_id)
+    gone = [] if rid is None else await delete_own(db, blobs_of(config), owner, [rid], via="api")
+    if not gone:
+        raise not_found()
+    return Response(status_code=204)

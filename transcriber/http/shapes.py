@@ -19,6 +19,8 @@ class Links(BaseModel):
     srt: str
     vtt: str
     json_url: str = Field(alias="json")
+    markdown: str
+    docx: str
 
 
 class Stopped(BaseModel):

@@ -1,6 +1,8 @@
-"""A finished record's transcript, as plain text, SRT, VTT or JSON: the owner's
-corrections applied (the recognizer's text with `?machine=true`)."""
+"""A finished record's transcript, as plain text, SRT, VTT, JSON, or a document
+(Markdown, DOCX: title, date, duration, paragraphs with timecodes and speakers): the
+owner's corrections applied (the recognizer's text with `?machine=true`)."""
 
+import datetime as dt
 import uuid
 from typing import Annotated, Any
 
@@ -9,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 
 from transcriber.audio.speakers import Turn, assign
 from transcriber.db.database import Database
-from transcriber.formats import render
+from transcriber.formats import DocumentHead, render, to_docx, to_markdown
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db
 from transcriber.http.errors import documented_errors
@@ -18,7 +20,14 @@ from transcriber.http.shapes import Card, Transcript
 from transcriber.records.archive import transcript
 from transcriber.records.corrections import corrected, corrections_of
 
-FORMAT_OF = {"text": "txt", "srt": "srt", "vtt": "vtt", "json": "json"}
+FORMAT_OF = {
+    "text": "txt",
+    "srt": "srt",
+    "vtt": "vtt",
+    "json": "json",
+    "markdown": "md",
+    "docx": "docx",
+}
 
 
 class SrtResponse(Response):
@@ -33,6 +42,14 @@ class TextResponse(Response):
     media_type = "text/plain"
 
 
+class MarkdownResponse(Response):
+    media_type = "text/markdown"
+
+
+class DocxResponse(Response):
+    media_type = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
 class RenderedJsonResponse(Response):
     """JSON already rendered by transcriber.formats (JSONResponse would encode it again)."""
 
@@ -44,6 +61,8 @@ RESPONSE_CLASSES: dict[str, type[Response]] = {
     "srt": SrtResponse,
     "vtt": VttResponse,
     "json": RenderedJsonResponse,
+    "markdown": MarkdownResponse,
+    "docx": DocxResponse,
 }
 
 router = APIRouter()
@@ -66,6 +85,10 @@ async def transcript_response(
         text, segments = corrected(text, segments, await corrections_of(db, owner, c["id"]))
     if t is not None and t.get("turns") is not None:
         segments = assign(segments, [Turn(*turn) for turn in t["turns"]])
+    if kind in ("markdown", "docx"):
+        head = document_head(c, t)
+        body = to_markdown(head, segments) if kind == "markdown" else to_docx(head, segments)
+        return RESPONSE_CLASSES[kind](body)
     extra = (
         {}
         if kind != "json"
@@ -77,6 +100,15 @@ async def transcript_response(
         }
     )
     return RESPONSE_CLASSES[kind](render(FORMAT_OF[kind], text, segments, **extra))
+
+
+def document_head(card: dict[str, Any], t: dict[str, Any] | None) -> DocumentHead:
+    return DocumentHead(
+        title=card["title"] or card["filename"] or "Untitled recording",
+        created_at=dt.datetime.fromisoformat(card["created_at"]),
+        duration_s=card["duration_s"],
+        language=(t or {}).get("language") or card["language"],
+    )
 
 
 def transcript_route(kind: str) -> None:

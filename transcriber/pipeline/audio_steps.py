@@ -107,7 +107,10 @@ def normalize_step(config: Config, store: Blobs | None = None) -> StepFn:
             except Rejected as e:
                 raise StopRecord(e.reason, e.error) from None
             await audio.publish()
-        return Saved("save_normalized", (audio.ref, duration))
+        ref = audio.ref
+        # A refused commit (the record deleted, or the claim lost meanwhile): the audio
+        # is this claim's alone and no record will name it.
+        return Saved("save_normalized", (ref, duration), on_refused=lambda: store.remove(ref))
 
     return normalize
 

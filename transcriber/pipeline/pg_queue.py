@@ -44,6 +44,11 @@ class Saved:
     next_milestone: str | None = None
     """A milestone past the step's own next one, for a record that needs none of the steps
     between (its speakers off: no diarization); None: the step's."""
+    on_refused: Callable[[], Awaitable[None]] | None = attrs.field(default=None, eq=False)
+    """What undoes the result when its commit is refused (the claim was lost, or the
+    record deleted meanwhile): the normalize step's published audio, which no record
+    will ever name. Awaited shielded, once the refusal is certain; a commit whose
+    outcome is unknown (the database unreachable) leaves it to the startup sweep."""
 
 
 _INPUTS = ("source_path", "language", "audio_path", "duration_s", "options", "owner_audio_s")
@@ -184,7 +189,9 @@ class PgQueue:
         return (await self._share(_Ask(None, wants_job=True))).job
 
     async def commit(self, job: Job, step: Step, result: Saved | None) -> bool:
-        return bool((await self._share(_Ask((job, step, result), wants_job=False))).committed)
+        ask = await self._share(_Ask((job, step, result), wants_job=False))
+        await self._undo_refused(ask, result)
+        return bool(ask.committed)
 
     async def commit_then_next(
         self, job: Job, step: Step, result: Saved | None
@@ -192,7 +199,24 @@ class PgQueue:
         """Commit, then claim and read the next record: a worker that just finished a
         step is about to ask for more anyway."""
         ask = await self._share(_Ask((job, step, result), wants_job=True))
+        await self._undo_refused(ask, result)
         return bool(ask.committed), ask.job
+
+    async def _undo_refused(self, ask: _Ask, result: Saved | None) -> None:
+        """A refused commit's result undone (`Saved.on_refused`). Cancellation: shielded,
+        at most RELEASE_TIMEOUT_S."""
+        if ask.committed is False and result is not None and result.on_refused is not None:
+            with trio.CancelScope(shield=True) as scope:
+                scope.deadline = trio.current_time() + RELEASE_TIMEOUT_S
+                try:
+                    await result.on_refused()
+                except Exception as e:  # the store is away: the startup sweep removes it
+                    event(
+                        logging.WARNING,
+                        "refused_result_kept",
+                        id=ask.commit[0].claim.id if ask.commit else None,
+                        error=str(e),
+                    )
 
     # -- Shared trips -------------------------------------------------------------------
     # Workers of one process that commit or ask for work at the same moment share one

@@ -14,7 +14,9 @@ Three rules hold in both implementations:
   its record may commit; an upload that is refused or cut leaves nothing behind.
 - Normalized audio is named by the claim's token (`<record>.<token>.wav`), so a stale
   holder of a claim never writes, renames or removes the file of the holder whose fenced
-  commit won; only the winner's name ever reaches the record.
+  commit won; only the winner's name ever reaches the record. A refused commit removes
+  its own (`Saved.on_refused`); a deleted record's are all removed
+  (`remove_record_files`).
 - What is written locally is private whatever the umask: files 0600, folders 0700.
   Scratch copies (an object downloaded to be decoded or recognized) are removed when
   the step ends, however it ends.
@@ -230,8 +232,37 @@ class Blobs:
         once when that disk is already at its reserve; the writer keeps it with
         `check_room`. Unless published,
         leaving the block removes what was written; a published file stays (a commit
-        that lost its claim leaves it to the sweep, never to this block)."""
+        that lost its claim removes it when refused, never this block)."""
         raise NotImplementedError
+
+    async def remove_record_files(self, record_id: Any) -> list[str]:
+        """Remove every file this host and store hold under the name of record
+        `record_id`'s claims: normalized audio of any claim (`<id>.<token>.wav`, its part
+        file) and scratch copies (`<hex>.<id>.<token>.wav`); their refs. For a deleted
+        record: whatever a claim of it wrote, published or not, whichever token won.
+        Cancellation: runs to its end, shielded."""
+        prefix = f"{record_id}."
+        with trio.CancelScope(shield=True):
+
+            def local() -> list[str]:
+                removed = []
+                for folder in (self.home / "audio", self.scratch):
+                    if not folder.is_dir():
+                        continue
+                    for path in folder.iterdir():
+                        name = path.name
+                        if name.startswith(prefix) or f".{prefix}" in name:
+                            path.unlink(missing_ok=True)
+                            removed.append(str(path))
+                return removed
+
+            removed = await trio.to_thread.run_sync(local)
+            removed += await self._remove_claim_objects(prefix)
+        return removed
+
+    async def _remove_claim_objects(self, prefix: str) -> list[str]:
+        """Remove the store's own audio objects whose names start with `prefix`."""
+        return []
 
     async def sweep_strays(self, db: Database, *, older_than_s: float = STRAY_AGE_S) -> list[str]:
         """Remove uploads and normalized audio no record points at, older than

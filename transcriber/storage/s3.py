@@ -206,6 +206,23 @@ class S3Blobs(Blobs):
         bucket, key = split_ref(ref)
         await self.call(self.client.delete_object, Bucket=bucket, Key=key)
 
+    async def _remove_claim_objects(self, prefix: str) -> list[str]:
+        def remove() -> list[str]:
+            pages = self.client.get_paginator("list_objects_v2")
+            found = [
+                obj["Key"]
+                for page in pages.paginate(Bucket=self.bucket, Prefix=self.key("audio", prefix))
+                for obj in page.get("Contents", [])
+            ]
+            for batch in batches(found, 1000):  # what one DeleteObjects takes
+                self.client.delete_objects(
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+                )
+            return [self.ref(k) for k in found]
+
+        return await self.call(remove)
+
     async def sweep_strays(self, db: Database, *, older_than_s: float = STRAY_AGE_S) -> list[str]:
         cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=older_than_s)
         old = await self.call(self._old_objects, cutoff)

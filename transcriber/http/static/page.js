@@ -232,7 +232,10 @@
         const q = new URLSearchParams(location.search);
         q.set("fragment", "rows");
         const html = await T.fragment("/?" + q.toString());
+        // The rows the owner selected stay selected across the refresh.
+        const picked = new Set(Array.from(document.querySelectorAll('#list input[name="id"]:checked'), (i) => i.value));
         if (html) T.swap(document.getElementById("list"), html.trim());
+        document.querySelectorAll('#list input[name="id"]').forEach((i) => { if (picked.has(i.value)) i.checked = true; });
       }
       const now = document.getElementById("list");
       const busy = (now && now.dataset.live === "1") || Date.now() - lastUpload < 30000;
@@ -241,6 +244,14 @@
     document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") poll(); });
     timer = setTimeout(poll, 1500);
   }
+
+  // Forms that delete ask first (`data-confirm`); a form with nothing selected sends nothing.
+  document.addEventListener("submit", (ev) => {
+    const form = ev.target;
+    if (!form.dataset || !form.dataset.confirm) return;
+    const picked = form.id === "delete-selected" ? document.querySelectorAll(`input[form="${form.id}"]:checked`).length : 1;
+    if (!picked || !window.confirm(form.dataset.confirm)) ev.preventDefault();
+  });
 
   document.addEventListener("DOMContentLoaded", recordingsPage);
 })();

@@ -1,0 +1,45 @@
+---------------------------------------------------------------------------------------
+-- Read-only links to one record (transcriber/records/shares.py). The owner's queries
+-- name the owner ($1) and the record ($2) as api.sql's do; `share_open` and
+-- `share_find` find a link by its secret's sha256, as `page_session` finds a session:
+-- there is no owner yet, and what they answer (the record and its owner) is then read
+-- with the owner's own queries.
+---------------------------------------------------------------------------------------
+
+-- name: share_add
+-- A new link to the owner's ($1) record $2: $3 the secret's sha256, $4 the note, $5 its
+-- expiry (NULL: none). No row: not theirs.
+INSERT INTO shares (recording_id, secret_hash, note, expires_at)
+SELECT r.id, $3, $4, $5 FROM recordings r WHERE r.owner_id = $1 AND r.id = $2
+RETURNING id, note, created_at, expires_at, revoked_at, opened, last_opened_at
+
+-- name: owner_shares
+-- The links to the owner's ($1) record $2, oldest first.
+SELECT s.id, s.note, s.created_at, s.expires_at, s.revoked_at, s.opened, s.last_opened_at
+  FROM shares s JOIN recordings r ON r.id = s.recording_id
+ WHERE r.owner_id = $1 AND s.recording_id = $2
+ ORDER BY s.created_at, s.id
+
+-- name: share_revoke
+-- The owner ($1) ends link $3 of their record $2 at once. No row: not theirs (or no
+-- such link); revoking again keeps the first time.
+UPDATE shares s SET revoked_at = coalesce(s.revoked_at, now())
+  FROM recordings r
+ WHERE r.id = s.recording_id AND r.owner_id = $1 AND s.recording_id = $2 AND s.id = $3
+RETURNING s.id
+
+-- name: share_open
+-- A link opened by someone: the record and its owner if the link ($1, the secret's
+-- sha256) is live (not revoked, not expired), its opening counted.
+UPDATE shares s SET opened = s.opened + 1, last_opened_at = now()
+  FROM recordings r
+ WHERE r.id = s.recording_id AND s.secret_hash = $1 AND s.revoked_at IS NULL
+   AND (s.expires_at IS NULL OR s.expires_at > now())
+RETURNING s.recording_id, r.owner_id
+
+-- name: share_find
+-- As `share_open`, without counting: the audio and downloads a shared page asks for.
+SELECT s.recording_id, r.owner_id
+  FROM shares s JOIN recordings r ON r.id = s.recording_id
+ WHERE s.secret_hash = $1 AND s.revoked_at IS NULL
+   AND (s.expires_at IS NULL OR s.expires_at > now())

@@ -1,0 +1,186 @@
+"""Read-only links (capability `sharing`) over real HTTP on a real PostgreSQL: made,
+listed, opened without credentials, revoked; another owner refused; the shared view's
+headers and what it does not offer. tests/integration/test_page_browser.py opens one
+in a fresh Chromium profile."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+
+import httpx
+import pytest
+
+from tests.helpers.api_clients import client, uploaded
+from tests.integration.test_page import signed_in, transcribed_with_audio
+from transcriber.config import Config
+from transcriber.db.database import Database
+from transcriber.owners import NewOwner
+from transcriber.records.corrections import set_correction
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("sharing", title)
+
+
+def secret_of(url: str) -> str:
+    m = re.fullmatch(r"http://[^/]+/s/([A-Za-z0-9_-]+)", url)
+    assert m, url
+    return m.group(1)
+
+
+def assert_shared_headers(r: httpx.Response) -> None:
+    assert r.headers["referrer-policy"] == "no-referrer"
+    assert "noindex" in r.headers["x-robots-tag"]
+
+
+async def corrected_record(
+    db: Database, config: Config, ann: NewOwner, c: httpx.AsyncClient
+) -> str:
+    rid = (await uploaded(c, title="Board meeting"))["id"]
+    await transcribed_with_audio(db, config)
+    await set_correction(db, ann.id, uuid.UUID(rid), 0, "Hello, shared world.", {"by": "owner"})
+    return rid
+
+
+@scenario("A link is made, listed with its openings, and revoked at once")
+async def test_links_are_made_listed_and_revoked(
+    db: Database, config: Config, base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
+    rid = await corrected_record(db, config, ann, as_ann)
+    r = await as_ann.post(f"/v1/recordings/{rid}/shares", json={"note": "for Bob"})
+    assert r.status_code == 201, r.text
+    first = r.json()
+    r = await as_ann.post(
+        f"/v1/recordings/{rid}/shares", json={"note": "for Carol", "expires_in_days": 1}
+    )
+    second = r.json()
+    assert second["expires_at"] is not None and first["expires_at"] is None
+    secret = secret_of(first["url"])
+    assert len(secret) >= 43  # 256 bits
+    async with client(base_url) as anyone:
+        for _ in range(2):
+            opened = await anyone.get(f"/s/{secret}")
+            assert opened.status_code == 200
+            assert "Hello, shared world." in opened.text
+    listed = (await as_ann.get(f"/v1/recordings/{rid}/shares")).json()["items"]
+    assert [(s["note"], s["opened"]) for s in listed] == [("for Bob", 2), ("for Carol", 0)]
+    assert all("url" not in s for s in listed)
+    stored = await db.run(lambda con: con.fetch("SELECT secret_hash FROM shares"))
+    assert hashlib.sha256(secret.encode()).digest() in {bytes(s["secret_hash"]) for s in stored}
+    dumped = await db.run(lambda con: con.fetchval("SELECT string_agg(s::text, ' ') FROM shares s"))
+    assert secret not in dumped
+
+    r = await as_ann.delete(f"/v1/recordings/{rid}/shares/{first['id']}")
+    assert r.status_code == 204
+    async with client(base_url) as anyone:
+        gone = await anyone.get(f"/s/{secret}")
+        assert gone.status_code == 404
+        assert_shared_headers(gone)
+        assert (await anyone.get(f"/s/{secret_of(second['url'])}")).status_code == 200
+    listed = (await as_ann.get(f"/v1/recordings/{rid}/shares")).json()["items"]
+    assert listed[0]["revoked_at"] is not None and listed[0]["opened"] == 2
+    # The record page shows the links and their openings.
+    async with signed_in(base_url, ann) as page:
+        html = (await page.get(f"/recordings/{rid}")).text
+    assert 'id="share-list"' in html and "for Bob" in html and "revoked" in html
+
+
+@scenario("Another owner cannot make, list or revoke links of a record")
+async def test_another_owner_cannot_share(
+    db: Database,
+    config: Config,
+    base_url: str,
+    ann: NewOwner,
+    ben: NewOwner,
+    as_ann: httpx.AsyncClient,
+    as_ben: httpx.AsyncClient,
+) -> None:
+    rid = await corrected_record(db, config, ann, as_ann)
+    link = (await as_ann.post(f"/v1/recordings/{rid}/shares", json={})).json()
+    unknown = await as_ben.get(f"/v1/recordings/{uuid.uuid4()}/shares")
+    assert unknown.status_code == 404
+    answers = [
+        await as_ben.post(f"/v1/recordings/{rid}/shares", json={"note": "mine now"}),
+        await as_ben.get(f"/v1/recordings/{rid}/shares"),
+        await as_ben.delete(f"/v1/recordings/{rid}/shares/{link['id']}"),
+        await as_ben.delete(f"/v1/recordings/{uuid.uuid4()}/shares/{link['id']}"),
+    ]
+    assert [(a.status_code, a.json()) for a in answers] == [(404, unknown.json())] * 4
+    async with signed_in(base_url, ben) as page:
+        r = await page.post(
+            f"/recordings/{rid}/shares/{link['id']}/revoke", data={"csrf": page.csrf}
+        )
+        assert r.status_code == 404
+        r = await page.post(f"/recordings/{rid}/shares", data={"csrf": page.csrf})
+        assert r.status_code == 404
+    assert await db.run(lambda con: con.fetchval("SELECT count(*) FROM shares")) == 1
+    async with client(base_url) as anyone:
+        assert (await anyone.get(f"/s/{secret_of(link['url'])}")).status_code == 200
+
+
+@scenario("The shared view shows the record with the owner's corrections and no way to edit")
+async def test_the_shared_view_is_read_only(
+    db: Database, config: Config, base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
+    rid = await corrected_record(db, config, ann, as_ann)
+    secret = secret_of((await as_ann.post(f"/v1/recordings/{rid}/shares", json={})).json()["url"])
+    base = f"/s/{secret}"
+    async with client(base_url) as anyone:
+        view = await anyone.get(base)
+        assert view.status_code == 200
+        assert_shared_headers(view)
+        html = view.text
+        assert '<meta name="robots" content="noindex' in html
+        assert "Board meeting" in html and "Hello, shared world." in html
+        assert f'src="{base}/audio"' in html and f'href="{base}/transcript.srt"' in html
+        assert "<form" not in html and 'href="/recordings/' not in html
+        audio = await anyone.get(f"{base}/audio", headers={"Range": "bytes=0-9"})
+        assert audio.status_code == 206 and len(audio.content) == 10
+        assert_shared_headers(audio)
+        srt = await anyone.get(f"{base}/transcript.srt")
+        assert srt.status_code == 200 and "Hello, shared world." in srt.text
+        assert_shared_headers(srt)
+        assert (await anyone.post(base)).status_code == 405
+        assert (await anyone.get(f"{base}/transcript.exe")).status_code == 404
+        made_up = await anyone.get("/s/" + "A" * 43)
+        assert made_up.status_code == 404
+        # Expired: the same answer.
+        await db.run(lambda con: con.execute("UPDATE shares SET expires_at = now()"))
+        expired = await anyone.get(base)
+        assert (expired.status_code, expired.text) == (404, made_up.text)
+        await db.run(lambda con: con.execute("UPDATE shares SET expires_at = NULL"))
+        assert (await anyone.get(base)).status_code == 200
+        # The record deleted: its links go with it.
+        assert (await as_ann.delete(f"/v1/recordings/{rid}")).status_code == 204
+        deleted = await anyone.get(base)
+        assert (deleted.status_code, deleted.text) == (404, made_up.text)
+    assert await db.run(lambda con: con.fetchval("SELECT count(*) FROM shares")) == 0
+
+
+@scenario("The shared view speaks its reader's language")
+async def test_the_shared_view_speaks_the_readers_language(
+    db: Database, config: Config, base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
+    rid = await corrected_record(db, config, ann, as_ann)
+    live = (await as_ann.post(f"/v1/recordings/{rid}/shares", json={})).json()
+    gone = (await as_ann.post(f"/v1/recordings/{rid}/shares", json={})).json()
+    assert (await as_ann.delete(f"/v1/recordings/{rid}/shares/{gone['id']}")).status_code == 204
+    base = f"/s/{secret_of(live['url'])}"
+    async with httpx.AsyncClient(
+        base_url=base_url, headers={"Accept-Language": "ru-RU,ru;q=0.9"}, timeout=30
+    ) as russian:
+        view = await russian.get(base)
+        assert view.status_code == 200 and view.headers["content-language"] == "ru"
+        assert_shared_headers(view)
+        assert '<html lang="ru">' in view.text and "Расшифровка" in view.text
+        assert "Hello, shared world." in view.text  # the transcript itself as it is
+        switched = await russian.get(f"/lang/en?next={base}", follow_redirects=True)
+        assert str(switched.url).endswith(base) and switched.headers["content-language"] == "en"
+        assert_shared_headers(switched)
+        assert "Transcript" in switched.text and "Расшифровка" not in switched.text
+        russian.cookies.clear()
+        refused = await russian.get(f"/s/{secret_of(gone['url'])}")
+        assert refused.status_code == 404 and "Эта ссылка недействительна" in refused.text
+        assert_shared_headers(refused)
