@@ -56,10 +56,13 @@ CARD_FIELDS = {
     "milestone",
     "milestone_entered_at",
     "done",
+    # The transcript can be read (from `recognized` on, before who spoke is known).
+    "readable",
     "progress",
     "duration_s",
     "language",
     "stopped",
+    "speakers",
     "links",
 }
 
