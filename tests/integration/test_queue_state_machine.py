@@ -176,7 +176,9 @@ class QueueMachine(RuleBasedStateMachine):
         ok = self._call(self._q().commit, job, self.steps[job.milestone], None)
         assert ok is (rec is not None and rec.milestone == job.milestone)
         if rec is not None and ok:
-            rec.milestone = MILESTONES[MILESTONES.index(rec.milestone) + 1]
+            # The step's own next milestone: recognition without a diarize step reaches
+            # `transcribed` itself, past `recognized`.
+            rec.milestone = self.steps[rec.milestone].next_milestone
             rec.token = rec.lease = rec.retry = None
             rec.attempts, rec.entered = 0, self.now
 

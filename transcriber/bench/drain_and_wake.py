@@ -59,6 +59,7 @@ async def pipeline_phase(
         async with trio.open_nursery() as nursery:
             t_start = time.perf_counter()
             cpu_start = time.process_time()
+            server_cpu_start = server.cpu_s()
             await nursery.start(pipeline.run)
             with trio.fail_after(DRAIN_TIMEOUT_S):
                 await queue.reached.wait()
@@ -67,6 +68,12 @@ async def pipeline_phase(
             # This process's CPU (every thread) over the drain: with the workers on one
             # trio thread, near drain_s means the process, not the server, is the limit.
             cpu_s = time.process_time() - cpu_start
+            server_cpu_end = server.cpu_s()
+            server_cpu_s = (
+                None
+                if server_cpu_start is None or server_cpu_end is None
+                else server_cpu_end - server_cpu_start
+            )
             drain_claims = list(queue.claim_s)
             drain_chained = list(queue.chained_s)
             lost = queue.lost_commits
@@ -92,6 +99,12 @@ async def pipeline_phase(
                 "records_per_s": records / drain_s,
                 "process_cpu_s": cpu_s,
                 "process_cpu_ms_per_transition": cpu_s * 1e3 / (2 * records),
+                # Every process of the server (backends, walwriter, autovacuum...), from
+                # /proc: what one PostgreSQL spends to carry this drain.
+                "server_cpu_s": server_cpu_s,
+                "server_cpu_ms_per_transition": (
+                    None if server_cpu_s is None else server_cpu_s * 1e3 / (2 * records)
+                ),
                 "claim": summary_ms(drain_claims),
                 "commit_then_claim": summary_ms(drain_chained),
                 "empty_claims": queue.empty_claims,

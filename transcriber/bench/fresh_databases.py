@@ -12,6 +12,7 @@ from typing import Any
 
 import trio
 
+from transcriber.bench.server_cpu import server_cpu_s
 from transcriber.config import Config
 from transcriber.db import embedded
 from transcriber.db.admin import run_as_admin, with_database
@@ -39,6 +40,17 @@ class Server:
         self._home = Path(tempfile.mkdtemp(prefix="transcriber-bench-pg-"))
         self._handle = embedded.start(self._home, cleanup_mode="delete")
         self.admin_url = self._handle.get_uri()
+
+    @property
+    def pgdata(self) -> Path | None:
+        """The data folder of the embedded server (None for a server given by URL)."""
+        return self._handle.pgdata if self._handle is not None else None
+
+    def cpu_s(self) -> float | None:
+        """CPU seconds the embedded server has used so far, every one of its processes
+        (server_cpu.py); None for a server given by URL, whose processes are not ours
+        to read."""
+        return server_cpu_s(self.pgdata) if self.pgdata is not None else None
 
     def stop(self) -> None:
         if self._handle is not None:

@@ -113,6 +113,11 @@ def _print_report(r: dict[str, Any]) -> None:
         f"drain cpu     this process {d['process_cpu_s']:.2f}s of {d['seconds']:.2f}s = "
         f"{d['process_cpu_ms_per_transition']:.2f} ms per transition"
     )
+    if d.get("server_cpu_s") is not None:
+        say(
+            f"server cpu    PostgreSQL {d['server_cpu_s']:.2f}s of {d['seconds']:.2f}s = "
+            f"{d['server_cpu_ms_per_transition']:.2f} ms per transition"
+        )
     say(
         f"verified      {d['verified']} (milestones {d['milestones']}, journal {d['journal']}, "
         f"lost commits {d['lost_commits']})"

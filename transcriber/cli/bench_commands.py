@@ -17,8 +17,16 @@ def bench(
     processes: Annotated[
         int, typer.Option(help="also drain with the workers split over this many processes")
     ] = 2,
+    peers: Annotated[
+        bool, typer.Option(help="instead: rounds of ours, pgqueuer, procrastinate, one table")
+    ] = False,
+    rounds: Annotated[int, typer.Option(help="rounds with --peers (medians)")] = 3,
 ) -> None:
     """No-op steps through both milestones on a fresh embedded database."""
+    if peers:
+        from transcriber.bench.side_by_side import main as run_side_by_side
+
+        raise typer.Exit(run_side_by_side(records, workers, samples, analyze, rounds))
     from transcriber.bench.throughput import main as run_bench
 
     raise typer.Exit(run_bench(records, workers, samples, analyze, plans, processes))

@@ -51,7 +51,15 @@ class Saved:
     outcome is unknown (the database unreachable) leaves it to the startup sweep."""
 
 
-_INPUTS = ("source_path", "language", "audio_path", "duration_s", "options", "owner_audio_s")
+_INPUTS = (
+    "source_path",
+    "language",
+    "audio_path",
+    "duration_s",
+    "options",
+    "owner_audio_s",
+    "owner_id",
+)
 """The columns a step may read as its inputs."""
 
 
@@ -462,7 +470,11 @@ class PgQueue:
         if not saves:
             return
         by_query: dict[str, list[tuple[Any, ...]]] = {}
-        for job, saved in saves:
+        # In the order of the records' owners: a normalized result adds to its owner's
+        # audio total (a trigger, sql/0014), locking the owner's row to the end of the
+        # transaction; every trip taking those locks in one order, none waits on another
+        # in a cycle.
+        for job, saved in sorted(saves, key=lambda s: s[0].inputs.get("owner_id") or 0):
             if (job.claim.id, job.claim.token) in reached:
                 by_query.setdefault(saved.query, []).append((job.claim.id, *saved.args))
         for query, rows in by_query.items():
