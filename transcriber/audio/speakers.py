@@ -16,7 +16,7 @@ moment has at most one speaker.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -361,31 +361,57 @@ def label(speaker: int) -> str:
     return f"Speaker {speaker + 1}"
 
 
-def assign(segments: Sequence[dict[str, Any]], turns: Sequence[Turn]) -> list[dict[str, Any]]:
-    """The segments with a `speaker` each ("Speaker 1", …), and on each word: a segment
-    whose words change speaker is split where they do; one the owner corrected is not (its
-    words are the recognizer's, not the owner's text): it takes the speaker it overlaps most."""
+def assign(
+    segments: Sequence[dict[str, Any]],
+    turns: Sequence[Turn],
+    names: Mapping[int, str] | None = None,
+    chosen: Mapping[int, int] | None = None,
+    *,
+    split: bool = True,
+) -> list[dict[str, Any]]:
+    """The segments with a `speaker` each ("Speaker 1", …, or the owner's name for it in
+    `names`), and on each word: a segment whose words change speaker is split where they
+    do (unless not `split`: the page edits the stored segments, one row each); one the
+    owner corrected is not (its words are the recognizer's, not the owner's text): it
+    takes the speaker it overlaps most. A segment in `chosen` (by its index) is the
+    owner's: whole, and its speaker and its words' the one chosen."""
+    names, chosen = names or {}, chosen or {}
+
+    def called(s: int | None) -> str | None:
+        return None if s is None else names.get(s) or label(s)
+
     out: list[dict[str, Any]] = []
-    for seg in segments:
+    for i, seg in enumerate(segments):
         words = seg.get("words") or []
-        if not words or seg.get("corrected"):
+        if i in chosen:
+            who = called(chosen[i])
+            out.append(
+                {
+                    **seg,
+                    "speaker": who,
+                    **({"words": [{**w, "speaker": who} for w in words]} if words else {}),
+                }
+            )
+            continue
+        if not words or seg.get("corrected") or not split:
             s = _speaker_at(seg["start"], seg["end"], turns)
-            out.append({**seg, "speaker": label(s) if s is not None else None})
+            out.append({**seg, "speaker": called(s)})
             continue
         runs: list[tuple[int | None, list[dict[str, Any]]]] = []
         for w in words:
             s = _speaker_at(w["start"], w["end"], turns)
-            w = {**w, "speaker": label(s) if s is not None else None}
+            w = {**w, "speaker": s}
             if runs and runs[-1][0] == s:
                 runs[-1][1].append(w)
             else:
                 runs.append((s, [w]))
         runs = _absorb_lone_words(runs)
-        if len(runs) == 1:
-            s = runs[0][0]
-            out.append({**seg, "words": runs[0][1], "speaker": label(s) if s is not None else None})
+        named = [(s, [{**w, "speaker": called(s)} for w in run]) for s, run in runs]
+        if len(named) == 1:
+            s = named[0][0]
+            out.append({**seg, "words": named[0][1], "speaker": called(s)})
             continue
-        for s, run in runs:
+        for s, run in named:
             out.append(
                 {
                     **{k: v for k, v in seg.items() if k not in ("words", "text")},
@@ -393,7 +419,7 @@ def assign(segments: Sequence[dict[str, Any]], turns: Sequence[Turn]) -> list[di
                     "end": run[-1]["end"],
                     "text": "".join(w["word"] for w in run).strip(),
                     "words": run,
-                    "speaker": label(s) if s is not None else None,
+                    "speaker": called(s),
                 }
             )
     return out
@@ -410,8 +436,7 @@ def _absorb_lone_words(
         for i in range(1, len(runs) - 1):
             if len(runs[i][1]) == 1 and runs[i - 1][0] == runs[i + 1][0]:
                 s = runs[i - 1][0]
-                moved = [{**w, "speaker": label(s) if s is not None else None} for w in runs[i][1]]
-                runs[i - 1 : i + 2] = [(s, runs[i - 1][1] + moved + runs[i + 1][1])]
+                runs[i - 1 : i + 2] = [(s, runs[i - 1][1] + runs[i][1] + runs[i + 1][1])]
                 changed = True
                 break
     return runs
