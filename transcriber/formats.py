@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -43,13 +43,23 @@ def diarized(segments: Sequence[dict[str, Any]]) -> bool:
     return any(s.get("speaker") for s in segments)
 
 
-def speakers_of(segments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each speaker in order of first speech, with their total speaking time (seconds)."""
+def speakers_of(
+    segments: Sequence[dict[str, Any]], labels: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Each speaker in order of first speech, with their total speaking time (seconds);
+    with `labels` (the found label by shown name) also the label the owner renames."""
     total: dict[str, float] = {}
     for s in segments:
         if s.get("speaker"):
             total[s["speaker"]] = total.get(s["speaker"], 0.0) + s["end"] - s["start"]
-    return [{"name": k, "speaking_s": round(v, 3)} for k, v in total.items()]
+    return [
+        {
+            "name": k,
+            **({"label": labels[k]} if labels and k in labels else {}),
+            "speaking_s": round(v, 3),
+        }
+        for k, v in total.items()
+    ]
 
 
 def to_text(text: str, segments: Sequence[dict[str, Any]]) -> str:
@@ -99,8 +109,13 @@ def to_vtt(text: str, segments: Sequence[dict[str, Any]]) -> str:
     return "WEBVTT\n\n" + "\n".join(cues)
 
 
-def to_json(text: str, segments: Sequence[dict[str, Any]], **extra: Any) -> str:
-    speakers = {"speakers": speakers_of(segments)} if diarized(segments) else {}
+def to_json(
+    text: str,
+    segments: Sequence[dict[str, Any]],
+    labels: Mapping[str, str] | None = None,
+    **extra: Any,
+) -> str:
+    speakers = {"speakers": speakers_of(segments, labels)} if diarized(segments) else {}
     return (
         json.dumps(
             {**extra, **speakers, "text": text, "segments": list(segments)},

@@ -283,8 +283,9 @@ def _error_of(url: str, owner: NewOwner) -> BaseException | None:
     by default), which the answer must turn off."""
     try:
         with sdk(url, owner.token, max_retries=2) as client:
+            # Another name: the same request again would name the first record.
             client.audio.transcriptions.create(
-                model="whisper-1", file=("ru.ogg", RU.read_bytes()), language="ru"
+                model="whisper-1", file=("ru-again.ogg", RU.read_bytes()), language="ru"
             )
     except openai.APIError as e:
         return e

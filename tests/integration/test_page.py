@@ -576,7 +576,9 @@ def test_page_paths_are_told_from_the_api() -> None:
     # A guard that asks for the API's bearer token lets exactly the page's paths through.
     rid = uuid.uuid4()
     for route in page.router.routes:
-        path = route.path.format(recording_id=rid, index=0, ext="srt", name="page.css", code="ru")
+        path = route.path.format(
+            recording_id=rid, index=0, ext="srt", name="page.css", code="ru", label="2"
+        )
         assert page.is_page_path(path), path
     for path in (
         "/v1/recordings",
@@ -608,6 +610,7 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
                 code="ru",
                 share_id=rid,
                 secret="A" * 43,
+                label="2",
             )
             if path in app_module.PUBLIC_PATHS:
                 continue

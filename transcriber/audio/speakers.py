@@ -16,7 +16,7 @@ moment has at most one speaker.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -361,31 +361,57 @@ def label(speaker: int) -> str:
     return f"Speaker {speaker + 1}"
 
 
-def assign(segments: Sequence[dict[str, Any]], turns: Sequence[Turn]) -> list[dict[str, Any]]:
-    """The segments with a `speaker` each ("Speaker 1", …), and on each word: a segment
-    whose words change speaker is split where they do; one the owner corrected is not (its
-    words are the recognizer's, not the owner's text): it takes the speaker it overlaps most."""
+def assign(
+    segments: Sequence[dict[str, Any]],
+    turns: Sequence[Turn],
+    names: Mapping[int, str] | None = None,
+    chosen: Mapping[int, int] | None = None,
+    *,
+    split: bool = True,
+) -> list[dict[str, Any]]:
+    """The segments with a `speaker` each ("Speaker 1", …, or the owner's name for it in
+    `names`), and on each word: a segment whose words change speaker is split where they
+    do (unless not `split`: the page edits the stored segments, one row each); one the
+    owner corrected is not (its words are the recognizer's, not the owner's text): it
+    takes the speaker it overlaps most. A segment in `chosen` (by its index) is the
+    owner's: whole, and its speaker and its words' the one chosen."""
+    names, chosen = names or {}, chosen or {}
+
+    def called(s: int | None) -> str | None:
+        return None if s is None else names.get(s) or label(s)
+
     out: list[dict[str, Any]] = []
-    for seg in segments:
+    for i, seg in enumerate(segments):
         words = seg.get("words") or []
-        if not words or seg.get("corrected"):
+        if i in chosen:
+            who = called(chosen[i])
+            out.append(
+                {
+                    **seg,
+                    "speaker": who,
+                    **({"words": [{**w, "speaker": who} for w in words]} if words else {}),
+                }
+            )
+            continue
+        if not words or seg.get("corrected") or not split:
             s = _speaker_at(seg["start"], seg["end"], turns)
-            out.append({**seg, "speaker": label(s) if s is not None else None})
+            out.append({**seg, "speaker": called(s)})
             continue
         runs: list[tuple[int | None, list[dict[str, Any]]]] = []
         for w in words:
             s = _speaker_at(w["start"], w["end"], turns)
-            w = {**w, "speaker": label(s) if s is not None else None}
+            w = {**w, "speaker": s}
             if runs and runs[-1][0] == s:
                 runs[-1][1].append(w)
             else:
                 runs.append((s, [w]))
         runs = _absorb_lone_words(runs)
-        if len(runs) == 1:
-            s = runs[0][0]
-            out.append({**seg, "words": runs[0][1], "speaker": label(s) if s is not None else None})
+        named = [(s, [{**w, "speaker": called(s)} for w in run]) for s, run in runs]
+        if len(named) == 1:
+            s = named[0][0]
+            out.append({**seg, "words": named[0][1], "speaker": called(s)})
             continue
-        for s, run in runs:
+        for s, run in named:
             out.append(
                 {
                     **{k: v for k, v in seg.items() if k not in ("words", "text")},
@@ -393,7 +419,7 @@ def assign(segments: Sequence[dict[str, Any]], turns: Sequence[Turn]) -> list[di
                     "end": run[-1]["end"],
                     "text": "".join(w["word"] for w in run).strip(),
                     "words": run,
-                    "speaker": label(s) if s is not None else None,
+                    "speaker": called(s),
                 }
             )
     return out
@@ -410,8 +436,7 @@ def _absorb_lone_words(
         for i in range(1, len(runs) - 1):
             if len(runs[i][1]) == 1 and runs[i - 1][0] == runs[i + 1][0]:
                 s = runs[i - 1][0]
-                moved = [{**w, "speaker": label(s) if s is not None else None} for w in runs[i][1]]
-                runs[i - 1 : i + 2] = [(s, runs[i - 1][1] + moved + runs[i + 1][1])]
+                runs[i - 1 : i + 2] = [(s, runs[i - 1][1] + runs[i][1] + runs[i + 1][1])]
                 changed = True
                 break
     return runs
@@ -424,3 +449,98 @@ def speaking_time(segments: Sequence[dict[str, Any]]) -> dict[str, float]:
         if s.get("speaker"):
             total[s["speaker"]] = total.get(s["speaker"], 0.0) + s["end"] - s["start"]
     return {k: round(v, 3) for k, v in total.items()}
+
+
+# -- known speakers ----------------------------------------------------------------------------
+
+REFERENCE_MAX_S = 10.0
+"""Seconds of one known speaker's reference clip (OpenAI asks for 2 to 10)."""
+VOICE_SAMPLE_S = 30.0
+"""Seconds of each found speaker's longest turns embedded for its voice: enough for a
+steady mean, and bounded however long the recording."""
+MATCH_COSINE = 0.75
+"""A found speaker is a known one when their voices are at least this alike. Measured on
+bench/speakers.py's espeak-ng voices: a speaker found in a conversation and a reference
+clip of another sentence by the same voice, 0.87–0.93; by another voice, 0.45–0.71
+(conversations of two and three voices). Synthetic voices are more alike than people's,
+so a person's reference clears this at least as well; an unknown voice stays a letter."""
+
+
+def voice(net: CamPlusPlus, samples: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The unit-length mean embedding of a clip's 1.5 s windows (16 kHz float samples)."""
+    end = len(samples) / SAMPLE_RATE
+    emb = embed_windows(net, samples, windows_of(0.0, end) if end > 0 else [(0.0, 0.0)])
+    mean = emb.mean(0)
+    result: np.ndarray[Any, Any] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+    return result
+
+
+def voices_of(
+    audio: Path, turns: Sequence[Turn], net: CamPlusPlus
+) -> dict[int, np.ndarray[Any, Any]]:
+    """Each found speaker's voice: the mean embedding of their longest turns, up to
+    VOICE_SAMPLE_S each, read from the normalized wav (16 kHz mono int16) by seeking.
+    Blocking: run it in a worker thread."""
+    import wave
+
+    chosen: dict[int, list[Turn]] = {}
+    for t in sorted(turns, key=lambda t: t.end - t.start, reverse=True):
+        have = sum(x.end - x.start for x in chosen.get(t.speaker, []))
+        if have < VOICE_SAMPLE_S:
+            chosen.setdefault(t.speaker, []).append(t)
+    out = {}
+    with wave.open(str(audio), "rb") as w:
+        rate = w.getframerate()
+        for speaker, picked in chosen.items():
+            pieces = []
+            for t in picked:
+                w.setpos(min(int(t.start * rate), w.getnframes()))
+                frames = w.readframes(int(min(t.end - t.start, VOICE_SAMPLE_S) * rate))
+                pieces.append(np.frombuffer(frames, dtype=np.int16).astype(np.float32) / 32768.0)
+            out[speaker] = voice(net, np.concatenate(pieces))
+    return out
+
+
+def match_known(
+    found: dict[int, np.ndarray[Any, Any]], known: Sequence[tuple[str, np.ndarray[Any, Any]]]
+) -> dict[int, str]:
+    """Found speakers named by the known voices they are most alike (MATCH_COSINE at
+    least), each name given once: the most alike pair first."""
+    pairs = sorted(
+        ((float(found[s] @ v), s, name) for s in found for name, v in known),
+        reverse=True,
+    )
+    named: dict[int, str] = {}
+    for cos, s, name in pairs:
+        if cos >= MATCH_COSINE and s not in named and name not in named.values():
+            named[s] = name
+    return named
+
+
+class BadReference(ValueError):
+    """A known speaker's reference clip cannot be used; the message says why."""
+
+
+def reference_voice(data: bytes, net: CamPlusPlus, scratch: Path) -> np.ndarray[Any, Any]:
+    """The voice of a reference clip (any audio the decoder reads, at most
+    REFERENCE_MAX_S), decoded through `scratch` (a folder of the caller's). BadReference
+    if it is not audio, is longer, or has no speech. Blocking: run it in a worker thread."""
+    from transcriber.audio.normalize import Rejected, decode_to_wav
+
+    src, wav = scratch / "reference", scratch / "reference.wav"
+    src.write_bytes(data)
+    try:
+        seconds = decode_to_wav(src, wav, max_duration_s=REFERENCE_MAX_S)
+    except Rejected as e:
+        if e.reason == "too_long":
+            raise BadReference(f"a reference clip is longer than {REFERENCE_MAX_S:g} s") from None
+        raise BadReference(f"a reference clip is not audio the service reads: {e.error}") from None
+    finally:
+        src.unlink(missing_ok=True)
+    try:
+        samples = np.concatenate([s for _, s in read_windows(wav)] or [np.zeros(0, np.float32)])
+    finally:
+        wav.unlink(missing_ok=True)
+    if seconds < 0.5 or not np.any(np.abs(samples) > 0.01):
+        raise BadReference("a reference clip has no speech (at least half a second of it)")
+    return voice(net, samples)

@@ -11,7 +11,17 @@ from fastapi import APIRouter, FastAPI, Request
 
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.http import events, health, openai_api, ops, page, recordings, shares, transcripts
+from transcriber.http import (
+    events,
+    health,
+    openai_api,
+    ops,
+    page,
+    recordings,
+    shares,
+    speakers,
+    transcripts,
+)
 from transcriber.http.errors import ErrorShapes, install_error_handlers
 from transcriber.http.middleware import (
     JSON_BODY_MAX,
@@ -29,6 +39,7 @@ from transcriber.http.waiting import Waiting
 ROUTERS: list[APIRouter] = [
     recordings.router,
     transcripts.router,
+    speakers.router,
     events.router,
     health.router,
     page.router,

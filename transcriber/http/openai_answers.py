@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from transcriber.audio.speakers import Turn, assign
+from transcriber.audio.speakers import Turn, assign, label
 from transcriber.formats import to_srt, to_text, to_vtt
 from transcriber.languages import language_name
 from transcriber.options import RecognitionOptions
@@ -26,6 +26,10 @@ class AudioRequest:
     options: RecognitionOptions
     response_format: str
     granularities: frozenset[str]
+    known: tuple[tuple[str, bytes], ...] = ()
+    """Known speakers' names and reference clips (diarized_json names found speakers so)."""
+    voices: list[tuple[str, Any]] = attrs.field(factory=list, eq=False)
+    """Their voices (openai_speakers.reference_voices), once taken."""
 
 
 def verbose(c: dict[str, Any], t: Any, asked: AudioRequest) -> dict[str, Any]:
@@ -66,22 +70,31 @@ def verbose(c: dict[str, Any], t: Any, asked: AudioRequest) -> dict[str, Any]:
     return body
 
 
-def _letter(speaker: str | None, names: dict[str, str]) -> str:
-    """OpenAI labels speakers A, B, … in order of first speech, as the record's are."""
-    key = speaker or "?"
-    if key not in names:
-        n = len(names)
-        names[key] = chr(ord("A") + n) if n < 26 else f"S{n + 1}"
-    return names[key]
+class _Labels:
+    """OpenAI labels speakers A, B, … in order of first speech, as the record's are;
+    a known speaker (by the record's label) by their name instead."""
+
+    def __init__(self, known: dict[str, str]) -> None:
+        self.of = dict(known)
+        self.letters = 0
+
+    def __call__(self, speaker: str | None) -> str:
+        key = speaker or "?"
+        if key not in self.of:
+            n = self.letters
+            self.of[key] = chr(ord("A") + n) if n < 26 else f"S{n + 1}"
+            self.letters += 1
+        return self.of[key]
 
 
-def diarized(c: dict[str, Any], t: Any) -> dict[str, Any]:
+def diarized(c: dict[str, Any], t: Any, known: dict[int, str] | None = None) -> dict[str, Any]:
     """OpenAI's diarized_json (TranscriptionDiarized): segments of one speaker each, with
-    `type`, `id`, `start`, `end`, `text` and `speaker`."""
+    `type`, `id`, `start`, `end`, `text` and `speaker` — a known speaker's name
+    (`known`, by found speaker) or else a letter."""
     segments = t["segments"]
     if t.get("turns") is not None:
         segments = assign(segments, [Turn(*turn) for turn in t["turns"]])
-    names: dict[str, str] = {}
+    names = _Labels({label(n): name for n, name in (known or {}).items()})
     return {
         "task": "transcribe",
         "duration": c["duration_s"] or 0.0,
@@ -93,7 +106,7 @@ def diarized(c: dict[str, Any], t: Any) -> dict[str, Any]:
                 "start": s["start"],
                 "end": s["end"],
                 "text": s["text"],
-                "speaker": _letter(s.get("speaker"), names),
+                "speaker": names(s.get("speaker")),
             }
             for i, s in enumerate(segments)
         ],
@@ -105,7 +118,13 @@ def usage(c: dict[str, Any]) -> dict[str, Any]:
     return {"type": "duration", "seconds": math.ceil(c["duration_s"] or 0)}
 
 
-def answer(c: dict[str, Any], t: Any, asked: AudioRequest, headers: dict[str, str]) -> Response:
+def answer(
+    c: dict[str, Any],
+    t: Any,
+    asked: AudioRequest,
+    headers: dict[str, str],
+    known: dict[int, str] | None = None,
+) -> Response:
     text, segments = t["text"], t["segments"]
     fmt = asked.response_format
     if fmt == "json":
@@ -113,7 +132,7 @@ def answer(c: dict[str, Any], t: Any, asked: AudioRequest, headers: dict[str, st
     if fmt == "verbose_json":
         return JSONResponse(verbose(c, t, asked), headers=headers)
     if fmt == "diarized_json":
-        return JSONResponse(diarized(c, t), headers=headers)
+        return JSONResponse(diarized(c, t, known), headers=headers)
     if fmt == "text":
         return PlainTextResponse(to_text(text, segments), headers=headers)
     if fmt == "srt":

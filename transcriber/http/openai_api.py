@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import attrs
 import trio
 from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
@@ -39,6 +40,7 @@ from pydantic import BaseModel
 from starlette.requests import ClientDisconnect
 
 from actors.log import event
+from transcriber.audio.speakers_model import WeightsMissing
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.auth import Owner
@@ -46,6 +48,15 @@ from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import MAY_RETRY, NO_RETRY, RETRY_AFTER, validation_message
 from transcriber.http.middleware import SLOT
 from transcriber.http.openai_answers import AudioRequest, answer
+from transcriber.http.openai_speakers import (
+    LONG_FIELDS,
+    NAMES,
+    REFERENCES,
+    BadKnown,
+    known_names,
+    parse_known,
+    reference_voices,
+)
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS, card_path, owned_card
 from transcriber.http.quotas import BUSY_RETRY_AFTER_S, audio_fits, room_refusals, upload_room
 from transcriber.http.recordings import Hashed, accept
@@ -96,8 +107,6 @@ IGNORED_FIELDS = frozenset(
         "chunking_strategy[prefix_padding_ms]",
         "chunking_strategy[silence_duration_ms]",
         "chunking_strategy[threshold]",
-        "known_speaker_names[]",
-        "known_speaker_references[]",
         "keywords[]",
         "languages[]",
     }
@@ -106,7 +115,9 @@ IGNORED_FIELDS = frozenset(
 a client that always sends them works, and otherwise unused (see the README)."""
 DROPPED_FIELDS = IGNORED_FIELDS - {"stream"}
 """The ignored fields thrown away as they are read (`stream` is read: true is refused)."""
-TRANSCRIPTION_FIELDS = COMMON_FIELDS | {"timestamp_granularities[]"} | IGNORED_FIELDS
+TRANSCRIPTION_FIELDS = (
+    COMMON_FIELDS | {"timestamp_granularities[]", NAMES, REFERENCES} | IGNORED_FIELDS
+)
 # OpenAI's translations take no language (the text is English); a language given
 # anyway is the speech's, a hint as for a transcription.
 TRANSLATION_FIELDS = COMMON_FIELDS
@@ -287,6 +298,10 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
     if response_format == DIARIZED and task != "transcribe":
         raise bad("response_format", "diarized_json is for transcriptions, not translations")
     speakers = "auto" if response_format == DIARIZED else None
+    try:
+        known = parse_known(lists)
+    except BadKnown as e:
+        raise bad(e.param, str(e)) from None
     return AudioRequest(
         task,
         model,
@@ -294,6 +309,7 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
         RecognitionOptions(task=task, prompt=prompt, temperature=temperature, speakers=speakers),
         response_format,
         granularities,
+        known,
     )
 
 
@@ -344,10 +360,13 @@ async def receive_request(
                         room.limit,
                         fields,
                         DROPPED_FIELDS,
+                        LONG_FIELDS if task == "transcribe" else None,
                     )
                     if hashed.size == 0:
                         raise OpenAIError(400, "the file is empty", code="empty_file", param="file")
                     asked = parse_request(task, form.fields, form.lists)
+                    if asked.known and asked.response_format == DIARIZED:
+                        asked = attrs.evolve(asked, voices=await known_voices(asked))
                     await hashed.finish()
                     up = Upload(
                         into.ref,
@@ -501,7 +520,19 @@ async def recognize(
     if found["stopped"]:
         raise stopped_error(found, {**headers, **NO_RETRY})
     t = await transcript(db, owner, rid)
-    return answer(found, t, asked, headers)
+    named = await known_names(db, config, owner, rid, t, asked.voices) if t else {}
+    return answer(found, t, asked, headers, named)
+
+
+async def known_voices(asked: AudioRequest) -> list[tuple[str, Any]]:
+    """The voices of the request's known speakers; OpenAIError 400 for a clip that
+    cannot be one, 503 without the speaker model. Cancellation: as `reference_voices`."""
+    try:
+        return await reference_voices(asked.known)
+    except BadKnown as e:
+        raise OpenAIError(400, str(e), code="invalid_value", param=e.param) from None
+    except WeightsMissing as e:
+        raise OpenAIError(503, str(e), code="speaker_model_missing") from None
 
 
 class ErrorDetail(BaseModel):

@@ -45,7 +45,8 @@ from transcriber.http.page_sign_in import (
 )
 from transcriber.http.recordings import decode_cursor, encode_cursor, store_upload
 from transcriber.http.shapes import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
-from transcriber.http.transcripts import transcript_response
+from transcriber.http.speakers import reassign, rename
+from transcriber.http.transcripts import owner_transcript, transcript_response
 from transcriber.http.uploads import TITLE_MAX, check_text
 from transcriber.records.archive import (
     edit_owner_fields,
@@ -58,12 +59,11 @@ from transcriber.records.corrections import (
     BadCorrection,
     check_correction,
     clear_correction,
-    corrected,
-    corrections_of,
     set_correction,
 )
 from transcriber.records.deletion import delete_own
 from transcriber.records.shares import NOTE_MAX, shares_of
+from transcriber.records.speaker_names import NAME_MAX, BadSpeaker
 from transcriber.stops import owner_detail
 from transcriber.storage.configured import blobs_of
 
@@ -380,12 +380,16 @@ async def record_context(
     """What the record page shows of the owner's record `card`. Cancellation: plain
     reads."""
     segments: list[dict[str, Any]] = []
+    speakers: list[dict[str, Any]] = []
     if card["done"]:
         t = await transcript(db, owner, card["id"])
         if t is not None:
-            _, segments = corrected(
-                t["text"], t["segments"], await corrections_of(db, owner, card["id"])
-            )
+            # The stored segments, one row each (corrections and moves are by their
+            # index), each with the speaker it is mostly.
+            _, segments, labels = await owner_transcript(db, owner, card["id"], t, split=False)
+            speakers = speaker_rows(labels)
+            number = {s["name"]: s["n"] for s in speakers}
+            segments = [{**s, "speaker_n": number.get(s.get("speaker"))} for s in segments]
     # Numbered within the record, as `/events` numbers them; the operator's detail left out.
     journal = [
         {**e, "detail": owner_detail(e["detail"])}
@@ -394,6 +398,7 @@ async def record_context(
     return {
         "card": card,
         "segments": segments,
+        "speakers": speakers,
         "journal": journal,
         "csrf": csrf,
         "downloads": list(DOWNLOADS),
@@ -403,6 +408,19 @@ async def record_context(
         "shares": await shares_of(db, owner, card["id"]),
         "new_share": None,
     }
+
+
+SPEAKER_COLOURS = 8
+"""Distinct colours of the page's speakers (page.css .spk-0 … .spk-7), then again."""
+
+
+def speaker_rows(labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The record's speakers for the page, by number: label, name shown, colour."""
+    rows = []
+    for name, label in labels.items():
+        n = int(label.rsplit(" ", 1)[1]) - 1
+        rows.append({"n": n, "label": label, "name": name, "colour": n % SPEAKER_COLOURS})
+    return sorted(rows, key=lambda r: r["n"])
 
 
 @router.get("/recordings/{recording_id}")
@@ -609,11 +627,8 @@ async def print_view(request: Request, db: Db, session: Session, recording_id: s
     if card is None or not card["done"]:
         return not_found_page(request, session)
     t = await transcript(db, session.owner, card["id"])
-    segments = [] if t is None else t["segments"]
-    if t is not None:
-        _, segments = corrected(
-            t["text"], t["segments"], await corrections_of(db, session.owner, card["id"])
-        )
+    # Corrected, and with the owner's names of the speakers, as every rendering.
+    _, segments, _ = await owner_transcript(db, session.owner, card["id"], t)
     # In the reader's language, like the page it is opened from (the date, the duration,
     # the words); the downloaded documents (Markdown, DOCX) keep their English heading.
     return html(
@@ -623,3 +638,56 @@ async def print_view(request: Request, db: Db, session: Session, recording_id: s
         language=(t or {}).get("language") or card["language"],
         paragraphs=paragraphs(segments),
     )
+
+
+def speaker_refused(lang: i18n.Lang, e: BadSpeaker) -> str:
+    """Why a speaker's name or a segment's speaker was refused, in the reader's language."""
+    if e.taken:
+        return lang.gettext("Another speaker already has that name.")
+    return lang.gettext("A name is one line of plain text, at most %(max)d characters.") % {
+        "max": NAME_MAX
+    }
+
+
+async def speakers_form(
+    request: Request, db: Db, session: Session, recording_id: str, change: Any
+) -> Response:
+    """A speakers form of the record page: the change made, then back to the page's
+    speakers; refused, the page again with the reason."""
+    form = await request.form()
+    check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
+    card = await mine(db, session.owner, recording_id)
+    if card is None:
+        return not_found_page(request, session)
+    rid = parse_id(recording_id)
+    try:
+        await change(rid, form)
+    except BadSpeaker as e:
+        context = await record_context(db, session.owner, card, session.csrf)
+        errors = {"speakers": speaker_refused(lang_of(request), e)}
+        return html(request, "record.html", 422, **{**context, "errors": errors})
+    return RedirectResponse(f"/recordings/{card['id']}#speakers", status_code=303)
+
+
+@router.post("/recordings/{recording_id}/speakers/{label}")
+async def rename_speaker(
+    request: Request, db: Db, session: Session, recording_id: str, label: str
+) -> Response:
+    """The record page's rename form (field `name`; empty: the found label again)."""
+
+    async def change(rid: Any, form: Any) -> None:
+        await rename(db, session.owner, rid, label, str(form.get("name", "")), "page")
+
+    return await speakers_form(request, db, session, recording_id, change)
+
+
+@router.post("/recordings/{recording_id}/segments/{index}/speaker")
+async def move_segment(
+    request: Request, db: Db, session: Session, recording_id: str, index: int
+) -> Response:
+    """The record page's speaker of one segment (field `speaker`: a label)."""
+
+    async def change(rid: Any, form: Any) -> None:
+        await reassign(db, session.owner, rid, index, str(form.get("speaker", "")) or None, "page")
+
+    return await speakers_form(request, db, session, recording_id, change)

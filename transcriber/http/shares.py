@@ -27,10 +27,9 @@ from transcriber.http.errors import ApiError, documented_errors, not_found
 from transcriber.http.owned_cards import owned, owned_card, parse_id
 from transcriber.http.page_audio import audio_response, open_audio
 from transcriber.http.page_sign_in import CSRF_FIELD, Session, check_csrf
-from transcriber.http.transcripts import transcript_response
+from transcriber.http.transcripts import owner_transcript, transcript_response
 from transcriber.http.uploads import check_text
 from transcriber.records.archive import transcript
-from transcriber.records.corrections import corrected, corrections_of
 from transcriber.records.shares import (
     NOTE_MAX,
     Shared,
@@ -212,10 +211,8 @@ async def shared_context(db: Database, shared: Shared, secret: str) -> dict[str,
     segments: list[dict[str, Any]] = []
     if card["done"]:
         t = await transcript(db, shared.owner, shared.recording_id)
-        if t is not None:
-            _, segments = corrected(
-                t["text"], t["segments"], await corrections_of(db, shared.owner, card["id"])
-            )
+        # Corrected, and with the owner's names of the speakers, as every rendering.
+        _, segments, _ = await owner_transcript(db, shared.owner, shared.recording_id, t)
     return {
         "card": card,
         "segments": segments,

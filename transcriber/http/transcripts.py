@@ -1,6 +1,8 @@
 """A finished record's transcript, as plain text, SRT, VTT, JSON, or a document
 (Markdown, DOCX: title, date, duration, paragraphs with timecodes and speakers): the
-owner's corrections applied (the recognizer's text with `?machine=true`)."""
+owner's corrections applied (the recognizer's text with `?machine=true`), and on a
+diarized record the speakers with the owner's names and choices (always: who spoke is
+not the recognizer's text)."""
 
 import datetime as dt
 import uuid
@@ -19,6 +21,7 @@ from transcriber.http.owned_cards import TRANSCRIPT_PATHS, owned_card
 from transcriber.http.shapes import Card, Transcript
 from transcriber.records.archive import transcript
 from transcriber.records.corrections import corrected, corrections_of
+from transcriber.records.speaker_names import default_label, owner_speakers
 
 FORMAT_OF = {
     "text": "txt",
@@ -80,11 +83,7 @@ async def transcript_response(
     if not c["readable"]:
         return JSONResponse(c, status_code=409)
     t = await transcript(db, owner, c["id"])
-    text, segments = ("", []) if t is None else (t["text"], t["segments"])
-    if not machine:
-        text, segments = corrected(text, segments, await corrections_of(db, owner, c["id"]))
-    if t is not None and t.get("turns") is not None:
-        segments = assign(segments, [Turn(*turn) for turn in t["turns"]])
+    text, segments, labels = await owner_transcript(db, owner, c["id"], t, machine=machine)
     if kind in ("markdown", "docx"):
         head = document_head(c, t)
         body = to_markdown(head, segments) if kind == "markdown" else to_docx(head, segments)
@@ -97,6 +96,7 @@ async def transcript_response(
             "language": t["language"] if t else c["language"],
             "model": t["model"] if t else None,
             "duration_s": c["duration_s"],
+            "labels": labels,
         }
     )
     return RESPONSE_CLASSES[kind](render(FORMAT_OF[kind], text, segments, **extra))
@@ -109,6 +109,33 @@ def document_head(card: dict[str, Any], t: dict[str, Any] | None) -> DocumentHea
         duration_s=card["duration_s"],
         language=(t or {}).get("language") or card["language"],
     )
+
+
+async def owner_transcript(
+    db: Database,
+    owner: int,
+    rid: uuid.UUID,
+    t: dict[str, Any] | None,
+    *,
+    machine: bool = False,
+    split: bool = True,
+) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
+    """The text and segments of the owner's record's transcript `t` as every rendering
+    shows them (the page, the downloads, the API's routes): corrected unless `machine`,
+    and on a diarized record with speakers, named and chosen by the owner (split where
+    they change unless not `split`); and each shown speaker's found label by its name.
+    Cancellation: plain reads."""
+    text, segments = ("", []) if t is None else (t["text"], t["segments"])
+    if not machine:
+        text, segments = corrected(text, segments, await corrections_of(db, owner, rid))
+    if t is None or t.get("turns") is None:
+        return text, segments, {}
+    said = await owner_speakers(db, owner, rid)
+    turns = [Turn(*turn) for turn in t["turns"]]
+    segments = assign(segments, turns, said.names, said.choices, split=split)
+    found = {turn.speaker for turn in turns} | set(said.choices.values())
+    labels = {said.names.get(n) or default_label(n): default_label(n) for n in sorted(found)}
+    return text, segments, labels
 
 
 def transcript_route(kind: str) -> None:

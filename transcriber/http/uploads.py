@@ -7,7 +7,7 @@ from __future__ import annotations
 import email.message
 import re
 import unicodedata
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, Callable, Mapping
 
 import attrs
 from python_multipart.exceptions import MultipartParseError
@@ -175,14 +175,17 @@ class _Form:
         boundary: bytes,
         text_fields: frozenset[str] = TEXT_FIELDS,
         ignored: frozenset[str] = frozenset(),
+        long_fields: Mapping[str, tuple[int, int]] | None = None,
     ):
         """`text_fields`: the names a part other than the file may have. One ending in
         `[]` may be given more than once (a list, as OpenAI's clients send arrays); its
         values are in `lists`, the others in `fields`. The parts named in `ignored` are
         taken and thrown away as they are read: nothing of them is kept. The parts are
         at most `FORM_PARTS_MAX` (64), the text kept at most `FORM_TEXT_MAX` bytes in
-        all (413)."""
+        all (413). A list field of `long_fields` has its own bounds instead, (bytes of one
+        value, values at most) — audio clips as data URLs: over them, 413 and 400."""
         self.text_fields = text_fields
+        self.long_fields = dict(long_fields or {})
         self.ignored = ignored
         self.parts = 0
         self.text_bytes = 0
@@ -258,6 +261,12 @@ class _Form:
                     400, f"the form has more than {FORM_PARTS_MAX} fields besides its file"
                 )
             self._dropping = self._name in self.ignored
+            if self._name in self.long_fields:
+                count = self.long_fields[self._name][1]
+                if len(self.lists.get(self._name, [])) >= count:
+                    raise UploadRefused(
+                        400, f"form field {self._name!r} has more than {count} values"
+                    )
             if self._name in self.fields:
                 raise UploadRefused(422, f"form field {self._name!r} given twice")
         else:
@@ -275,6 +284,13 @@ class _Form:
         if self._dropping:
             return
         self._text += data[start:end]
+        if self._name in self.long_fields:
+            most = self.long_fields[self._name][0]
+            if len(self._text) > most:
+                raise UploadRefused(
+                    413, f"a value of form field {self._name!r} is longer than {most} bytes"
+                )
+            return
         if len(self._text) > TEXT_FIELD_MAX:
             raise UploadRefused(
                 422, f"form field {self._name!r} is longer than {TEXT_FIELD_MAX} bytes"
@@ -316,19 +332,22 @@ async def receive_form(
     limit: int,
     text_fields: frozenset[str] = _Form.TEXT_FIELDS,
     ignored: frozenset[str] = frozenset(),
+    long_fields: Mapping[str, tuple[int, int]] | None = None,
 ) -> _Form:
     """A multipart/form-data body with one `file` part and optional text fields of
     these names (by default those of `POST /v1/recordings`), those in `ignored` taken
-    but not kept. Refuses with 413 as soon as the file passes `limit`."""
+    but not kept, those in `long_fields` within their own bounds (`_Form`). Refuses with
+    413 as soon as the file passes `limit`."""
     _, params = parse_options_header(content_type)
     boundary = params.get(b"boundary")
     if not boundary or len(boundary) > 200:
         raise UploadRefused(400, "multipart body without a usable boundary")
-    form = _Form(boundary, text_fields, ignored)
+    form = _Form(boundary, text_fields, ignored, long_fields)
+    slack = FORM_SLACK + sum(most * count for most, count in (long_fields or {}).values())
     received = 0
     async for chunk in chunks:
         received += len(chunk)
-        if received > limit + FORM_SLACK:
+        if received > limit + slack:
             raise UploadRefused(413, f"the upload is larger than {limit} bytes")
         for data in form.feed(chunk):
             if into.size + len(data) > limit:

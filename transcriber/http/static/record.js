@@ -428,6 +428,16 @@
     setupSpeed();
     setupWaveform();
     setupFindReplace();
+    setupSpeakers();
+  }
+
+  // A segment's speaker is saved as soon as another is chosen (without a script, by
+  // its Move button).
+  function setupSpeakers() {
+    for (const form of document.querySelectorAll("form.who")) {
+      form.querySelector(".move").hidden = true;
+      form.querySelector("select").addEventListener("change", () => form.submit());
+    }
   }
 
   // A record still at work: its state, player and transcript kept current.
