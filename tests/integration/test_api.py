@@ -85,7 +85,22 @@ ENDPOINTS = [
     ("POST", "/v1/recordings/{id}/shares"),
     ("GET", "/v1/recordings/{id}/shares"),
     ("DELETE", "/v1/recordings/{id}/shares/{share_id}"),
+    ("PUT", "/v1/recordings/{id}/speakers/{label}"),
+    ("PUT", "/v1/recordings/{id}/segments/{index}/speaker"),
 ]
+
+
+def endpoint(path: str, rid: str) -> str:
+    return path.format(id=rid, share_id=uuid.uuid4(), label="2", index=0)
+
+
+def body_of(method: str, path: str) -> dict[str, Any] | None:
+    """A valid body for the route, so that only the owner check can refuse it."""
+    if method == "PATCH":
+        return {"title": "mine now"}
+    if method == "PUT":
+        return {"name": "mine now"} if "/speakers/" in path else {"speaker": "Speaker 1"}
+    return {} if method == "POST" else None
 
 
 @intake("A request without a valid token is refused")
@@ -107,9 +122,13 @@ async def test_requests_without_a_valid_token_are_refused(
                 headers = {} if credential is None else {"Authorization": credential}
                 r = await anonymous.request(
                     method,
-                    path.format(id=rid, share_id=uuid.uuid4()),
+                    endpoint(path, rid),
                     headers=headers,
-                    json={"title": "hijacked"} if method == "PATCH" else None,
+                    json={"title": "hijacked"}
+                    if method == "PATCH"
+                    else body_of(method, path)
+                    if method == "PUT"
+                    else None,
                     files={"file": ("a.wav", b"data")} if method == "POST" else None,
                 )
                 assert r.status_code == 401, (method, path, credential, r.text)
@@ -397,12 +416,8 @@ async def test_another_owners_record_is_a_missing_one(
         for target in (rid, unknown, malformed):
             r = await as_ben.request(
                 method,
-                path.format(id=target, share_id=uuid.uuid4()),
-                json={"title": "mine now"}
-                if method == "PATCH"
-                else {}
-                if method == "POST"
-                else None,
+                endpoint(path, target),
+                json=body_of(method, path),
             )
             answers.append((r.status_code, r.json()))
         assert answers == [(404, {"error": "no such recording"})] * 3, (method, path)
