@@ -363,7 +363,9 @@ async def test_glance(db: Database, base_url: str, ann: NewOwner, olga: NewOpera
     assert by["received"].oldest_waiting_s is not None
     # One record reached both milestones within the hour.
     assert sum(sum(c) for c in glance.reached_hour.counts.values()) == 2
-    assert glance.reached_hour.counts.keys() == {"normalized", "transcribed"}
+    # (Every milestone has its series; `recognized` is skipped by a record without speakers.)
+    reached = {m for m, c in glance.reached_hour.counts.items() if sum(c)}
+    assert reached == {"normalized", "transcribed"}
     assert glance.stops_hour.labels == ["too_long"] and glance.stops_day.labels == ["too_long"]
     async with as_operator(base_url, olga.token) as c:
         full = await c.get("/ops")
