@@ -16,33 +16,29 @@
 -- moment; the caller makes the tokens, fresh for each statement, so that it knows what
 -- a statement whose reply it lost may have claimed), each with the lease of its
 -- milestone and its attempts counted. Returns the ids and tokens only; the workers read
--- the rest themselves.
+-- the rest themselves (`read_claimed`, or `claim_read` for both in one round trip).
 -- $1 milestones with a step, $2 their lease base (s), $3 lease per second of audio,
 -- $4 now, $5 tokens.
 SELECT id, claim_token FROM claim_next($1, $2, $3, $4, $5, '{}')
 
+-- name: claim_read
+-- The claim, then the ordinary read of what it claimed (`read_claimed`), in one round
+-- trip: two statements on the server (the read is a function's, with a snapshot of its
+-- own that sees the claim's writes; sql/0016_claim_reads.sql). What a worker asking for
+-- its next record sends. The parameters are the claim's; the rows are the read's.
+WITH claimed AS (
+    SELECT id, claim_token FROM claim_next($1, $2, $3, $4, $5, '{}')
+)
+SELECT * FROM claimed_records((SELECT array_agg(id) FROM claimed),
+                              (SELECT array_agg(claim_token) FROM claimed), $4)
+
 -- name: read_claimed
--- The ordinary read after a claim, for one or several claims ($1 ids, $2 their tokens):
--- the milestone, this attempt's number (claims since the milestone was reached or the
--- record resumed, this one included), how long the lease and the milestone have left or
--- lasted (measured by the database clock, so hosts may disagree on time), and the
--- step's inputs. A claim whose token is no longer on its record has no row. Oldest
--- first, as claimed. For normalization (at `received`) also the seconds of audio the
--- record's owner keeps in their other records, against their audio quota (NULL at the
--- other milestones): the owner's total, which a trigger keeps (sql/0014), less this
--- record's own. The owner's id orders the saves of a trip (pg_queue.py _save_on).
-SELECT r.id, r.claim_token, r.milestone, r.attempts, r.source_path, r.language,
-       r.audio_path, r.duration_s, r.options, r.owner_id,
-       CASE WHEN r.milestone = 'received' THEN
-           (SELECT o.audio_s FROM owners o WHERE o.id = r.owner_id) - coalesce(r.duration_s, 0)
-       END AS owner_audio_s,
-       extract(epoch FROM r.lease_expires_at - coalesce($3::timestamptz, now()))::float8
-           AS lease_remaining_s,
-       extract(epoch FROM coalesce($3::timestamptz, now()) - r.milestone_entered_at)::float8
-           AS in_milestone_s
-  FROM unnest($1::uuid[], $2::uuid[]) AS c (id, token)
-  JOIN recordings r ON r.id = c.id AND r.claim_token = c.token
- ORDER BY r.milestone_entered_at, r.id
+-- The ordinary read after a claim, for one or several claims ($1 ids, $2 their tokens,
+-- $3 now): the milestone, this attempt's number, the lease and milestone times, the
+-- step's inputs, and for a record at `received` its owner's audio in their other
+-- records (claimed_records in sql/0016_claim_reads.sql says each). A claim whose token
+-- is no longer on its record has no row. Oldest first, as claimed.
+SELECT * FROM claimed_records($1, $2, $3)
 
 -- name: commit
 -- Steps' results move their records on, each only while its claim's token is on it:
@@ -56,9 +52,9 @@ SELECT r.id, r.claim_token, r.milestone, r.attempts, r.source_path, r.language,
 -- once). One notification for the statement, however many
 -- events it journals.
 -- The same statement claims records for the workers asking for their next, one per
--- token in $10 (`claim` rows: id and token only, as the `claim` query; $7-$9 as its
--- $1-$3). It does not claim the records it commits: a record just moved on waits for
--- the next claim.
+-- token in $10 ($7-$9 as the `claim` query's $1-$3), and reads them as `claim_read`
+-- does: `claim` rows carry the read's columns (NULL on `commit` rows). It does not claim
+-- the records it commits: a record just moved on waits for the next claim.
 WITH c AS (
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[])
         AS c (id, token, from_milestone, to_milestone, detail)
@@ -98,17 +94,30 @@ WITH c AS (
 SELECT 'commit' AS row, recording_id AS id, claim_token AS token,
        kind = 'milestone_reached' AS ok, false AS again,
        (SELECT pg_notify('transcriber_journal', max(id) || ' ' || 'commit') FROM event)
-           IS NULL AS notified
+           IS NULL AS notified,
+       NULL::text AS milestone, NULL::integer AS attempts, NULL::text AS source_path,
+       NULL::text AS language, NULL::text AS audio_path, NULL::float8 AS duration_s,
+       NULL::jsonb AS options, NULL::bigint AS owner_id, NULL::float8 AS owner_audio_s,
+       NULL::float8 AS lease_remaining_s, NULL::float8 AS in_milestone_s,
+       NULL::timestamptz AS milestone_entered_at
   FROM event
 UNION ALL
-SELECT 'commit', id, token, true, true, NULL FROM earlier
+SELECT 'commit', id, token, true, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL
+  FROM earlier
 UNION ALL
-SELECT 'commit', id, token, false, true, NULL FROM refused
+SELECT 'commit', id, token, false, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL
+  FROM refused
  WHERE NOT EXISTS (SELECT FROM earlier WHERE earlier.id = refused.id AND earlier.token = refused.token)
    AND NOT EXISTS (SELECT FROM event WHERE event.recording_id = refused.id
                                         AND event.claim_token = refused.token)
 UNION ALL
-SELECT 'claim', id, claim_token, NULL, NULL, NULL FROM claimed
+SELECT 'claim', r.id, r.claim_token, NULL, NULL, NULL, r.milestone, r.attempts, r.source_path,
+       r.language, r.audio_path, r.duration_s, r.options, r.owner_id, r.owner_audio_s,
+       r.lease_remaining_s, r.in_milestone_s, r.milestone_entered_at
+  FROM claimed_records((SELECT array_agg(id) FROM claimed),
+                       (SELECT array_agg(claim_token) FROM claimed), $6) AS r
 
 -- name: fail
 -- One failed attempt, only by the claim holder: a retry pause of $4 seconds (the

@@ -198,7 +198,7 @@ async def test_a_claim_whose_reply_was_lost_leaves_nothing_claimed(
     rid = await accept(db, owner_id)
     losing = LosingDatabase(db)
     queue = PgQueue(losing, table())  # type: ignore[arg-type]
-    losing.arm("claim")
+    losing.arm("claim_read")  # the claim and its read: one round trip
     with trio.fail_after(30):
         job = await queue.next_job()
     assert losing.lost == 1

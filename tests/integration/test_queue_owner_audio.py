@@ -88,3 +88,24 @@ async def test_a_trip_saves_in_the_order_of_owners(db: Database) -> None:
     saves = [(j, Saved("save_normalized", ("ref", 1.0))) for j in jobs]
     await queue._save_on(con, saves, {(j.claim.id, j.claim.token) for j in jobs})  # type: ignore[arg-type]
     assert [r[0] for r in con.rows] == [jobs[1].claim.id, jobs[2].claim.id, jobs[0].claim.id]
+
+
+async def test_the_record_claimed_with_a_commit_reads_the_audio_that_commit_saved(
+    db: Database, owner_id: int
+) -> None:
+    """A commit that claims the worker's next record reads it in the same statement,
+    before the commit's own saves: the next record of the same owner must still count
+    the audio just normalized, or the quota lets one record too many through."""
+    queue = PgQueue(db, StepTable({"received": table().steps["received"]}))
+    for name in ("a.wav", "b.wav"):
+        await accept(db, owner_id, name)
+    first = await queue.next_job()
+    assert first is not None
+    ok, following = await queue.commit_then_next(
+        first, queue.steps["received"], Saved("save_normalized", ("a.wav.out", 5.0))
+    )
+    assert ok and following is not None and following.claim.id != first.claim.id
+    assert following.inputs["owner_audio_s"] == 5.0
+    # The claim read again is the one the record carries.
+    read = await queue.read(following.claim)
+    assert read is not None and read.inputs == following.inputs

@@ -297,7 +297,7 @@ async def test_leader_cancelled_after_its_statement_leaves_nothing_claimed(
         with leader:
             got["leader"] = await queue.next_job()
 
-    held.hold_after("claim")
+    held.hold_after("claim_read")
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(lead)
@@ -389,7 +389,7 @@ class _CancelledConnection(_HeldConnection):
 async def test_trip_cancelled_by_the_server_after_its_claims_leaks_nothing(
     db: Database, owner_id: int
 ) -> None:
-    rids = [await accept(db, owner_id, f"{i}.wav") for i in range(4)]
+    rids = [await accept(db, owner_id, f"{i}.wav") for i in range(3)]
     (job,) = await claimed(db, 1)  # rids[0]
     gated = CancelledAtDatabase(db)
     queue = PgQueue(gated, table(), trips_at_once=1)  # type: ignore[arg-type]
@@ -415,9 +415,10 @@ async def test_trip_cancelled_by_the_server_after_its_claims_leaks_nothing(
             second = gated.hold()
             first.set()
             await gated.at_gate.wait()
-            # The two leave together: one statement commits rids[0] and claims rids[2]
-            # and rids[3] for them; the read after it is cancelled by the server.
-            gated.cancel_at("read_claimed")
+            # The two leave together: one statement commits rids[0] and claims rids[2],
+            # the only record left, for one of them; the claim for the other that
+            # follows it is cancelled by the server.
+            gated.cancel_at("claim_read")
             second.set()
 
     assert gated.cancelled.is_set()
@@ -467,7 +468,7 @@ async def test_asks_whose_patience_ends_late_in_the_trip_leave_nothing_claimed(
     db: Database, owner_id: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two callers cancelled while their trip is out, whose patience runs out at once
-    (RELEASE_TIMEOUT_S 0 while they are cancelled): one while the trip reads, one while
+    (RELEASE_TIMEOUT_S 0 while they are cancelled): one while the trip claims, one while
     the trip releases the first one's record. Neither record stays claimed for nobody."""
 
     def cancel(name: str) -> None:
@@ -501,9 +502,9 @@ async def test_asks_whose_patience_ends_late_in_the_trip_leave_nothing_claimed(
             second = paused.hold()
             first.set()
             await paused.at_gate.wait()
-            read = paused.pause_before("read_claimed")
+            read = paused.pause_before("claim_read")
             second.set()
-            await paused.paused.wait()  # the second trip, all three on it, is reading
+            await paused.paused.wait()  # the second trip, all three on it, is claiming
             cancel("gone1")
             await ended["gone1"].wait()
             monkeypatch.undo()

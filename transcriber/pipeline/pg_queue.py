@@ -193,7 +193,7 @@ class PgQueue:
         return jobs[0] if jobs else None
 
     async def next_job(self) -> Job | None:
-        """Claim, then read (the claim returns only ids and tokens)."""
+        """Claim, then read: two statements in one round trip (`claim_read`)."""
         return (await self._share(_Ask(None, wants_job=True))).job
 
     async def commit(self, job: Job, step: Step, result: Saved | None) -> bool:
@@ -377,25 +377,24 @@ class PgQueue:
             await con.fetchrow(self.db.sql("release_claims"), tokens, why)
 
     async def _trip_on(self, con: asyncpg.Connection, asks: list[_Ask], trip: _Trip) -> None:
-        """One trip: the commits, with the claims for the asks that want a record in
-        the same statement; then the read. Claims again for what that left short (the
-        commit's statement does not claim the records it moves on). Run again, for
+        """One trip: the commits, with the claims for the asks that want a record and
+        the read of what they claimed, in one statement. Claims again for what that left short
+        (the commit's statement does not claim the records it moves on). Run again, for
         what it has not answered yet, if the connection is lost on the way: first
         releasing what the lost run may have claimed (its reply never came, so nobody
         knows those records but by their tokens)."""
         await self._release_claims_on(con, trip.take(), "trip retried")
         commits = [a for a in asks if a.commit is not None and a.committed is None]
         wanting = [a for a in asks if a.wants_job and not a.job_answered and not a.gone]
-        claims: list[Claim] = []
+        jobs: list[Job] = []
         if commits:
-            outcome, claims = await self._commit_on(con, commits, trip.tokens(len(wanting)))
+            outcome, jobs = await self._commit_on(con, commits, trip.tokens(len(wanting)))
             for a, result in outcome.items():
                 if isinstance(result, Exception):
                     a.error = result
                 else:
                     a.committed = result
             wanting = [a for a in wanting if a.error is None]
-        jobs = await self._read_on(con, claims) if claims else []
         if len(jobs) < len(wanting):
             jobs += await self._next_jobs_on(con, len(wanting) - len(jobs), trip)
         trip.take()  # every claim is handed to an ask now (one gone: see _lead)
@@ -404,7 +403,7 @@ class PgQueue:
 
     async def _commit_on(
         self, con: asyncpg.Connection, asks: list[_Ask], tokens: list[uuid.UUID]
-    ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
+    ) -> tuple[dict[_Ask, bool | Exception], list[Job]]:
         """Commit in one statement that also claims a record per token; with the
         results' saves, in one transaction. A result the database refuses (say text it
         cannot store) must not cost the other commits theirs: then each commit goes
@@ -427,7 +426,7 @@ class PgQueue:
 
     async def _commit_together_on(
         self, con: asyncpg.Connection, asks: list[_Ask], tokens: list[uuid.UUID]
-    ) -> tuple[dict[_Ask, bool | Exception], list[Claim]]:
+    ) -> tuple[dict[_Ask, bool | Exception], list[Job]]:
         commits = [a.commit for a in asks if a.commit is not None]
         rows = await con.fetch(
             self.db.sql("commit"),
@@ -451,24 +450,35 @@ class PgQueue:
             if r["row"] == "commit" and r["ok"] and not r["again"]
         }
         answered = {(r["id"], r["token"]) for r in rows if r["row"] == "commit" and r["ok"]}
-        await self._save_on(con, [(j, r) for j, _, r in commits if r is not None], reached)
+        saved = await self._save_on(con, [(j, r) for j, _, r in commits if r is not None], reached)
         outcome: dict[_Ask, bool | Exception] = {
             a: (a.commit[0].claim.id, a.commit[0].claim.token) in answered
             for a in asks
             if a.commit is not None
         }
-        return outcome, [Claim(r["id"], r["token"]) for r in rows if r["row"] == "claim"]
+        jobs = self._jobs([r for r in rows if r["row"] == "claim"], token="token")
+        stale = [j for j in jobs if j.inputs["owner_audio_s"] is not None]
+        if saved and stale:
+            # The claims read their owners' audio before the saves that followed added
+            # to it (a normalized result of the same owner): read those claims again,
+            # after the saves, as the quota needs. The claims' own records the saves
+            # never touch: the statement does not claim the records it commits.
+            again = {j.claim: j for j in await self._read_on(con, [j.claim for j in stale])}
+            jobs = [again.get(j.claim, j) if j in stale else j for j in jobs]
+            jobs = [j for j in jobs if j.inputs["owner_audio_s"] is None or j.claim in again]
+        return outcome, jobs
 
     async def _save_on(
         self,
         con: asyncpg.Connection,
         saves: list[tuple[Job, Saved]],
         reached: set[tuple[Hashable, Hashable]],
-    ) -> None:
+    ) -> bool:
         """The results of the commits that reached their milestone, in the commit's
-        transaction; the results of claims that lost their token are dropped."""
+        transaction; the results of claims that lost their token are dropped. True when
+        anything was saved."""
         if not saves:
-            return
+            return False
         by_query: dict[str, list[tuple[Any, ...]]] = {}
         # In the order of the records' owners: a normalized result adds to its owner's
         # audio total (a trigger, sql/0014), locking the owner's row to the end of the
@@ -479,18 +489,36 @@ class PgQueue:
                 by_query.setdefault(saved.query, []).append((job.claim.id, *saved.args))
         for query, rows in by_query.items():
             await con.executemany(self.db.sql(query), rows)
+        return bool(by_query)
 
     async def _claim_on(self, con: asyncpg.Connection, tokens: list[uuid.UUID]) -> list[Claim]:
         rows = await con.fetch(self.db.sql("claim"), *self._claim_args, self.now, tokens)
         return [Claim(row["id"], row["claim_token"]) for row in rows]
 
-    async def _read_on(self, con: asyncpg.Connection, claims: list[Claim]) -> list[Job]:
-        rows = await con.fetch(
-            self.db.sql("read_claimed"), [c.id for c in claims], [c.token for c in claims], self.now
+    async def _claim_read_on(self, con: asyncpg.Connection, tokens: list[uuid.UUID]) -> list[Job]:
+        """Claimed, then read: two statements in one round trip."""
+        return self._jobs(
+            await con.fetch(self.db.sql("claim_read"), *self._claim_args, self.now, tokens)
         )
+
+    async def _read_on(self, con: asyncpg.Connection, claims: list[Claim]) -> list[Job]:
+        return self._jobs(
+            await con.fetch(
+                self.db.sql("read_claimed"),
+                [c.id for c in claims],
+                [c.token for c in claims],
+                self.now,
+            ),
+        )
+
+    @staticmethod
+    def _jobs(rows: list[asyncpg.Record], token: str = "claim_token") -> list[Job]:
+        """The jobs of the read's rows, oldest first: sorted here as the claim picked
+        them, since a statement that unites them with other rows keeps no order."""
+        rows = sorted(rows, key=lambda r: (r["milestone_entered_at"], r["id"]))
         return [
             Job(
-                claim=Claim(row["id"], row["claim_token"]),
+                claim=Claim(row["id"], row[token]),
                 milestone=row["milestone"],
                 attempt=row["attempts"],
                 lease_remaining_s=row["lease_remaining_s"],
@@ -501,17 +529,8 @@ class PgQueue:
         ]
 
     async def _next_jobs_on(self, con: asyncpg.Connection, n: int, trip: _Trip) -> list[Job]:
-        """Up to `n` claimed and read records, oldest first."""
-        jobs: list[Job] = []
-        while len(jobs) < n:
-            want = n - len(jobs)
-            claims = await self._claim_on(con, trip.tokens(want))
-            # A claim with no read row lost its token in between (a person resumed the
-            # record meanwhile): claim again for it.
-            jobs += await self._read_on(con, claims)
-            if len(claims) < want:
-                break  # nothing more is eligible
-        return jobs
+        """Up to `n` claimed and read records, oldest first (one round trip)."""
+        return await self._claim_read_on(con, trip.tokens(n))
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         pause = step.backoff.delay(job.attempt - 1, self.rng)
