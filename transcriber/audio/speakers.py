@@ -17,6 +17,7 @@ moment has at most one speaker.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,11 @@ from transcriber.speaker_options import SpeakersOption
 
 WINDOW_S = 1.5
 SHIFT_S = 0.75
-BATCH = 32
-"""Windows embedded at once: the first convolutions' gathered inputs take ~7 MB a window
-(~220 MB a batch, still below recognition's peak); batches of 8 ran three times slower."""
+BATCH = 16
+"""Windows embedded at once (~40 MB of activations); batches run on THREADS threads."""
+RUN_WINDOWS = 64
+"""Overlapping windows whose filter banks are computed in one pass (~50 s of speech, ~10 MB
+of frames): a long stretch of speech is taken in pieces, so memory stays bounded."""
 MIN_WINDOWS = 10
 """Fewer windows than this (about 8 s of speech) are one speaker: too little to cluster."""
 MERGE_COSINE = 0.875
@@ -82,30 +85,79 @@ def windows_of(start: float, end: float) -> list[tuple[float, float]]:
     return out
 
 
+def window_features(
+    samples: np.ndarray[Any, Any], windows: Sequence[tuple[float, float]]
+) -> list[np.ndarray[Any, Any]]:
+    """Each window's filter banks, mean-normalized. Overlapping windows (one speech
+    stretch's) share one filter-bank pass over their run, sliced per window: frames are
+    computed independently of each other, so a slice on the run's 10 ms frame grid is
+    exactly the window's own; a window off the grid (a stretch's last, flush with its
+    end) has its own pass."""
+    out: list[np.ndarray[Any, Any]] = []
+    i = 0
+    while i < len(windows):
+        run_start, run_end = windows[i]
+        j = i + 1
+        while j < len(windows) and windows[j][0] < run_end and j - i < RUN_WINDOWS:
+            run_end = max(run_end, windows[j][1])
+            j += 1
+        first = int(run_start * SAMPLE_RATE)
+        banks = fbank(samples[first : int(run_end * SAMPLE_RATE)])
+        for start, end in windows[i:j]:
+            a, b = int(start * SAMPLE_RATE), int(end * SAMPLE_RATE)
+            frames = max(0, 1 + (b - a - 400) // 160)
+            at, off_grid = divmod(a - first, 160)
+            if off_grid or at + frames > len(banks):
+                f = fbank(samples[a:b])
+            else:
+                f = banks[at : at + frames]
+            if len(f) == 0:
+                f = np.zeros((1, 80), dtype=np.float32)
+            out.append(f - f.mean(axis=0, keepdims=True))
+        i = j
+    return out
+
+
 def embed_windows(
     net: CamPlusPlus,
     samples: np.ndarray[Any, Any],
     windows: Sequence[tuple[float, float]],
     check: Callable[[], None] = lambda: None,
+    threads: int = 1,
 ) -> np.ndarray[Any, Any]:
-    """One embedding per window (times within `samples`), in batches of like lengths."""
-    feats = []
-    for start, end in windows:
-        clip = samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
-        f = fbank(clip)
-        if len(f) == 0:
-            f = np.zeros((1, 80), dtype=np.float32)
-        feats.append(f - f.mean(axis=0, keepdims=True))
+    """One embedding per window (times within `samples`, in order), in batches of like
+    lengths, `threads` batches at a time. BLAS itself is kept to one thread meanwhile: its
+    threads spin-wait between the network's many small matmuls, and on a busy machine
+    (recognition beside, other processes) that made a forward pass 2–4 times slower than
+    one thread; whole batches on threads of our own (numpy releases the GIL) do not wait
+    on each other."""
+    from threadpoolctl import threadpool_limits
+
+    feats = window_features(samples, windows)
     out = np.zeros((len(feats), 192), dtype=np.float32)
     order = sorted(range(len(feats)), key=lambda i: len(feats[i]))
-    for b in range(0, len(order), BATCH):
+    batches = [order[b : b + BATCH] for b in range(0, len(order), BATCH)]
+
+    def embed(idx: list[int]) -> np.ndarray[Any, Any]:
         check()
-        idx = order[b : b + BATCH]
         longest = max(len(feats[i]) for i in idx)
         batch = np.zeros((len(idx), longest, 80), dtype=np.float32)
         for row, i in enumerate(idx):
             batch[row, : len(feats[i])] = feats[i]
-        out[idx] = net(batch)
+        result: np.ndarray[Any, Any] = net(batch)
+        return result
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        if threads <= 1 or len(batches) <= 1:
+            for idx in batches:
+                out[idx] = embed(idx)
+            return out
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="embed")
+        try:
+            for idx, emb in zip(batches, pool.map(embed, batches), strict=True):
+                out[idx] = emb
+        finally:
+            pool.shutdown(cancel_futures=True)
     return out
 
 
@@ -305,9 +357,11 @@ def diarize(
     duration_s: float = 0.0,
     control: Control | None = None,
     net: CamPlusPlus | None = None,
+    threads: int = 2,
 ) -> Diarization:
-    """Who spoke when in a normalized wav (16 kHz mono int16). Runs in a worker thread (the
-    recognizer's child process); checks `control` between batches of windows."""
+    """Who spoke when in a normalized wav (16 kHz mono int16), the network on `threads`
+    threads (the recognizer's cpu_threads). Runs in a worker thread (the recognizer's child
+    process); checks `control` between batches of windows."""
     net = net or CamPlusPlus.load()
 
     def check() -> None:
@@ -322,7 +376,7 @@ def diarize(
         found = speech_stretches(samples)
         local = [w for s, e in found for w in windows_of(s, e)]
         if local:
-            parts.append(embed_windows(net, samples, local, check))
+            parts.append(embed_windows(net, samples, local, check, threads))
         stretches.extend((offset + s, offset + e) for s, e in found)
         windows.extend((offset + s, offset + e) for s, e in local)
         if control is not None and duration_s > 0:
