@@ -183,3 +183,25 @@ def test_diarized_json_is_the_sdks_shape() -> None:
         isinstance(asked, AudioRequest)
         and RecognitionOptions.from_json(asked.options.to_json()) == asked.options
     )
+
+
+@scenario("A one-word turn does not make a speaker of its own")
+def test_short_windows_do_not_make_a_speaker_of_their_own() -> None:
+    from transcriber.audio.speakers import cluster
+
+    rng = np.random.RandomState(3)
+    a, b, c = (v / np.linalg.norm(v) for v in rng.randn(3, 192))
+
+    def voice(centre: np.ndarray, n: int) -> np.ndarray:
+        return centre + 0.06 * rng.randn(n, 192)
+
+    # Two voices' full windows, and five short windows of the first voice that embed
+    # more like each other (short speech) than like their speaker: cosine ~0.4 to it.
+    short = voice(0.45 * a + 0.9 * c, 5)
+    embeddings = np.concatenate([voice(a, 30), voice(b, 30), short]).astype(np.float32)
+    lengths = np.array([1.5] * 60 + [0.6] * 5)
+    labels = cluster(embeddings, SpeakersOption.parse("auto"), lengths)
+    assert len(set(labels.tolist())) == 2
+    assert set(labels[60:].tolist()) == {labels[0]}
+    # Clustered with the others, the short windows would be a third speaker.
+    assert len(set(cluster(embeddings, SpeakersOption.parse("auto")).tolist())) == 3
