@@ -199,9 +199,29 @@ def test_short_windows_do_not_make_a_speaker_of_their_own() -> None:
     # more like each other (short speech) than like their speaker: cosine ~0.4 to it.
     short = voice(0.45 * a + 0.9 * c, 5)
     embeddings = np.concatenate([voice(a, 30), voice(b, 30), short]).astype(np.float32)
-    lengths = np.array([1.5] * 60 + [0.6] * 5)
-    labels = cluster(embeddings, SpeakersOption.parse("auto"), lengths)
+    windows = [(0.75 * i, 0.75 * i + 1.5) for i in range(60)]
+    windows += [(50.0 + i, 50.6 + i) for i in range(5)]
+    labels = cluster(embeddings, SpeakersOption.parse("auto"), windows)
     assert len(set(labels.tolist())) == 2
     assert set(labels[60:].tolist()) == {labels[0]}
     # Clustered with the others, the short windows would be a third speaker.
     assert len(set(cluster(embeddings, SpeakersOption.parse("auto")).tolist())) == 3
+
+
+@scenario("A speaker of a few seconds' windows is folded into the most alike")
+def test_a_speaker_of_a_few_seconds_is_folded() -> None:
+    from transcriber.audio.speakers import cluster
+
+    rng = np.random.RandomState(4)
+    a, b, c = (v / np.linalg.norm(v) for v in rng.randn(3, 192))
+    embeddings = np.concatenate(
+        [a + 0.06 * rng.randn(30, 192), b + 0.06 * rng.randn(30, 192), c + 0.06 * rng.randn(6, 192)]
+    ).astype(np.float32)
+    steady = [(0.75 * i, 0.75 * i + 1.5) for i in range(60)]
+    # The third voice's six windows: over 3 s of audio, then over 8 s.
+    brief = [(60.0 + 0.3 * i, 61.5 + 0.3 * i) for i in range(6)]
+    longer = [(60.0 + 1.3 * i, 61.5 + 1.3 * i) for i in range(6)]
+    assert len(set(cluster(embeddings, SpeakersOption.parse("auto"), steady + brief))) == 2
+    assert len(set(cluster(embeddings, SpeakersOption.parse("auto"), steady + longer))) == 3
+    # An exact count is kept.
+    assert len(set(cluster(embeddings, SpeakersOption.parse("3"), steady + brief))) == 3
