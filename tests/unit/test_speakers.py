@@ -225,3 +225,21 @@ def test_a_speaker_of_a_few_seconds_is_folded() -> None:
     assert len(set(cluster(embeddings, SpeakersOption.parse("auto"), steady + longer))) == 3
     # An exact count is kept.
     assert len(set(cluster(embeddings, SpeakersOption.parse("3"), steady + brief))) == 3
+
+
+def test_an_hours_windows_are_clustered_as_single_windows() -> None:
+    """Past MAX_UNITS windows a sample is clustered: windows, not means of neighbours
+    (means are more alike to any other, and an hour of four voices came out as one)."""
+    from transcriber.audio.speakers import MAX_UNITS, cluster
+
+    rng = np.random.RandomState(5)
+    common = rng.randn(192)
+    voices = [common + rng.randn(192) for _ in range(4)]  # cosine ~0.5 to each other
+    turns = [k % 4 for k in range(3 * MAX_UNITS // 5)]
+    who = np.repeat(turns, 6)  # turns of six windows each, 3.6x MAX_UNITS in all
+    embeddings = np.stack([voices[k] for k in who]) + 1.1 * rng.randn(len(who), 192)
+    windows = [(0.75 * i, 0.75 * i + 1.5) for i in range(len(who))]
+    labels = cluster(embeddings.astype(np.float32), SpeakersOption.parse("auto"), windows)
+    assert len(set(labels.tolist())) == 4
+    agree = sum(len(set(labels[who == k].tolist())) == 1 for k in range(4))
+    assert agree >= 3
