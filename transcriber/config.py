@@ -98,7 +98,7 @@ class Config:
     it answers with the record's id instead (the record goes on)."""
     speakers: str = "off"
     """The `speakers` option of a record that asks none (transcriber.speaker_options): off,
-    because diarization adds about half of recognition's CPU time on base (bench-speakers)
+    because diarization adds about a third of recognition's CPU time on base (bench-speakers)
     and most uploads are one voice; an owner asks for it per record, or the operator sets
     `auto` for the whole service."""
     retention_days: float | None = None

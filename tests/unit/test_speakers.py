@@ -183,3 +183,63 @@ def test_diarized_json_is_the_sdks_shape() -> None:
         isinstance(asked, AudioRequest)
         and RecognitionOptions.from_json(asked.options.to_json()) == asked.options
     )
+
+
+@scenario("A one-word turn does not make a speaker of its own")
+def test_short_windows_do_not_make_a_speaker_of_their_own() -> None:
+    from transcriber.audio.speakers import cluster
+
+    rng = np.random.RandomState(3)
+    a, b, c = (v / np.linalg.norm(v) for v in rng.randn(3, 192))
+
+    def voice(centre: np.ndarray, n: int) -> np.ndarray:
+        return centre + 0.06 * rng.randn(n, 192)
+
+    # Two voices' full windows, and five short windows of the first voice that embed
+    # more like each other (short speech) than like their speaker: cosine ~0.4 to it.
+    short = voice(0.45 * a + 0.9 * c, 5)
+    embeddings = np.concatenate([voice(a, 30), voice(b, 30), short]).astype(np.float32)
+    windows = [(0.75 * i, 0.75 * i + 1.5) for i in range(60)]
+    windows += [(50.0 + i, 50.6 + i) for i in range(5)]
+    labels = cluster(embeddings, SpeakersOption.parse("auto"), windows)
+    assert len(set(labels.tolist())) == 2
+    assert set(labels[60:].tolist()) == {labels[0]}
+    # Clustered with the others, the short windows would be a third speaker.
+    assert len(set(cluster(embeddings, SpeakersOption.parse("auto")).tolist())) == 3
+
+
+@scenario("A speaker of a few seconds' windows is folded into the most alike")
+def test_a_speaker_of_a_few_seconds_is_folded() -> None:
+    from transcriber.audio.speakers import cluster
+
+    rng = np.random.RandomState(4)
+    a, b, c = (v / np.linalg.norm(v) for v in rng.randn(3, 192))
+    embeddings = np.concatenate(
+        [a + 0.06 * rng.randn(30, 192), b + 0.06 * rng.randn(30, 192), c + 0.06 * rng.randn(6, 192)]
+    ).astype(np.float32)
+    steady = [(0.75 * i, 0.75 * i + 1.5) for i in range(60)]
+    # The third voice's six windows: over 3 s of audio, then over 8 s.
+    brief = [(60.0 + 0.3 * i, 61.5 + 0.3 * i) for i in range(6)]
+    longer = [(60.0 + 1.3 * i, 61.5 + 1.3 * i) for i in range(6)]
+    assert len(set(cluster(embeddings, SpeakersOption.parse("auto"), steady + brief))) == 2
+    assert len(set(cluster(embeddings, SpeakersOption.parse("auto"), steady + longer))) == 3
+    # An exact count is kept.
+    assert len(set(cluster(embeddings, SpeakersOption.parse("3"), steady + brief))) == 3
+
+
+def test_an_hours_windows_are_clustered_as_single_windows() -> None:
+    """Past MAX_UNITS windows a sample is clustered: windows, not means of neighbours
+    (means are more alike to any other, and an hour of four voices came out as one)."""
+    from transcriber.audio.speakers import MAX_UNITS, cluster
+
+    rng = np.random.RandomState(5)
+    common = rng.randn(192)
+    voices = [common + rng.randn(192) for _ in range(4)]  # cosine ~0.5 to each other
+    turns = [k % 4 for k in range(3 * MAX_UNITS // 5)]
+    who = np.repeat(turns, 6)  # turns of six windows each, 3.6x MAX_UNITS in all
+    embeddings = np.stack([voices[k] for k in who]) + 1.1 * rng.randn(len(who), 192)
+    windows = [(0.75 * i, 0.75 * i + 1.5) for i in range(len(who))]
+    labels = cluster(embeddings.astype(np.float32), SpeakersOption.parse("auto"), windows)
+    assert len(set(labels.tolist())) == 4
+    agree = sum(len(set(labels[who == k].tolist())) == 1 for k in range(4))
+    assert agree >= 3

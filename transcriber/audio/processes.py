@@ -367,7 +367,7 @@ def child_main(argv: list[str]) -> int:
             }
         }
     )
-    diarizer = _Diarizer()
+    diarizer = _Diarizer(spec.cpu_threads)
     for line in sys.stdin:
         request = json.loads(line)
         if "diarize" in request:
@@ -391,8 +391,9 @@ def child_main(argv: list[str]) -> int:
 class _Diarizer:
     """The child's speaker model, loaded on the first diarization it is asked for."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int) -> None:
         self._net: Any = None
+        self._threads = threads
 
     def answer(self, request: dict[str, Any], send: Any) -> None:
         from transcriber.audio.speakers import diarize
@@ -407,6 +408,7 @@ class _Diarizer:
                 request["duration_s"],
                 _Reporter(send),
                 self._net,
+                self._threads,
             )
         except WeightsMissing as e:
             send({"error": str(e), "missing_weights": True})

@@ -52,6 +52,9 @@ def bench_speakers(
         list[int] | None, typer.Option(help="speaker counts (repeat: --speakers 2 --speakers 4)")
     ] = None,
     recognition: Annotated[bool, typer.Option(help="time recognition of each file too")] = True,
+    long_minutes: Annotated[
+        float, typer.Option(help="instead: one conversation this long (memory, time)")
+    ] = 0.0,
 ) -> None:
     """Diarization on espeak-ng conversations of known turns: DER (missed, false alarm,
     confusion; 0.25 s collar), speaker counts, seconds, RTF and peak RSS beside
@@ -63,6 +66,11 @@ def bench_speakers(
             "bench-speakers needs espeak-ng and sox (apt-get install espeak-ng sox)", err=True
         )
         raise typer.Exit(2)
+    if long_minutes > 0:
+        from transcriber.bench.speakers import long_conversation
+
+        typer.echo(table([long_conversation(long_minutes)]))
+        return
     rows = bench(conversations, turns, speakers or [2, 4], recognition)
     typer.echo(table(rows))
 
