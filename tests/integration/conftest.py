@@ -8,6 +8,7 @@ import json
 import random
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -24,6 +25,7 @@ from tests.helpers.postgres import scratch_database
 from tests.helpers.queue_drivers import MemoryDriver, PgDriver, QueueDriver
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.audio.recognize import bundled_model
+from transcriber.bench.speakers import make_conversation
 from transcriber.config import Config
 from transcriber.db.database import Database, open_database
 from transcriber.http import create_app, serving
@@ -48,6 +50,15 @@ def warm_recognizer(model_dir: Path) -> Iterator[ProcessRecognizer]:
     recognizer.warm(1)
     yield recognizer
     recognizer.close()
+
+
+@pytest.fixture(scope="session")
+def conversation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
+    """About 40 s of two espeak-ng voices taking turns (bench/speakers.py's builder), and
+    its reference turns (start, end, speaker index): spoken once a session, for the
+    speakers' tests (test_speakers.py, test_openai_speakers.py). Read it, never change it."""
+    path = tmp_path_factory.mktemp("speakers") / "two-voices.wav"
+    return path, make_conversation(path, speakers=2, turns=8, seed=7)
 
 
 @pytest.fixture(scope="session")
