@@ -13,11 +13,9 @@ demo:
 serve *args:
     transcriber serve "$@"
 
-# The test suite (benchmarks excluded); CI runs exactly this. Two workers (pytest-xdist),
-# a whole test file to one (its tests in order, its module fixtures made once); each
-# worker has its own PostgreSQL, temporary folder and warm recognizer
+# The test suite (benchmarks excluded); CI runs exactly this
 test *args:
-    pytest -q -n 2 --dist loadfile "$@"
+    pytest -q "$@"
 
 # Every spec scenario has a test, and every test marker names a scenario
 spec-check:
