@@ -1,26 +1,31 @@
 """What the integration tests share: expensive things made once a session (the model,
-warm recognizers) and the HTTP API's fixtures (a config, two owners, a served app and
-clients holding each owner's token)."""
+warm recognizers, the owner's page's service and its browser) and the HTTP API's
+fixtures (a config, two owners, a served app and clients holding each owner's token)."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import trio_asyncio
+from selenium.webdriver.remote.webdriver import WebDriver
 from trio.testing import MockClock
 
 from actors.testing import MemoryQueue
 from tests.helpers.api_clients import client
+from tests.helpers.browser import PageService, browser_session, page_service
 from tests.helpers.memory_pipeline import pipeline
 from tests.helpers.pg_pipeline import db_now, noop
 from tests.helpers.postgres import scratch_database
 from tests.helpers.queue_drivers import MemoryDriver, PgDriver, QueueDriver
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.audio.recognize import bundled_model
+from transcriber.bench.speakers import make_conversation
 from transcriber.config import Config
 from transcriber.db.database import Database, open_database
 from transcriber.http import create_app, serving
@@ -45,6 +50,37 @@ def warm_recognizer(model_dir: Path) -> Iterator[ProcessRecognizer]:
     recognizer.warm(1)
     yield recognizer
     recognizer.close()
+
+
+@pytest.fixture(scope="session")
+def conversation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
+    """About 40 s of two espeak-ng voices taking turns (bench/speakers.py's builder), and
+    its reference turns (start, end, speaker index): spoken once a session, for the
+    speakers' tests (test_speakers.py, test_openai_speakers.py). Read it, never change it."""
+    path = tmp_path_factory.mktemp("speakers") / "two-voices.wav"
+    return path, make_conversation(path, speakers=2, turns=8, seed=7)
+
+
+@pytest.fixture(scope="session")
+def page_served(
+    pg_admin_url: str, template_db: str, model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PageService]:
+    """The owner's page's `transcriber serve` (tests/helpers/browser.py), once a session:
+    the page's browser tests and the speakers' one share it (and its warm recognizer)."""
+    out = tmp_path_factory.mktemp("page-browser")
+    print(f"\npage screenshots and figures: {out}")
+    with page_service(pg_admin_url, template_db, model_dir, out) as served:
+        yield served
+        (out / "figures.json").write_text(json.dumps(served.figures, indent=2))
+        print(f"\npage figures: {json.dumps(served.figures)}")
+
+
+@pytest.fixture(scope="session")
+def page_browser(page_served: PageService) -> Iterator[WebDriver]:
+    """One headless Chromium on the owner's page for the session (its tests sign in
+    where they need to)."""
+    with browser_session(page_served.out / "chromium-profile") as driver:
+        yield driver
 
 
 # --- the HTTP API (tests/integration/test_api*.py, test_page.py, test_metrics.py, ...)

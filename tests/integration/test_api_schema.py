@@ -17,6 +17,7 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from schemathesis.transport.requests import ManagedCookiesSession
 
 from tests.helpers.api_clients import (
     transcribe,
@@ -57,6 +58,9 @@ def fuzz(base_url: str, token: str, recording_id: str) -> tuple[int, list[str]]:
     auth = {"Authorization": f"Bearer {token}"}
     sent = 0
     problems: list[str] = []
+    # One session for every request (its cookies dropped after each, as schemathesis
+    # does for a session of its own): kept-alive connections, not one per request.
+    session = ManagedCookiesSession()
     for result in schema.get_all_operations():
         operation = result.ok()
         # Generated ids only ever miss; the real one reaches the answers of a record.
@@ -78,7 +82,9 @@ def fuzz(base_url: str, token: str, recording_id: str) -> tuple[int, list[str]]:
                 @hypothesis.given(case=strategy)
                 def check(case: schemathesis.Case) -> None:
                     nonlocal sent
-                    response = case.call(base_url=base_url, headers=auth, timeout=30)
+                    response = case.call(
+                        base_url=base_url, session=session, headers=auth, timeout=30
+                    )
                     sent += 1
                     # (check() runs within this iteration: it sees its own operation.)
                     if operation.path.startswith("/v1/audio/"):  # noqa: B023
@@ -101,6 +107,7 @@ def fuzz(base_url: str, token: str, recording_id: str) -> tuple[int, list[str]]:
                         f"{operation.label} ({mode.value}, "
                         f"{'real id' if path_parameters else 'any id'}): {e}"
                     )
+    session.close()
     return sent, problems
 
 

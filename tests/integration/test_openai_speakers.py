@@ -17,7 +17,7 @@ import pytest
 
 from tests.helpers.serve_process import serve_process
 from tests.integration.test_openai import in_thread, sdk
-from transcriber.bench.speakers import VOICES, _say, make_conversation
+from transcriber.bench.speakers import VOICES, _say
 from transcriber.db.database import Database
 from transcriber.owners import add_owner
 
@@ -36,10 +36,13 @@ def data_url(samples: np.ndarray[Any, Any]) -> str:
 
 @pytest.mark.scenario("speakers", "Known speakers are named by their voices")
 async def test_known_speakers_are_named_by_their_voices(
-    db: Database, db_url: str, tmp_path: Path, model_dir: Path
+    db: Database,
+    db_url: str,
+    tmp_path: Path,
+    model_dir: Path,
+    conversation: tuple[Path, list[Any]],
 ) -> None:
-    wav = tmp_path / "two-voices.wav"
-    reference = make_conversation(wav, speakers=2, turns=8, seed=7)
+    wav, reference = conversation
     first_voice = reference[0][2]
     clips = [data_url(_say(OTHER, VOICES[k], 160, tmp_path / f"clip{k}.wav")) for k in (0, 1)]
     # Anna is the voice that speaks first, Boris the other.

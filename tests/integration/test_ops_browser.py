@@ -15,12 +15,7 @@ output folder, printed at the start; they are never committed.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,22 +23,20 @@ from typing import Any
 import attrs
 import httpx
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from tests.helpers.postgres import with_database
-from tests.integration.test_page_browser import (
-    CHROMEDRIVER,
-    CHROMIUM,
+from tests.helpers.browser import (
     RECOGNITION_WAIT_S,
     ROOT,
+    ServeProcess,
+    browser_session,
+    cli_token,
     css,
     fetch_text,
-    free_port,
     screenshots,
-    sql,
+    service_database,
+    service_env,
     wait,
 )
 
@@ -54,66 +47,22 @@ def scenario(title: str) -> pytest.MarkDecorator:
 
 @attrs.define
 class Served:
-    url: str
-    env: dict[str, str]
-    port: int
+    serve: ServeProcess
     owner_token: str
     operator_token: str
     out: Path
-    proc: subprocess.Popen[bytes] | None = None
     figures: dict[str, Any] = attrs.field(factory=dict)
     record: str | None = None
 
+    @property
+    def url(self) -> str:
+        return self.serve.url
+
     def start(self, **extra: str) -> None:
-        log = open(self.out / "serve.log", "ab")  # noqa: SIM115 - the process holds it
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "transcriber",
-                "serve",
-                "--http",
-                f"127.0.0.1:{self.port}",
-                "--workers",
-                "1",
-            ],
-            env={**self.env, **extra},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        log.close()
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert self.proc.poll() is None, (self.out / "serve.log").read_text()
-            assert time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.1)
+        self.serve.start(**extra)
 
     def stop(self) -> None:
-        if self.proc is None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
-
-
-def cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "transcriber", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip().split()[-1]
+        self.serve.stop()
 
 
 @pytest.fixture(scope="module")
@@ -122,51 +71,27 @@ def served(
 ) -> Iterator[Served]:
     out = tmp_path_factory.mktemp("ops-browser")
     print(f"\noperator's screen screenshots and figures: {out}")
-    name = f"t_ops_{uuid.uuid4().hex[:12]}"
-    sql(pg_admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
-    env.update(
-        TRANSCRIBER_DATABASE_URL=with_database(pg_admin_url, name),
-        TRANSCRIBER_HOME=str(out / "home"),
-        TRANSCRIBER_MODEL=str(model_dir),
-    )
-    owner_token = cli(env, "owner", "add", "ann")
-    operator_token = cli(env, "operator", "add", "olga")
-    port = free_port()
-    served = Served(f"http://127.0.0.1:{port}", env, port, owner_token, operator_token, out)
-    # First with a 5 s limit: samples/en.ogg (14 s) stops `too_long`.
-    served.start(TRANSCRIBER_MAX_DURATION_S="5")
-    try:
-        yield served
-        (out / "figures.json").write_text(json.dumps(served.figures, indent=2))
-        print(f"\noperator's screen figures: {json.dumps(served.figures)}")
-    finally:
-        served.stop()
-        sql(pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with service_database(pg_admin_url, template_db, "t_ops") as db_url:
+        env = service_env(db_url, out / "home", model_dir)
+        owner_token = cli_token(env, "owner", "add", "ann")
+        operator_token = cli_token(env, "operator", "add", "olga")
+        served = Served(ServeProcess(env, out / "serve.log"), owner_token, operator_token, out)
+        # First with a 5 s limit: samples/en.ogg (14 s) stops `too_long`.
+        served.start(TRANSCRIBER_MAX_DURATION_S="5")
+        try:
+            yield served
+            (out / "figures.json").write_text(json.dumps(served.figures, indent=2))
+            print(f"\noperator's screen figures: {json.dumps(served.figures)}")
+        finally:
+            served.stop()
 
 
 @pytest.fixture(scope="module")
 def browser(served: Served) -> Iterator[WebDriver]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--window-size=1280,900",
-        f"--user-data-dir={served.out / 'chromium-profile'}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    try:
+    # Its own Chromium: the owner's page's service (another port, the same host) would
+    # share its cookies with this one.
+    with browser_session(served.out / "chromium-profile", window="1280,900") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def stopped_count(d: WebDriver) -> int:

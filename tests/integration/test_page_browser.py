@@ -1,204 +1,64 @@
 """The owner's page in a real headless Chromium (Debian's `chromium` and
 `chromium-driver`, driven by Selenium pointed at /usr/bin/chromedriver, so nothing is
 ever downloaded), against a real `transcriber serve` on a loopback port with real
-recognition. One service and one browser for the whole module; the tests run in file
-order and build on each other (sign in, upload, listen, correct, edit, sign out), as a
+recognition. One service and one browser for the session (tests/integration/conftest.py;
+test_speakers_browser.py uses them after this module); the tests run in file order and
+build on each other (sign in, upload, listen, correct, edit, sign out), as a
 person would use the page (the editor's tools, the page in Russian).
 
 Screenshots of the list and the record page, light and dark, in English and Russian,
-and the measured figures (page weight, upload-to-transcript time) go to the module's
+and the measured figures (page weight, upload-to-transcript time) go to the service's
 output folder, printed at the start; they are never committed.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
-import attrs
 import httpx
 import pytest
-from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
-from tests.helpers.postgres import admin, run_with_loop, with_database
+from tests.helpers.browser import (
+    RECOGNITION_WAIT_S,
+    ROOT,
+    PageService,
+    chromium,
+    css,
+    fetch_text,
+    screenshots,
+    sql,
+    wait,
+)
 from transcriber.owners import token_hash
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-RECOGNITION_WAIT_S = 240.0
-WAIT_S = 30.0
+Served = PageService
 
 
 def scenario(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("page", title)
 
 
-@attrs.define
-class Served:
-    url: str
-    db_url: str
-    token: str
-    out: Path
-    figures: dict[str, Any] = attrs.field(factory=dict)
-    record: str | None = None
-    """The id of samples/en.ogg's record, once uploaded."""
-    upload_started: float = 0.0
+@pytest.fixture
+def served(page_served: Served) -> Served:
+    """The session's owner's page service (tests/integration/conftest.py)."""
+    return page_served
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def sql(db_url: str, statement: str) -> None:
-    run_with_loop(admin, db_url, statement)
-
-
-@pytest.fixture(scope="module")
-def served(
-    pg_admin_url: str, template_db: str, model_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    """`transcriber serve` with one worker on its own database, and an owner's token."""
-    out = tmp_path_factory.mktemp("page-browser")
-    print(f"\npage screenshots and figures: {out}")
-    name = f"t_page_{uuid.uuid4().hex[:12]}"
-    sql(pg_admin_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
-    db_url = with_database(pg_admin_url, name)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
-    # Sequential decoding: a segment per sentence of samples/en.ogg (the batched
-    # pipeline makes its 14 s of speech one segment), so playback can move between them.
-    env.update(
-        TRANSCRIBER_DATABASE_URL=db_url,
-        TRANSCRIBER_HOME=str(out / "home"),
-        TRANSCRIBER_MODEL=str(model_dir),
-        TRANSCRIBER_DECODING="sequential",
-    )
-    added = subprocess.run(
-        [sys.executable, "-m", "transcriber", "owner", "add", "ann"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    token = added.stdout.strip().split()[-1]
-    port = free_port()
-    log = open(out / "serve.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "transcriber",
-            "serve",
-            "--http",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "1",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, (out / "serve.log").read_text()
-            assert time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.1)
-        served = Served(url, db_url, token, out)
-        yield served
-        (out / "figures.json").write_text(json.dumps(served.figures, indent=2))
-        print(f"\npage figures: {json.dumps(served.figures)}")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-        sql(pg_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def chromium(profile: Path, accept_language: str | None = None) -> WebDriver:
-    """A headless Chromium with its own profile; `accept_language` is what it asks
-    pages for (its `Accept-Language`), English when not given."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--mute-audio",
-        "--autoplay-policy=no-user-gesture-required",
-        "--window-size=1200,900",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    options.add_experimental_option(
-        "prefs", {"intl.accept_languages": accept_language or "en-US,en"}
-    )
-    return webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-
-
-@pytest.fixture(scope="module")
-def browser(served: Served) -> Iterator[WebDriver]:
-    driver = chromium(served.out / "chromium-profile")
-    try:
-        yield driver
-    finally:
-        driver.quit()
+@pytest.fixture
+def browser(page_browser: WebDriver) -> WebDriver:
+    return page_browser
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-
-def wait(
-    driver: WebDriver, what: Callable[[WebDriver], Any], timeout: float = WAIT_S, message: str = ""
-) -> Any:
-    # The page's script re-renders parts it updates (a saved correction, the live card):
-    # an element found before may go stale while waiting; the next poll finds it again.
-    return WebDriverWait(
-        driver,
-        timeout,
-        poll_frequency=0.1,
-        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
-    ).until(what, message)
-
-
-def css(driver: WebDriver | WebElement, selector: str) -> WebElement:
-    return driver.find_element(By.CSS_SELECTOR, selector)
 
 
 def row_of(driver: WebDriver, title: str) -> dict[str, str] | None:
@@ -212,47 +72,6 @@ def row_of(driver: WebDriver, title: str) -> dict[str, str] | None:
         "} return null;",
         title,
     )
-
-
-def full_page(driver: WebDriver, path: Path) -> None:
-    size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
-    shot = driver.execute_cdp_cmd(
-        "Page.captureScreenshot",
-        {
-            "format": "png",
-            "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
-        },
-    )
-    path.write_bytes(base64.b64decode(shot["data"]))
-
-
-def screenshots(driver: WebDriver, out: Path, name: str) -> None:
-    """The whole page, light and dark, and light on a phone-sized screen."""
-    for scheme in ("light", "dark"):
-        driver.execute_cdp_cmd(
-            "Emulation.setEmulatedMedia",
-            {"features": [{"name": "prefers-color-scheme", "value": scheme}]},
-        )
-        full_page(driver, out / f"{name}-{scheme}.png")
-    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
-    driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True},
-    )
-    full_page(driver, out / f"{name}-phone.png")
-    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-
-
-def fetch_text(driver: WebDriver, path: str) -> tuple[int, str]:
-    """`path` fetched by the page itself (its cookie, its origin)."""
-    status, text = driver.execute_async_script(
-        "const done = arguments[arguments.length - 1];"
-        "fetch(arguments[0], {credentials: 'same-origin'})"
-        ".then(r => r.text().then(t => done([r.status, t])));",
-        path,
-    )
-    return status, text
 
 
 def current_segment(driver: WebDriver) -> int | None:

@@ -16,7 +16,6 @@ import trio
 from actors import Backoff, StepTable, Wakeup, Worker
 from tests.helpers.pg_pipeline import state
 from transcriber.audio.processes import ProcessRecognizer
-from transcriber.bench.speakers import make_conversation
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.milestones import RECOGNIZED, TRANSCRIBED
@@ -30,13 +29,6 @@ from transcriber.storage.intake import accept_file
 
 def scenario(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("speakers", title)
-
-
-@pytest.fixture(scope="session")
-def conversation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
-    """About 40 s of two voices taking turns, and its reference turns."""
-    path = tmp_path_factory.mktemp("speakers") / "two-voices.wav"
-    return path, make_conversation(path, speakers=2, turns=8, seed=7)
 
 
 def worker(db: Database, steps: StepTable) -> Worker:

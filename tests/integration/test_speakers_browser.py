@@ -1,5 +1,6 @@
 """Who spoke, on the owner's page in a real headless Chromium against a real `transcriber
-serve` (test_page_browser.py's service and browser) with real recognition and real
+serve` (the session's owner's page service and browser, which test_page_browser.py
+uses too: tests/integration/conftest.py) with real recognition and real
 diarization: a two-voice conversation of espeak-ng voices, its speakers in two colours,
 renamed and a segment moved on the page, and the downloaded VTT naming them."""
 
@@ -7,7 +8,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -15,23 +15,15 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
-from tests.integration import test_page_browser as pb
+from tests.helpers import browser as pb
 from transcriber.bench.speakers import make_conversation
-
-served = pb.served
-
-
-@pytest.fixture(scope="module")
-def browser(served: pb.Served) -> Iterator[WebDriver]:
-    driver = pb.chromium(served.out / "chromium-profile-speakers")
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.mark.scenario("speakers", "The owner renames a speaker on the page and the download has it")
-def test_rename_a_speaker_and_download_the_vtt(served: pb.Served, browser: WebDriver) -> None:
+def test_rename_a_speaker_and_download_the_vtt(
+    page_served: pb.PageService, page_browser: WebDriver
+) -> None:
+    served, browser = page_served, page_browser
     wav = served.out / "two-voices.wav"
     make_conversation(wav, speakers=2, turns=6, seed=7)
     auth = {"Authorization": f"Bearer {served.token}"}
