@@ -39,6 +39,7 @@ from transcriber.http.page_sign_in import (
     check_csrf,
     check_origin,
     clear_cookie,
+    is_https,
     set_cookie,
     sign_in,
     sign_out,
@@ -62,7 +63,7 @@ from transcriber.records.corrections import (
     set_correction,
 )
 from transcriber.records.deletion import delete_own
-from transcriber.records.shares import NOTE_MAX, shares_of
+from transcriber.records.shares import NOTE_MAX, open_share, shares_of
 from transcriber.records.speaker_names import NAME_MAX, BadSpeaker
 from transcriber.stops import owner_detail
 from transcriber.storage.configured import blobs_of
@@ -202,6 +203,48 @@ def html(request: Request, name: str, status: int = 200, **context: Any) -> HTML
             "Vary": "Accept-Language, Cookie",
         },
     )
+
+
+SHARE_PREFIX = "/s/"
+NEW_SHARE_COOKIE = "transcriber_new_share"
+"""Carries a link just made from the form's POST to the record page's GET it redirects
+to (Post/Redirect/Get: a reload then reads the page again instead of making another
+link). Scoped to that record's page, HttpOnly, SameSite=Strict, short-lived, and read
+once; the page shows it only while it is a live link of that very record of the
+signed-in owner, so a forged one shows nothing it would not anyway."""
+NEW_SHARE_MAX_AGE_S = 300
+
+
+def link_of(request: Request, secret: str) -> str:
+    return str(request.base_url).rstrip("/") + SHARE_PREFIX + secret
+
+
+def record_path(recording_id: Any) -> str:
+    return f"/recordings/{recording_id}"
+
+
+def carry_new_share(response: Response, request: Request, recording_id: Any, secret: str) -> None:
+    response.set_cookie(
+        NEW_SHARE_COOKIE,
+        secret,
+        max_age=NEW_SHARE_MAX_AGE_S,
+        path=record_path(recording_id),
+        httponly=True,
+        samesite="strict",
+        secure=is_https(request),
+    )
+
+
+async def new_share_of(request: Request, db: Database, owner: int, recording_id: Any) -> str | None:
+    """The link the form just made for this record, carried by NEW_SHARE_COOKIE, if it
+    is still a live link of the owner's record. Cancellation: a plain read."""
+    secret = request.cookies.get(NEW_SHARE_COOKIE)
+    if not secret or len(secret) > 200:
+        return None
+    shared = await open_share(db, secret, count=False)
+    if shared is None or (shared.owner, str(shared.recording_id)) != (owner, str(recording_id)):
+        return None
+    return link_of(request, secret)
 
 
 def not_found_page(request: Request, session: Any) -> HTMLResponse:
@@ -435,7 +478,21 @@ async def record_page(
     if card is None:
         return not_found_page(request, session)
     context = await record_context(db, session.owner, card, session.csrf)
-    return html(request, "_record_live.html" if fragment == "live" else "record.html", **context)
+    if fragment == "live":
+        return html(request, "_record_live.html", **context)
+    if NEW_SHARE_COOKIE not in request.cookies:
+        return html(request, "record.html", **context)
+    # The link the form made, shown this once: read, then the cookie is gone.
+    new_share = await new_share_of(request, db, session.owner, card["id"])
+    response = html(request, "record.html", **{**context, "new_share": new_share})
+    response.delete_cookie(
+        NEW_SHARE_COOKIE,
+        path=record_path(card["id"]),
+        httponly=True,
+        samesite="strict",
+        secure=is_https(request),
+    )
+    return response
 
 
 @router.api_route("/recordings/{recording_id}/audio", methods=["GET", "HEAD"])
