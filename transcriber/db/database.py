@@ -82,12 +82,25 @@ CONNECTION_LOST = (
     asyncpg.PostgresConnectionError,
     asyncpg.CannotConnectNowError,
     asyncpg.ConnectionDoesNotExistError,
-    asyncpg.InterfaceError,
     asyncpg.AdminShutdownError,
     DatabaseBusy,
 )
 """Errors that say the server went away or stopped answering (restart, network, a
-pause), not that a query is wrong."""
+pause), not that a query is wrong. asyncpg's InterfaceError is not among them: most of
+its kinds are the caller's mistakes (an argument of the wrong type, a connection used
+by two calls at once, a closed pool); only its "connection is closed" kind is a lost
+connection (`connection_lost`)."""
+
+
+def connection_lost(error: BaseException) -> bool:
+    """Whether `error` says the connection went away (so a retry on another may work),
+    not that the call itself is wrong — which would fail the same way every time, and is
+    raised at once rather than retried for the whole patience. asyncpg names its closed
+    connection by message alone (`InterfaceError('connection is closed')`, also as
+    'cannot perform operation: connection is closed')."""
+    if isinstance(error, CONNECTION_LOST):
+        return True
+    return isinstance(error, asyncpg.InterfaceError) and "connection is closed" in str(error)
 
 
 async def _trio_sleep(seconds: float) -> None:
@@ -96,11 +109,12 @@ async def _trio_sleep(seconds: float) -> None:
 
 def retry_while_unreachable(patience_s: float) -> tenacity.AsyncRetrying:
     """Retries, with backoff, a call that failed because the server went away or did
-    not answer within the bound; gives up (re-raising) after `patience_s`. Only for
+    not answer within the bound (`connection_lost`); any other error is raised at once.
+    Gives up (re-raising) after `patience_s`. Only for
     calls that may run twice: the queue's writes are fenced by their token and
     recognise their own earlier success."""
     return tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception_type(CONNECTION_LOST),
+        retry=tenacity.retry_if_exception(connection_lost),
         wait=tenacity.wait_exponential(multiplier=0.1, max=5) + tenacity.wait_random(0, 0.1),
         stop=tenacity.stop_after_delay(patience_s),
         sleep=_trio_sleep,
