@@ -376,6 +376,35 @@ async def test_glance(db: Database, base_url: str, ann: NewOwner, olga: NewOpera
     assert 'data-milestone="received"' in live.text
 
 
+@scenario("The day's charts are read once a minute, however many screens refresh")
+async def test_day_charts_are_kept_a_minute(db: Database, ann: NewOwner) -> None:
+    def total(s: ops_screen.Series) -> int:
+        return sum(sum(c) for c in s.counts.values())
+
+    now = [1000.0]
+    charts = ops_screen.DayCharts(clock=lambda: now[0])
+    await stopped(db, ann.id, "too_long", "a.wav")
+    assert total((await ops_screen.glance(db, charts)).stops_day) == 1
+    await stopped(db, ann.id, "too_long", "b.wav")
+    now[0] += 59
+    kept = await ops_screen.glance(db, charts)
+    assert (total(kept.stops_day), total(kept.stops_hour)) == (1, 2)
+    now[0] += 1
+    assert total((await ops_screen.glance(db, charts)).stops_day) == 2
+
+    now[0] += 60
+    got: list[ops_screen.DayCounts] = []
+
+    async def screen() -> None:
+        got.append(await charts.get(db))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(3):
+            nursery.start_soon(screen)
+    assert len(got) == 3 and got[0].read_at == now[0]
+    assert got[1] is got[0] and got[2] is got[0]  # one read for the three
+
+
 @scenario("Metrics show what the screen shows")
 async def test_metrics_twin_of_the_screen(db: Database, base_url: str, ann: NewOwner) -> None:
     await stopped(db, ann.id, "too_long", "long.wav")

@@ -204,6 +204,16 @@ async def signout(request: Request, db: Db, session: OperatorSession) -> Respons
 # --- at a glance -----------------------------------------------------------------------
 
 
+def day_charts(request: Request) -> ops_screen.DayCharts:
+    """The application's kept day charts, made at its first glance (one per
+    application, so one per database)."""
+    state = request.app.state
+    if getattr(state, "ops_day_charts", None) is None:
+        state.ops_day_charts = ops_screen.DayCharts()
+    charts: ops_screen.DayCharts = state.ops_day_charts
+    return charts
+
+
 @router.get(PREFIX)
 async def glance_page(
     request: Request,
@@ -211,7 +221,7 @@ async def glance_page(
     session: OperatorSession,
     fragment: Annotated[str | None, Query(max_length=20)] = None,
 ) -> HTMLResponse:
-    glance = await ops_screen.glance(db)
+    glance = await ops_screen.glance(db, day_charts(request))
     daemons = await ops_screen.daemons(db)
     context: dict[str, Any] = {
         "glance": glance,

@@ -10,11 +10,13 @@ here selects audio or transcript text, nor the owner's fields (title, summary, t
 from __future__ import annotations
 
 import datetime as dt
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+import trio
 
 from transcriber.db.database import Database
 from transcriber.milestones import MILESTONES
@@ -194,9 +196,57 @@ async def queue_now(db: Database) -> QueueNow:
     return QueueNow(milestones, float(waiting["audio_s"]), float(waiting["unclaimed_s"]))
 
 
-async def glance(db: Database) -> Glance:
-    """The pipeline at a glance. Cancellation: plain reads (each its own statement, so
-    the figures are each exact but not of one instant)."""
+@attrs.frozen
+class DayCounts:
+    """The glance's day charts, as read at `read_at` (the cache's clock)."""
+
+    read_at: float
+    reached: Series
+    stops: Series
+
+
+@attrs.define
+class DayCharts:
+    """The day charts kept for `keep_s` in this process: their reads (about 143 ms at
+    1 M records, transcriber/bench/ops_screen_cost.py) would otherwise run on every 5 s
+    refresh of every open screen, and a day's chart by the half hour barely moves within
+    a minute. `clock` is injectable (tests), monotonic seconds.
+
+    Screens refreshing at once while the kept charts are stale read them once: the
+    first reads, the others wait for it (a trio lock) and take what it kept."""
+
+    keep_s: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    kept: DayCounts | None = None
+    _lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
+
+    async def get(self, db: Database) -> DayCounts:
+        """The kept charts while fresh, else read anew (and kept).
+
+        Cancellation: a read cancelled keeps nothing (and releases the lock), so the
+        next caller reads."""
+        async with self._lock:
+            if self.kept is None or self.clock() - self.kept.read_at >= self.keep_s:
+                self.kept = await read_day_charts(db, self.clock())
+            return self.kept
+
+
+async def read_day_charts(db: Database, read_at: float) -> DayCounts:
+    """The day's milestones reached and stops, by the half hour. Cancellation: reads."""
+    now = await db.fetchval("ops_now")
+    reached = await db.fetch("ops_reached", DAY, HALF_HOUR, REACHED)
+    stops = await db.fetch("ops_stops", DAY, HALF_HOUR)
+    return DayCounts(
+        read_at,
+        series(reached, "milestone", DAY, HALF_HOUR, now),
+        series(stops, "reason", DAY, HALF_HOUR, now),
+    )
+
+
+async def glance(db: Database, day_charts: DayCharts | None = None) -> Glance:
+    """The pipeline at a glance; the day charts from `day_charts` (kept up to its
+    minute), or read now when None. Cancellation: plain reads (each its own statement,
+    so the figures are each exact but not of one instant)."""
     now = await db.fetchval("ops_now")
     queue = await queue_now(db)
 
@@ -208,17 +258,16 @@ async def glance(db: Database) -> Glance:
     daemons_now = await daemons(db)
     audio = sum(d.recognized_audio_s for d in daemons_now)
     taken = sum(d.recognizing_s for d in daemons_now)
+    day = await (read_day_charts(db, 0.0) if day_charts is None else day_charts.get(db))
     return Glance(
         at=now,
         milestones=queue.milestones,
         reached_hour=counted(
             await db.fetch("ops_reached", HOUR, MINUTE, REACHED), "milestone", HOUR, MINUTE
         ),
-        reached_day=counted(
-            await db.fetch("ops_reached", DAY, HALF_HOUR, REACHED), "milestone", DAY, HALF_HOUR
-        ),
+        reached_day=day.reached,
         stops_hour=counted(await db.fetch("ops_stops", HOUR, MINUTE), "reason", HOUR, MINUTE),
-        stops_day=counted(await db.fetch("ops_stops", DAY, HALF_HOUR), "reason", DAY, HALF_HOUR),
+        stops_day=day.stops,
         audio_waiting_s=queue.audio_waiting_s,
         audio_unclaimed_s=queue.audio_unclaimed_s,
         realtime_factor=taken / audio if audio > 0 else None,
