@@ -71,8 +71,11 @@ SELECT r.id, o.name AS owner, r.filename, r.milestone, r.stop_reason, r.stopped_
 -- name: ops_search
 -- Records in any state, newest first, at most $2: the record $3 (a record id, or NULL
 -- when the text $1 is none), else the records of the owner named $1, else those whose
--- file name holds $1. By the key, recordings_by_owner, and recordings_filename_trgm
--- (figures: transcriber/bench/ops_screen_cost.py).
+-- file name holds $1 — only for a text of 3 characters or more (ops_screen.SEARCH_MIN):
+-- a shorter one has no trigram for recordings_filename_trgm to use, and would read
+-- every record. By the key, recordings_by_owner, and recordings_filename_trgm (figures:
+-- transcriber/bench/ops_screen_cost.py). A text in nearly every file name still reads
+-- every record it matches: the caller bounds the statement (ops_screen.search).
 WITH found AS (
     SELECT r.* FROM recordings r WHERE r.id = $3::uuid
     UNION
@@ -81,7 +84,8 @@ WITH found AS (
       ORDER BY r.created_at DESC, r.id DESC LIMIT $2)
     UNION
     (SELECT r.* FROM recordings r
-      WHERE $3::uuid IS NULL AND NOT EXISTS (SELECT FROM owners WHERE name = $1)
+      WHERE $3::uuid IS NULL AND length($1) >= 3
+        AND NOT EXISTS (SELECT FROM owners WHERE name = $1)
         AND r.filename ILIKE '%' || replace(replace(replace($1, '\', '\\'), '%', '\%'), '_', '\_') || '%'
       ORDER BY r.created_at DESC, r.id DESC LIMIT $2)
 )

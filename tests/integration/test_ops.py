@@ -235,6 +235,49 @@ async def test_filters_and_search(
         assert set(re.findall(r'<tr data-id="([0-9a-f-]+)">', by_file.text)) == {str(a1)}
 
 
+@scenario("A search too short for file names, or too broad, says so")
+async def test_search_too_short_or_too_broad(
+    db: Database, base_url: str, ann: NewOwner, olga: NewOperator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    short = await accept(db, ann.id, "ab.wav")
+    # Many records with a common part in their file names, as a long history has.
+    await db.run(
+        lambda con: con.execute(
+            "INSERT INTO recordings (owner_id, filename, milestone) SELECT $1, "
+            "'done-' || g || '.wav', 'transcribed' FROM generate_series(1, 30000) AS g",
+            ann.id,
+        )
+    )
+    await db.run(lambda con: con.execute("ANALYZE recordings"))
+
+    def found(html: str) -> set[str]:
+        return set(re.findall(r'<tr data-id="([0-9a-f-]+)">', html))
+
+    # Two characters: no file name is searched (it would read every record), and the
+    # screen says why; an owner's name or a record id is still found.
+    assert await ops_screen.search(db, "ab") == []
+    assert [r["id"] for r in await ops_screen.search(db, str(short))] == [short]
+    assert len(await ops_screen.search(db, "ab.wav")) == 1
+    async with as_operator(base_url, olga.token) as c:
+        r = await c.get("/ops/search", params={"q": "ab"})
+        assert r.status_code == 200 and found(r.text) == set()
+        assert 'id="search-too-short"' in r.text
+        r = await c.get("/ops/search", params={"q": str(short)})
+        assert found(r.text) == {str(short)} and 'id="search-too-short"' not in r.text
+
+        # A part of nearly every file name, past the bound: cut off, said plainly.
+        with pytest.raises(ops_screen.SearchTooBroad):
+            await ops_screen.search(db, "done-", timeout_s=0.005)
+        narrow = await ops_screen.search(db, "done-4242.wav")
+        assert [r["filename"] for r in narrow] == ["done-4242.wav"]
+        monkeypatch.setattr(ops_screen, "SEARCH_TIMEOUT_S", 0.005)
+        r = await c.get("/ops/search", params={"q": "done-"})
+        assert r.status_code == 200 and 'id="search-too-broad"' in r.text
+        assert found(r.text) == set() and 'id="found"' not in r.text
+        # The connection is fine afterwards: the bound was the search's alone.
+        assert await db.fetchval("health") == 1
+
+
 @scenario("A bulk resume of a filtered list resumes exactly those, each journaled once")
 async def test_bulk_resume_of_a_filtered_list(
     db: Database, base_url: str, ann: NewOwner, ben: NewOwner, olga: NewOperator

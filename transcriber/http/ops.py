@@ -339,13 +339,26 @@ async def record_page(
 async def search_page(
     request: Request, db: Db, session: OperatorSession, q: Text = None
 ) -> HTMLResponse:
+    """A record by id, an owner's records by name, records by part of their file name;
+    a text too short for file names is said so, and a search that reads too long is
+    cut off with a plain 'too broad' instead of an error."""
     text = (q or "").strip()
-    records = await ops_screen.search(db, text) if text else []
+    too_broad = False
+    records: list[dict[str, Any]] = []
+    if text:
+        try:
+            records = await ops_screen.search(db, text)
+        except ops_screen.SearchTooBroad:
+            event(logging.INFO, "ops_search_too_broad", operator=session.name, length=len(text))
+            too_broad = True
     return ops_html(
         request,
         "ops_search.html",
         records=records,
         q=text,
+        too_short=0 < len(text) < ops_screen.SEARCH_MIN and ops_screen.as_id(text) is None,
+        too_broad=too_broad,
+        search_min=ops_screen.SEARCH_MIN,
         csrf=session.csrf,
         operator=session.name,
     )

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import asyncpg
 import attrs
 import trio
 
@@ -59,10 +60,39 @@ async def stopped_records(
     return [dict(r) for r in rows]
 
 
-async def search(db: Database, text: str, limit: int = 100) -> list[dict[str, Any]]:
-    """Records in any state by id, owner's name or part of a file name, newest first.
-    Cancellation: a plain read."""
-    return [dict(r) for r in await db.fetch("ops_search", text, limit, as_id(text))]
+SEARCH_MIN = 3
+"""The shortest text searched for in file names (sql/ops.sql `ops_search` says 3 too):
+a shorter one finds a record by its id or an owner by their name only."""
+SEARCH_TIMEOUT_S = 1.0
+"""How long one search may read before it is cut off as too broad: a text in nearly
+every file name reads every record it matches (3.5 s at 1 M records), while a search
+that narrows takes milliseconds."""
+
+
+class SearchTooBroad(Exception):
+    """The search read longer than its bound: its text is in too many file names."""
+
+
+async def search(
+    db: Database, text: str, limit: int = 100, *, timeout_s: float | None = None
+) -> list[dict[str, Any]]:
+    """Records in any state by id, owner's name or part of a file name (of SEARCH_MIN
+    characters or more), newest first. Raises SearchTooBroad when the read takes longer
+    than `timeout_s` (None: SEARCH_TIMEOUT_S; the server cancels it: `statement_timeout`
+    in its own read-only transaction). Cancellation: a plain read."""
+    sql = db.sql("ops_search")
+    bound_ms = max(int((SEARCH_TIMEOUT_S if timeout_s is None else timeout_s) * 1000), 1)
+
+    async def bounded(con: asyncpg.Connection) -> list[asyncpg.Record]:
+        async with con.transaction(readonly=True):
+            await con.execute(f"SET LOCAL statement_timeout = {bound_ms}")
+            rows: list[asyncpg.Record] = await con.fetch(sql, text, limit, as_id(text))
+            return rows
+
+    try:
+        return [dict(r) for r in await db.run(bounded)]
+    except asyncpg.QueryCanceledError as e:
+        raise SearchTooBroad(text) from e
 
 
 def as_id(text: str | None) -> uuid.UUID | None:
