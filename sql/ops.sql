@@ -4,7 +4,8 @@
 -- only), their sessions (page_sessions of kind 'operator'), what the screen reads of
 -- every owner's records — metadata, states, stop flags, journals, never audio or text —
 -- and the daemons' registrations and heartbeats. Resume goes through `resume`
--- (queue.sql), as `transcriber resume` does.
+-- (queue.sql), as `transcriber resume` does; the glance's table is `status`
+-- (operator.sql), as `transcriber status` and /metrics read it.
 ---------------------------------------------------------------------------------------
 
 -- name: operator_add
@@ -130,30 +131,6 @@ SELECT date_bin($2::interval, at, now() - $1::interval) AS bucket,
   FROM journal
  WHERE kind = 'stopped' AND at > now() - $1::interval
  GROUP BY 1, 2 ORDER BY 1, 2
-
--- name: ops_status
--- The glance's table: `status` (operator.sql) of the records that may still need work
--- or are stopped, read through the two partial indexes that hold exactly those
--- (recordings_claimable, recordings_stopped), so a long finished history costs nothing.
--- A finished record is never waiting, in flight, pausing or stopped.
-SELECT milestone,
-       count(*) FILTER (WHERE stopped_at IS NULL
-                          AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-                          AND (retry_at IS NULL OR retry_at <= now())) AS waiting,
-       count(*) FILTER (WHERE stopped_at IS NULL AND lease_expires_at > now()) AS in_flight,
-       count(*) FILTER (WHERE stopped_at IS NULL AND retry_at > now()
-                          AND (lease_expires_at IS NULL OR lease_expires_at <= now())) AS pausing,
-       count(*) FILTER (WHERE stopped_at IS NOT NULL) AS stopped,
-       extract(epoch FROM now() - min(milestone_entered_at) FILTER (
-           WHERE stopped_at IS NULL AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-             AND (retry_at IS NULL OR retry_at <= now())))::float8 AS oldest_waiting_s
-  FROM (SELECT milestone, stopped_at, lease_expires_at, retry_at, milestone_entered_at
-          FROM recordings WHERE stopped_at IS NULL AND milestone <> 'transcribed'
-        UNION ALL
-        SELECT milestone, stopped_at, lease_expires_at, retry_at, milestone_entered_at
-          FROM recordings WHERE stopped_at IS NOT NULL) r
- GROUP BY milestone
- ORDER BY milestone
 
 -- name: ops_audio_waiting
 -- Seconds of audio normalized and not yet recognized (stopped ones apart), and of the

@@ -19,6 +19,7 @@ import attrs
 import trio
 
 from transcriber.db.database import Database, retry_while_unreachable
+from transcriber.milestones import MILESTONES
 from transcriber.records.cards import card_from_row
 
 FOLLOW_POLL_S = 2.0
@@ -39,9 +40,12 @@ class MilestoneStatus:
     oldest_waiting_s: float | None
 
 
-async def status(db: Database) -> list[MilestoneStatus]:
-    """The pipeline per milestone. Cancellation: a plain read."""
-    return [
+async def queue_states(db: Database) -> list[MilestoneStatus]:
+    """The milestones that hold records still to work on or stopped, in the pipeline's
+    order: only those records are read (sql/operator.sql `status`), so a long finished
+    history costs nothing, and a milestone without them is left out. Cancellation: a
+    plain read."""
+    found = [
         MilestoneStatus(
             milestone=str(r["milestone"]),
             waiting=int(r["waiting"]),
@@ -52,6 +56,25 @@ async def status(db: Database) -> list[MilestoneStatus]:
         )
         for r in await db.fetch("status")
     ]
+    return sorted(found, key=lambda m: _ORDER.get(m.milestone, len(_ORDER)))
+
+
+_ORDER = {m: i for i, m in enumerate(MILESTONES)}
+
+
+def every_milestone(found: Sequence[MilestoneStatus]) -> list[MilestoneStatus]:
+    """`found` with a line of zeros for each milestone of the pipeline it lacks (every
+    milestone a step table has: transcriber.milestones), in the pipeline's order; a
+    milestone of the records that no table names (an older version's) stays, last."""
+    by = {m.milestone: m for m in found}
+    zero = [MilestoneStatus(m, 0, 0, 0, 0, None) for m in MILESTONES if m not in by]
+    return sorted([*found, *zero], key=lambda m: _ORDER.get(m.milestone, len(_ORDER)))
+
+
+async def status(db: Database) -> list[MilestoneStatus]:
+    """The pipeline per milestone, every milestone (zeros where it holds nothing still
+    to work on); finished records are not counted. Cancellation: a plain read."""
+    return every_milestone(await queue_states(db))
 
 
 @attrs.frozen

@@ -210,17 +210,7 @@ class QueueNow:
 async def queue_now(db: Database) -> QueueNow:
     """Each milestone's records by state, and the audio waiting for recognition: only
     the records that may need work or are stopped are read. Cancellation: plain reads."""
-    milestones = [
-        operator.MilestoneStatus(
-            milestone=str(r["milestone"]),
-            waiting=int(r["waiting"]),
-            in_flight=int(r["in_flight"]),
-            pausing=int(r["pausing"]),
-            stopped=int(r["stopped"]),
-            oldest_waiting_s=r["oldest_waiting_s"],
-        )
-        for r in await db.fetch("ops_status")
-    ]
+    milestones = await operator.queue_states(db)
     waiting = await db.fetchrow("ops_audio_waiting")
     assert waiting is not None  # an aggregate always has its row
     return QueueNow(milestones, float(waiting["audio_s"]), float(waiting["unclaimed_s"]))
