@@ -297,3 +297,12 @@ async def test_a_closed_connection_is_lost_and_retried(db: Database, db_url: str
     with pytest.raises(asyncpg.InterfaceError) as closed:
         await trio_asyncio.aio_as_trio(con.fetchval)("SELECT 1")
     assert connection_lost(closed.value)
+
+
+async def test_a_closed_pool_is_lost_too(db_url: str) -> None:
+    # The service stopping: every connection going. Not the caller's mistake.
+    async with open_database(db_url, min_size=1, max_size=1) as gone:
+        pass
+    with pytest.raises(asyncpg.InterfaceError) as closed:
+        await gone.fetchval("health")
+    assert connection_lost(closed.value)

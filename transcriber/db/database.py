@@ -88,7 +88,7 @@ CONNECTION_LOST = (
 """Errors that say the server went away or stopped answering (restart, network, a
 pause), not that a query is wrong. asyncpg's InterfaceError is not among them: most of
 its kinds are the caller's mistakes (an argument of the wrong type, a connection used
-by two calls at once, a closed pool); only its "connection is closed" kind is a lost
+by two calls at once); only its closed kinds (a closed connection or pool) are a lost
 connection (`connection_lost`)."""
 
 
@@ -97,10 +97,16 @@ def connection_lost(error: BaseException) -> bool:
     not that the call itself is wrong — which would fail the same way every time, and is
     raised at once rather than retried for the whole patience. asyncpg names its closed
     connection by message alone (`InterfaceError('connection is closed')`, also as
-    'cannot perform operation: connection is closed')."""
+    'cannot perform operation: connection is closed'), and so its closed pool ('pool is
+    closed', 'pool is closing': the service stopping, every connection going)."""
     if isinstance(error, CONNECTION_LOST):
         return True
-    return isinstance(error, asyncpg.InterfaceError) and "connection is closed" in str(error)
+    return isinstance(error, asyncpg.InterfaceError) and any(
+        closed in str(error) for closed in _CLOSED
+    )
+
+
+_CLOSED = ("connection is closed", "pool is closed", "pool is closing")
 
 
 async def _trio_sleep(seconds: float) -> None:

@@ -39,6 +39,12 @@ DATABASE_AWAY_ERRORS = (
 )
 
 
+def is_database_away(error: BaseException) -> bool:
+    """Whether `error` says the database is away (busy, unreachable, its connection or
+    pool closed), not that the code is wrong."""
+    return isinstance(error, DATABASE_AWAY_ERRORS) or connection_lost(error)
+
+
 class ApiError(Exception):
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
         super().__init__(message)
