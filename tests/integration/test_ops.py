@@ -118,6 +118,47 @@ async def test_operator_commands(db: Database, db_url: str, base_url: str) -> No
     assert (await cli(db_url, "operator", "revoke", "nobody")).returncode == 1
 
 
+@scenario("The operator's session cookie is its own, scoped to /ops")
+async def test_operator_cookie_rules(base_url: str, olga: NewOperator) -> None:
+    for https in (False, True):
+        headers = {"X-Forwarded-Proto": "https"} if https else {}
+        async with httpx.AsyncClient(base_url=base_url, headers=headers) as c:
+            forged = await c.post(
+                "/ops/signin",
+                data={"token": olga.token},
+                headers={"Origin": "https://evil.example"},
+            )
+            assert forged.status_code == 403 and "set-cookie" not in forged.headers
+            # A `next` outside the screen, or off the site, comes back to the screen.
+            for target, location in (
+                ("/ops/stopped", "/ops/stopped"),
+                ("/", "/ops"),
+                ("//evil.example/ops", "/ops"),
+            ):
+                r = await c.post("/ops/signin", data={"token": olga.token, "next": target})
+                assert (r.status_code, r.headers["location"]) == (303, location)
+            cookie = r.headers["set-cookie"]
+            # Its own name over HTTPS too: `__Host-` needs the whole site, and this one is
+            # scoped to /ops.
+            assert cookie.startswith(f"{ops_sign_in.COOKIE}=")
+            attributes = [a.strip().lower() for a in cookie.split(";")[1:]]
+            assert "path=/ops" in attributes and "httponly" in attributes
+            assert "samesite=strict" in attributes and ("secure" in attributes) == https
+            secret = cookie.split(";")[0].split("=", 1)[1]
+            c.cookies.set(ops_sign_in.COOKIE, secret)
+            screen = await c.get("/ops")
+            assert screen.status_code == 200
+            out = await c.post("/ops/signout", data={"csrf": csrf_of(screen.text)})
+            assert (out.status_code, out.headers["location"]) == (303, "/ops/signin")
+            cleared = out.headers["set-cookie"].lower()
+            assert cleared.startswith(f"{ops_sign_in.COOKIE}=") and "path=/ops" in cleared
+            again = await c.get("/ops", headers={"Accept": "text/html"})
+            assert (again.status_code, again.headers["location"]) == (
+                303,
+                "/ops/signin?next=%2Fops",
+            )
+
+
 @scenario("An owner's session and token reach nothing under /ops")
 async def test_owner_refused_under_ops(
     db: Database, base_url: str, ann: NewOwner, olga: NewOperator

@@ -28,18 +28,9 @@ from actors.log import event
 from transcriber.http import i18n
 from transcriber.http.deps import Db, Settings
 from transcriber.http.i18n import N_, NP_
-from transcriber.http.ops_sign_in import (
-    PREFIX,
-    SIGNIN_PATH,
-    OperatorSession,
-    check_csrf,
-    clear_cookie,
-    set_cookie,
-    sign_in,
-    sign_out,
-)
+from transcriber.http.ops_sign_in import OPERATOR, PREFIX, SIGNIN_PATH, OperatorSession
 from transcriber.http.page import TEMPLATES, html, lang_of
-from transcriber.http.page_sign_in import CSRF_FIELD, check_origin
+from transcriber.http.sessions import CSRF_FIELD, check_csrf, sign_in_form
 from transcriber.milestones import MILESTONES
 from transcriber.pipeline import ops_screen
 from transcriber.pipeline.ops_screen import Series, StoppedFilter
@@ -56,11 +47,8 @@ def is_ops_path(path: str) -> bool:
     return path == PREFIX or path.startswith(PREFIX + "/")
 
 
-def safe_next(target: str | None) -> str:
-    """Where to go after signing in: a path of the screen only."""
-    if not target or not is_ops_path(target) or "\\" in target or target.startswith("//"):
-        return PREFIX
-    return target
+safe_next = OPERATOR.safe_next
+"""Where to go after signing in: a path of the screen only."""
 
 
 def parse_id(text: str) -> uuid.UUID | None:
@@ -173,21 +161,19 @@ async def signin_page(
 
 @router.post(SIGNIN_PATH)
 async def signin(request: Request, db: Db, config: Settings) -> Response:
-    check_origin(request)
-    form = await request.form()
-    token, target = str(form.get("token", "")).strip(), safe_next(str(form.get("next", "")))
+    token, target = await sign_in_form(request)
+    target = safe_next(target)
     lifetime_s = config.page_session_days * 86400
-    made = await sign_in(db, token, lifetime_s)
+    made = await OPERATOR.sign_in(db, token, lifetime_s)
     if made is None:
         event(logging.INFO, "ops_signin_refused")
         message = lang_of(request).gettext(
             "That is not an operator's token. Use the token `transcriber operator add` printed."
         )
         return ops_html(request, "ops_signin.html", 401, next=target, error=message)
-    secret, _, name = made
-    event(logging.INFO, "ops_signed_in", operator=name)
+    event(logging.INFO, "ops_signed_in", operator=made.who)
     response = RedirectResponse(target, status_code=303)
-    set_cookie(response, request, secret, lifetime_s)
+    OPERATOR.set_cookie(response, request, made.secret, lifetime_s)
     return response
 
 
@@ -195,9 +181,9 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
 async def signout(request: Request, db: Db, session: OperatorSession) -> Response:
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
-    await sign_out(db, session)
+    await OPERATOR.sign_out(db, session)
     response = RedirectResponse(SIGNIN_PATH, status_code=303)
-    clear_cookie(response, request)
+    OPERATOR.clear_cookie(response, request)
     return response
 
 

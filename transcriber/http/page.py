@@ -20,7 +20,6 @@ from typing import Annotated, Any
 import jinja2
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.requests import ClientDisconnect
 
 from actors.log import event
 from transcriber.db.database import Database
@@ -32,19 +31,16 @@ from transcriber.http.owned_cards import owned_card, parse_id
 from transcriber.http.page_audio import audio_response, open_audio, peaks
 from transcriber.http.page_sign_in import (
     CSRF_FIELD,
+    OWNER,
     SIGNIN_PATH,
     ChangingSession,
     PageOwner,
     Session,
     check_csrf,
-    check_origin,
-    clear_cookie,
     is_https,
-    set_cookie,
-    sign_in,
-    sign_out,
 )
 from transcriber.http.recordings import decode_cursor, encode_cursor, store_upload
+from transcriber.http.sessions import sign_in_form
 from transcriber.http.shapes import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
 from transcriber.http.speakers import reassign, rename
 from transcriber.http.transcripts import owner_transcript, transcript_response
@@ -278,11 +274,8 @@ async def static(name: str) -> Response:
 # --- signing in and out ----------------------------------------------------------------
 
 
-def safe_next(target: str | None) -> str:
-    """Where to go after signing in: a path of this site only, never another site."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
+safe_next = OWNER.safe_next
+"""Where to go after signing in: a path of this site only, never another site."""
 
 
 @router.get(SIGNIN_PATH)
@@ -297,14 +290,10 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
     """Sign in with the API token. A form gets a redirect (or the form again, with the
     reason); the page's script (`Accept: application/json`) gets the new anti-forgery
     token, so it can carry on where it was."""
-    check_origin(request)
-    try:
-        form = await request.form()
-    except ClientDisconnect:
-        raise ApiError(400, "the sign-in was interrupted") from None
-    token, target = str(form.get("token", "")).strip(), safe_next(str(form.get("next", "")))
+    token, target = await sign_in_form(request)
+    target = safe_next(target)
     lifetime_s = config.page_session_days * 86400
-    made = await sign_in(db, token, lifetime_s)
+    made = await OWNER.sign_in(db, token, lifetime_s)
     script = "application/json" in request.headers.get("accept", "")
     if made is None:
         event(logging.INFO, "page_signin_refused")
@@ -314,11 +303,10 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
         if script:
             return JSONResponse({"error": message}, status_code=401)
         return html(request, "signin.html", 401, next=target, error=message)
-    secret, csrf = made
     response: Response = (
-        JSONResponse({"csrf": csrf}) if script else RedirectResponse(target, status_code=303)
+        JSONResponse({"csrf": made.csrf}) if script else RedirectResponse(target, status_code=303)
     )
-    set_cookie(response, request, secret, lifetime_s)
+    OWNER.set_cookie(response, request, made.secret, lifetime_s)
     return response
 
 
@@ -326,9 +314,9 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
 async def signout(request: Request, db: Db, session: Session) -> Response:
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
-    await sign_out(db, session)
+    await OWNER.sign_out(db, session)
     response = RedirectResponse(SIGNIN_PATH, status_code=303)
-    clear_cookie(response, request)
+    OWNER.clear_cookie(response, request)
     return response
 
 
