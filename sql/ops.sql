@@ -112,6 +112,16 @@ SELECT r.id, o.name AS owner, r.filename, r.size_bytes, r.language, r.created_at
 SELECT id, at, origin, kind, milestone, claim_token, detail
   FROM journal WHERE recording_id = $1 ORDER BY id LIMIT $2
 
+-- name: ops_resumed_batch
+-- The records one resume of the screen resumed: its journal events with batch $1 and
+-- `by` $2 (the operator), of the last day, in the order they were resumed. Through
+-- journal_by_kind_time's `resumed` entries alone: resumes are few.
+SELECT recording_id, milestone
+  FROM journal
+ WHERE kind = 'resumed' AND at > now() - interval '1 day'
+   AND detail ->> 'batch' = $1 AND detail ->> 'by' = $2
+ ORDER BY id
+
 -- name: ops_reached
 -- Milestones reached per bucket of $2 over the last $1, of each milestone in $3: the
 -- throughput chart. One count per bucket and milestone, each a range of

@@ -25,7 +25,7 @@ from transcriber.db.database import Database
 from transcriber.http import i18n, ops_sign_in, page_sign_in
 from transcriber.operators import NewOperator, add_operator
 from transcriber.owners import NewOwner
-from transcriber.pipeline import daemons, ops_screen
+from transcriber.pipeline import daemons, operator, ops_screen
 from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.pipeline.runner import Pipeline
 
@@ -81,6 +81,7 @@ OPS_ROUTES = [
     ("GET", "/ops/daemons.json"),
     ("GET", "/ops/records/{rid}"),
     ("POST", "/ops/resume"),
+    ("GET", f"/ops/resumed/{uuid.UUID(int=1)}"),
     ("POST", "/ops/signout"),
 ]
 
@@ -330,6 +331,7 @@ async def test_bulk_resume_of_a_filtered_list(
         r = await c.post(
             "/ops/resume",
             data={"csrf": c.csrf, "all": "1", "reason": "attempts_exhausted", "owner": "ann"},  # type: ignore[attr-defined]
+            follow_redirects=True,
         )
     assert r.status_code == 200, r.text
     assert "100 of 100 resumed" in r.text
@@ -363,10 +365,29 @@ async def test_resume_needs_csrf_and_reports_refusals(
         assert other.status_code == 403
         assert (await state(db, rid))["stopped_at"] is not None
         once = await c.post("/ops/resume", data={"csrf": c.csrf, "id": str(rid)})  # type: ignore[attr-defined]
-        assert "1 of 1 resumed" in once.text and "back to work from received" in once.text
-        again = await c.post("/ops/resume", data={"csrf": c.csrf, "id": str(rid)})  # type: ignore[attr-defined]
+        # A redirect to the batch's page (Post/Redirect/Get), which says what it did.
+        assert once.status_code == 303 and once.text == ""
+        where = once.headers["location"]
+        assert re.fullmatch(r"/ops/resumed/[0-9a-f-]{36}\?asked=1", where), where
+        shown = await c.get(where)
+        assert "1 of 1 resumed" in shown.text and "back to work from received" in shown.text
+        # The record stops again; reloading the page resumes nothing, and says the same.
+        queue = PgQueue(db, table())
+        job = await queue.read(await queue.claim())
+        assert job.claim.id == rid and await queue.stop(job, "too_long", "again")
+        reloaded = await c.get(where)
+        assert reloaded.text == shown.text
+        assert (await state(db, rid))["stopped_at"] is not None
+        assert len([e for e in await journal(db, rid) if e["kind"] == "resumed"]) == 1
+        await operator.resume(db, rid, by="test")  # back to work, so the next is refused
+        again = await c.post(
+            "/ops/resume",
+            data={"csrf": c.csrf, "id": str(rid)},  # type: ignore[attr-defined]
+            follow_redirects=True,
+        )
         assert "0 of 1 resumed" in again.text and "is not stopped" in again.text
-    assert len([e for e in await journal(db, rid) if e["kind"] == "resumed"]) == 1
+        assert f'<tr data-id="{rid}" class="refused">' in again.text
+    assert len([e for e in await journal(db, rid) if e["kind"] == "resumed"]) == 2
 
 
 # --- daemons and the glance ------------------------------------------------------------

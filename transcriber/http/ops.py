@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import urllib.parse
 import uuid
 from typing import Annotated, Any
 
@@ -270,11 +271,17 @@ async def stopped_page(
     )
 
 
+REFUSED_SHOWN = 100
+"""The refused records a batch's answer names (in its address); the others are counted."""
+
+
 @router.post(PREFIX + "/resume")
-async def resume(request: Request, db: Db, session: OperatorSession) -> HTMLResponse:
+async def resume(request: Request, db: Db, session: OperatorSession) -> Response:
     """Resume the records checked in the list (`id` fields), or, with `all`, every record
     the filter in the form's fields names now (at most LIST_MAX). Each goes through
-    `operator.resume` on its own; the answer shows what each resume did."""
+    `operator.resume` on its own, journaled with this batch's id; then a redirect (303)
+    to the batch's page, which shows what each resume did (Post/Redirect/Get: a reload
+    reads that page again instead of resuming whatever the filter names by then)."""
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
     if form.get("all"):
@@ -285,7 +292,8 @@ async def resume(request: Request, db: Db, session: OperatorSession) -> HTMLResp
     else:
         found = (parse_id(str(v)) for v in form.getlist("id")[: ops_screen.LIST_MAX])
         ids = list(dict.fromkeys(i for i in found if i is not None))
-    outcomes = await ops_screen.resume_each(db, ids, operator_name=session.name)
+    batch = str(uuid.uuid4())
+    outcomes = await ops_screen.resume_each(db, ids, operator_name=session.name, batch=batch)
     event(
         logging.INFO,
         "ops_resumed",
@@ -293,8 +301,37 @@ async def resume(request: Request, db: Db, session: OperatorSession) -> HTMLResp
         asked=len(ids),
         resumed=sum(o.resumed for o in outcomes),
     )
+    refused = [str(o.id) for o in outcomes if not o.resumed]
+    query = urllib.parse.urlencode(
+        [("refused", r) for r in refused[:REFUSED_SHOWN]] + [("asked", str(len(ids)))]
+    )
+    return RedirectResponse(f"{PREFIX}/resumed/{batch}?{query}", status_code=303)
+
+
+@router.get(PREFIX + "/resumed/{batch}")
+async def resumed_page(
+    request: Request,
+    db: Db,
+    session: OperatorSession,
+    batch: str,
+    refused: Annotated[list[str] | None, Query()] = None,
+    asked: Annotated[int, Query(ge=0, le=ops_screen.LIST_MAX)] = 0,
+) -> HTMLResponse:
+    """What one batch of resumes did: the records it resumed, read back from the
+    journal, and those it was refused (named in the address, at most REFUSED_SHOWN)."""
+    refused_ids = [i for r in (refused or [])[:REFUSED_SHOWN] if (i := parse_id(r)) is not None]
+    outcomes = (
+        []
+        if parse_id(batch) is None
+        else await ops_screen.resumed_in(db, batch, session.name, refused_ids)
+    )
     return ops_html(
-        request, "ops_resumed.html", outcomes=outcomes, csrf=session.csrf, operator=session.name
+        request,
+        "ops_resumed.html",
+        outcomes=outcomes,
+        asked=max(asked, len(outcomes)),
+        csrf=session.csrf,
+        operator=session.name,
     )
 
 

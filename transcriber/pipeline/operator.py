@@ -122,6 +122,7 @@ async def resume(
     by: str,
     now: dt.datetime | None = None,
     patience_s: float = 120.0,
+    batch: str | None = None,
 ) -> Resumed:
     """A person returns a stopped record to work, from the milestone it reached: one
     statement (query `resume`) clears everything the previous run held the record by
@@ -131,11 +132,13 @@ async def resume(
     Retried with backoff while the database is away (up to `patience_s`): a retry after
     a lost reply is recognised by this call's request id and answers as the first try.
     `now`: a fixed time for the milestone's entry (tests); None, the database's clock.
+    `batch`: the resumes this one is asked with, named in its journal detail too (the
+    operator's screen shows a batch's by it).
 
     Cancellation: a cancelled call may or may not have resumed the record; calling
     again is safe (a resumed record is no longer stopped and is refused as such).
     """
-    detail = {"by": by, "request": str(uuid.uuid4())}
+    detail = {"by": by, "request": str(uuid.uuid4()), **({"batch": batch} if batch else {})}
     # Through `run` and `sql` alone, as the queue's writes: all a database that loses
     # replies on purpose (tests/integration/test_lost_replies.py) has to offer.
     resumed, current = db.sql("resume"), db.sql("recording")

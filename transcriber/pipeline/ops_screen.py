@@ -125,11 +125,12 @@ class ResumeOutcome:
 
 
 async def resume_each(
-    db: Database, ids: Sequence[uuid.UUID], *, operator_name: str
+    db: Database, ids: Sequence[uuid.UUID], *, operator_name: str, batch: str | None = None
 ) -> list[ResumeOutcome]:
     """Each record back to work through `operator.resume` — one statement per record,
-    every listed field reset, journaled origin `human` with `by` naming the operator —
-    and what each resume did. A record no longer stopped is refused and unchanged.
+    every listed field reset, journaled origin `human` with `by` naming the operator and
+    `batch` (if given) naming this call — and what each resume did. A record no longer
+    stopped is refused and unchanged.
 
     Cancellation: the records before the cancel are resumed, the one in flight may be;
     calling again with the same list is safe (a resumed record is refused as such).
@@ -137,11 +138,26 @@ async def resume_each(
     done: list[ResumeOutcome] = []
     for rid in ids:
         try:
-            resumed = await operator.resume(db, rid, by=by_operator(operator_name))
+            resumed = await operator.resume(db, rid, by=by_operator(operator_name), batch=batch)
         except operator.NotStopped as e:
             done.append(ResumeOutcome(rid, False, e.milestone, str(e)))
         else:
             done.append(ResumeOutcome(rid, True, resumed.milestone, None))
+    return done
+
+
+async def resumed_in(
+    db: Database, batch: str, operator_name: str, refused: Sequence[uuid.UUID]
+) -> list[ResumeOutcome]:
+    """What a batch of resumes did, read back: the records it resumed (its journal
+    events, by this operator, of the last day) and those it was refused, each with where
+    it is now (None: no such record). Cancellation: plain reads."""
+    rows = await db.fetch("ops_resumed_batch", batch, by_operator(operator_name))
+    done = [ResumeOutcome(r["recording_id"], True, r["milestone"], None) for r in rows]
+    for rid in refused:
+        now = await record(db, rid)
+        where = None if now is None else str(now["milestone"])
+        done.append(ResumeOutcome(rid, False, where, "not stopped" if now else "no such record"))
     return done
 
 
