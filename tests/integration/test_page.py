@@ -611,6 +611,7 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
                 share_id=rid,
                 secret="A" * 43,
                 label="2",
+                batch=rid,
             )
             if path in app_module.PUBLIC_PATHS:
                 continue
