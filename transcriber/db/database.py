@@ -56,6 +56,11 @@ class DatabaseBusy(Exception):
     work; nothing of this call was kept unless its statement committed."""
 
 
+class StatementCut(Exception):
+    """A read given its own, shorter bound (`Database.fetch_within`) ran past it and the
+    server cut it off: it reads too much (a search too broad), not a database away."""
+
+
 DEFAULT_TIMEOUT_S = 30.0
 
 
@@ -215,6 +220,25 @@ class Database:
     async def fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
         sql = self.queries[name]
         return await self.run(lambda con: con.fetch(sql, *args))
+
+    async def fetch_within(self, timeout_s: float, name: str, *args: Any) -> list[asyncpg.Record]:
+        """`fetch`, cut off by the server after `timeout_s` (its own `statement_timeout`,
+        in a read-only transaction of its own): raises StatementCut then, the connection
+        fine for the next call. For reads whose cost the caller's input decides (a
+        search), so one too broad answers plainly instead of holding a connection."""
+        sql = self.queries[name]
+        bound_ms = max(int(timeout_s * 1000), 1)
+
+        async def bounded(con: asyncpg.Connection) -> list[asyncpg.Record]:
+            async with con.transaction(readonly=True):
+                await con.execute(f"SET LOCAL statement_timeout = {bound_ms}")
+                rows: list[asyncpg.Record] = await con.fetch(sql, *args)
+                return rows
+
+        try:
+            return await self.run(bounded)
+        except asyncpg.QueryCanceledError as e:
+            raise StatementCut(f"{name} read past {timeout_s}s") from e
 
     async def fetchrow(self, name: str, *args: Any) -> asyncpg.Record | None:
         sql = self.queries[name]

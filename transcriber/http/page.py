@@ -46,6 +46,8 @@ from transcriber.http.speakers import reassign, rename
 from transcriber.http.transcripts import owner_transcript, transcript_response
 from transcriber.http.uploads import TITLE_MAX, check_text
 from transcriber.records.archive import (
+    RecordsPage,
+    SearchTooBroad,
     edit_owner_fields,
     found_records_page,
     journal_page,
@@ -364,16 +366,23 @@ async def recordings_page(
     fragment: Annotated[str | None, Query(max_length=20)] = None,
 ) -> HTMLResponse:
     state = state if state in page_text.STATES else None
-    found = await found_records_page(
-        db,
-        session.owner,
-        decode_cursor(cursor) if cursor else None,
-        PAGE_SIZE,
-        state=state,
-        search=search_query(q or ""),
-    )
+    try:
+        found = await found_records_page(
+            db,
+            session.owner,
+            decode_cursor(cursor) if cursor else None,
+            PAGE_SIZE,
+            state=state,
+            search=search_query(q or ""),
+        )
+    except SearchTooBroad:  # said plainly in the list, not an error page
+        found = RecordsPage([], None)
+        too_broad = True
+    else:
+        too_broad = False
     cards = found.cards
     context = {
+        "too_broad": too_broad,
         "cards": cards,
         "csrf": session.csrf,
         "state": state or "",

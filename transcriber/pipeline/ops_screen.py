@@ -15,11 +15,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import asyncpg
 import attrs
 import trio
 
-from transcriber.db.database import Database
+from transcriber.db.database import Database, StatementCut
 from transcriber.milestones import MILESTONES
 from transcriber.pipeline import operator
 
@@ -78,21 +77,14 @@ async def search(
 ) -> list[dict[str, Any]]:
     """Records in any state by id, owner's name or part of a file name (of SEARCH_MIN
     characters or more), newest first. Raises SearchTooBroad when the read takes longer
-    than `timeout_s` (None: SEARCH_TIMEOUT_S; the server cancels it: `statement_timeout`
-    in its own read-only transaction). Cancellation: a plain read."""
-    sql = db.sql("ops_search")
-    bound_ms = max(int((SEARCH_TIMEOUT_S if timeout_s is None else timeout_s) * 1000), 1)
-
-    async def bounded(con: asyncpg.Connection) -> list[asyncpg.Record]:
-        async with con.transaction(readonly=True):
-            await con.execute(f"SET LOCAL statement_timeout = {bound_ms}")
-            rows: list[asyncpg.Record] = await con.fetch(sql, text, limit, as_id(text))
-            return rows
-
+    than `timeout_s` (None: SEARCH_TIMEOUT_S; the server cuts it off, `fetch_within`).
+    Cancellation: a plain read."""
+    bound_s = SEARCH_TIMEOUT_S if timeout_s is None else timeout_s
     try:
-        return [dict(r) for r in await db.run(bounded)]
-    except asyncpg.QueryCanceledError as e:
+        rows = await db.fetch_within(bound_s, "ops_search", text, limit, as_id(text))
+    except StatementCut as e:
         raise SearchTooBroad(text) from e
+    return [dict(r) for r in rows]
 
 
 def as_id(text: str | None) -> uuid.UUID | None:
