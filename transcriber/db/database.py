@@ -221,7 +221,7 @@ class Database:
         sql = self.queries[name]
         return await self.run(lambda con: con.fetch(sql, *args))
 
-    async def fetch_within(self, timeout_s: float, name: str, *args: Any) -> list[asyncpg.Record]:
+    async def fetch_within(self, name: str, *args: Any, timeout_s: float) -> list[asyncpg.Record]:
         """`fetch`, cut off by the server after `timeout_s` (its own `statement_timeout`,
         in a read-only transaction of its own): raises StatementCut then, the connection
         fine for the next call. For reads whose cost the caller's input decides (a

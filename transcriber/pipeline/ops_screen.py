@@ -81,7 +81,7 @@ async def search(
     Cancellation: a plain read."""
     bound_s = SEARCH_TIMEOUT_S if timeout_s is None else timeout_s
     try:
-        rows = await db.fetch_within(bound_s, "ops_search", text, limit, as_id(text))
+        rows = await db.fetch_within("ops_search", text, limit, as_id(text), timeout_s=bound_s)
     except StatementCut as e:
         raise SearchTooBroad(text) from e
     return [dict(r) for r in rows]

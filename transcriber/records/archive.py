@@ -62,11 +62,20 @@ async def found_records_page(
     (a tsquery of the 'simple' configuration; None: all). A search is bounded: past
     SEARCH_TIMEOUT_S it raises SearchTooBroad. Cancellation: a plain read."""
     after_at, after_id = after or (None, None)
-    args = (owner, after_at, after_id, limit + 1, state, search)
     if search is None:
-        return _page(await db.fetch("page_recordings", *args), limit)
+        rows = await db.fetch("page_recordings", owner, after_at, after_id, limit + 1, state, None)
+        return _page(rows, limit)
     try:
-        rows = await db.fetch_within(SEARCH_TIMEOUT_S, "page_recordings", *args)
+        rows = await db.fetch_within(
+            "page_recordings",
+            owner,
+            after_at,
+            after_id,
+            limit + 1,
+            state,
+            search,
+            timeout_s=SEARCH_TIMEOUT_S,
+        )
     except StatementCut as e:
         raise SearchTooBroad(search) from e
     return _page(rows, limit)
