@@ -4,7 +4,8 @@
 -- only), their sessions (page_sessions of kind 'operator'), what the screen reads of
 -- every owner's records — metadata, states, stop flags, journals, never audio or text —
 -- and the daemons' registrations and heartbeats. Resume goes through `resume`
--- (queue.sql), as `transcriber resume` does.
+-- (queue.sql), as `transcriber resume` does; the glance's table is `status`
+-- (operator.sql), as `transcriber status` and /metrics read it.
 ---------------------------------------------------------------------------------------
 
 -- name: operator_add
@@ -71,8 +72,11 @@ SELECT r.id, o.name AS owner, r.filename, r.milestone, r.stop_reason, r.stopped_
 -- name: ops_search
 -- Records in any state, newest first, at most $2: the record $3 (a record id, or NULL
 -- when the text $1 is none), else the records of the owner named $1, else those whose
--- file name holds $1. By the key, recordings_by_owner, and recordings_filename_trgm
--- (figures: transcriber/bench/ops_screen_cost.py).
+-- file name holds $1 — only for a text of 3 characters or more (ops_screen.SEARCH_MIN):
+-- a shorter one has no trigram for recordings_filename_trgm to use, and would read
+-- every record. By the key, recordings_by_owner, and recordings_filename_trgm (figures:
+-- transcriber/bench/ops_screen_cost.py). A text in nearly every file name still reads
+-- every record it matches: the caller bounds the statement (ops_screen.search).
 WITH found AS (
     SELECT r.* FROM recordings r WHERE r.id = $3::uuid
     UNION
@@ -81,7 +85,8 @@ WITH found AS (
       ORDER BY r.created_at DESC, r.id DESC LIMIT $2)
     UNION
     (SELECT r.* FROM recordings r
-      WHERE $3::uuid IS NULL AND NOT EXISTS (SELECT FROM owners WHERE name = $1)
+      WHERE $3::uuid IS NULL AND length($1) >= 3
+        AND NOT EXISTS (SELECT FROM owners WHERE name = $1)
         AND r.filename ILIKE '%' || replace(replace(replace($1, '\', '\\'), '%', '\%'), '_', '\_') || '%'
       ORDER BY r.created_at DESC, r.id DESC LIMIT $2)
 )
@@ -107,6 +112,16 @@ SELECT r.id, o.name AS owner, r.filename, r.size_bytes, r.language, r.created_at
 SELECT id, at, origin, kind, milestone, claim_token, detail
   FROM journal WHERE recording_id = $1 ORDER BY id LIMIT $2
 
+-- name: ops_resumed_batch
+-- The records one resume of the screen resumed: its journal events with batch $1 and
+-- `by` $2 (the operator), of the last day, in the order they were resumed. Through
+-- journal_by_kind_time's `resumed` entries alone: resumes are few.
+SELECT recording_id, milestone
+  FROM journal
+ WHERE kind = 'resumed' AND at > now() - interval '1 day'
+   AND detail ->> 'batch' = $1 AND detail ->> 'by' = $2
+ ORDER BY id
+
 -- name: ops_reached
 -- Milestones reached per bucket of $2 over the last $1, of each milestone in $3: the
 -- throughput chart. One count per bucket and milestone, each a range of
@@ -126,30 +141,6 @@ SELECT date_bin($2::interval, at, now() - $1::interval) AS bucket,
   FROM journal
  WHERE kind = 'stopped' AND at > now() - $1::interval
  GROUP BY 1, 2 ORDER BY 1, 2
-
--- name: ops_status
--- The glance's table: `status` (operator.sql) of the records that may still need work
--- or are stopped, read through the two partial indexes that hold exactly those
--- (recordings_claimable, recordings_stopped), so a long finished history costs nothing.
--- A finished record is never waiting, in flight, pausing or stopped.
-SELECT milestone,
-       count(*) FILTER (WHERE stopped_at IS NULL
-                          AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-                          AND (retry_at IS NULL OR retry_at <= now())) AS waiting,
-       count(*) FILTER (WHERE stopped_at IS NULL AND lease_expires_at > now()) AS in_flight,
-       count(*) FILTER (WHERE stopped_at IS NULL AND retry_at > now()
-                          AND (lease_expires_at IS NULL OR lease_expires_at <= now())) AS pausing,
-       count(*) FILTER (WHERE stopped_at IS NOT NULL) AS stopped,
-       extract(epoch FROM now() - min(milestone_entered_at) FILTER (
-           WHERE stopped_at IS NULL AND (lease_expires_at IS NULL OR lease_expires_at <= now())
-             AND (retry_at IS NULL OR retry_at <= now())))::float8 AS oldest_waiting_s
-  FROM (SELECT milestone, stopped_at, lease_expires_at, retry_at, milestone_entered_at
-          FROM recordings WHERE stopped_at IS NULL AND milestone <> 'transcribed'
-        UNION ALL
-        SELECT milestone, stopped_at, lease_expires_at, retry_at, milestone_entered_at
-          FROM recordings WHERE stopped_at IS NOT NULL) r
- GROUP BY milestone
- ORDER BY milestone
 
 -- name: ops_audio_waiting
 -- Seconds of audio normalized and not yet recognized (stopped ones apart), and of the

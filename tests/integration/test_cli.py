@@ -131,10 +131,21 @@ async def test_owner_status_and_journal(db: Database, db_url: str, owner_id: int
 
     rid = await stopped_record(db, owner_id)
     await accept(db, owner_id, "b.wav")
+    # A finished record: never waiting, and not read (the history may be millions long).
+    await db.run(
+        lambda con: con.execute(
+            "INSERT INTO recordings (owner_id, filename, milestone) "
+            "VALUES ($1, 'done.wav', 'transcribed')",
+            owner_id,
+        )
+    )
     status = await cli(db_url, "status")
     assert status.returncode == 0
-    received = next(line for line in status.stdout.splitlines() if line.startswith("received"))
-    assert received.split()[1:5] == ["1", "0", "0", "1"]  # waiting, in flight, pausing, stopped
+    lines = {line.split()[0]: line.split()[1:5] for line in status.stdout.splitlines()[1:]}
+    assert lines["received"] == ["1", "0", "0", "1"]  # waiting, in flight, pausing, stopped
+    # Every milestone has its line, in the pipeline's order, those without records zeros.
+    assert list(lines) == ["received", "normalized", "recognized", "transcribed"]
+    assert lines["normalized"] == lines["recognized"] == lines["transcribed"] == ["0"] * 4
 
     shown = await cli(db_url, "journal", str(rid))
     assert shown.returncode == 0

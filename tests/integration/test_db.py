@@ -18,8 +18,10 @@ from transcriber.db.database import (
     Database,
     DatabaseBusy,
     DatabaseUnreachable,
+    connection_lost,
     hide_password,
     open_database,
+    retry_while_unreachable,
 )
 from transcriber.db.named_sql import BENCH_AREAS, areas, load_queries, sql_folder
 
@@ -246,3 +248,61 @@ def test_the_sql_folder_is_the_checkout_s_own() -> None:
     assert Path(str(sql_folder() / "queue.sql")).resolve().parent == here
     names = sorted(f.name for f in sql_folder().iterdir())
     assert names == sorted(p.name for p in here.glob("*.sql"))
+
+
+async def attempts_of(call: Any) -> tuple[int, BaseException | None]:
+    """How many attempts `retry_while_unreachable` (a whole minute of patience) made of
+    `call`, and what it raised in the end (None: it succeeded)."""
+    made = 0
+    try:
+        async for attempt in retry_while_unreachable(60):
+            with attempt:
+                made += 1
+                await call(made)
+    except Exception as e:
+        return made, e
+    return made, None
+
+
+async def test_a_programming_error_is_raised_at_once_not_retried(db: Database) -> None:
+    # Two calls at once on one connection: a bug of the caller's, which asyncpg raises as
+    # an InterfaceError. It would fail the same way for the whole patience.
+    async def both(con: asyncpg.Connection) -> None:
+        import asyncio
+
+        await asyncio.gather(con.fetchval("SELECT pg_sleep(0.2)"), con.fetchval("SELECT 1"))
+
+    async def at_once(_: int) -> None:
+        await db.run(both)
+
+    with trio.fail_after(5):
+        made, raised = await attempts_of(at_once)
+    assert made == 1 and isinstance(raised, asyncpg.InterfaceError), raised
+    assert "another operation is in progress" in str(raised)
+
+
+async def test_a_closed_connection_is_lost_and_retried(db: Database, db_url: str) -> None:
+    con = await trio_asyncio.aio_as_trio(asyncpg.connect)(db_url)
+    await trio_asyncio.aio_as_trio(con.close)()
+
+    async def closed_then_pooled(made: int) -> None:
+        if made == 1:
+            await trio_asyncio.aio_as_trio(con.fetchval)("SELECT 1")
+        else:
+            assert await db.fetchval("health") == 1
+
+    with trio.fail_after(10):
+        made, raised = await attempts_of(closed_then_pooled)
+    assert (made, raised) == (2, None)
+    with pytest.raises(asyncpg.InterfaceError) as closed:
+        await trio_asyncio.aio_as_trio(con.fetchval)("SELECT 1")
+    assert connection_lost(closed.value)
+
+
+async def test_a_closed_pool_is_lost_too(db_url: str) -> None:
+    # The service stopping: every connection going. Not the caller's mistake.
+    async with open_database(db_url, min_size=1, max_size=1) as gone:
+        pass
+    with pytest.raises(asyncpg.InterfaceError) as closed:
+        await gone.fetchval("health")
+    assert connection_lost(closed.value)

@@ -41,8 +41,13 @@ async def test_metrics_count_milestones_stops_and_steps(
     assert answer.status_code == 200
     assert answer.headers["content-type"].startswith("text/plain")
     text = answer.text
-    assert value(text, 'transcriber_recordings{milestone="transcribed",stopped="false"}') == 3
+    # Finished records are not counted (that would read the whole history); every other
+    # milestone is, zeros too.
+    assert 'transcriber_recordings{milestone="transcribed",stopped="false"}' not in text
+    assert value(text, 'transcriber_recordings{milestone="transcribed",stopped="true"}') == 0
     assert value(text, 'transcriber_recordings{milestone="received",stopped="true"}') == 1
+    assert value(text, 'transcriber_recordings{milestone="received",stopped="false"}') == 0
+    assert value(text, 'transcriber_recordings{milestone="normalized",stopped="false"}') == 0
     assert value(text, 'transcriber_stopped{reason="empty_audio"}') == 1
     assert value(text, "transcriber_claims_total") - claims_before == 6
     assert value(text, 'transcriber_step_seconds_count{step="recognize"}') >= 3

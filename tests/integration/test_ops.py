@@ -25,7 +25,7 @@ from transcriber.db.database import Database
 from transcriber.http import i18n, ops_sign_in, page_sign_in
 from transcriber.operators import NewOperator, add_operator
 from transcriber.owners import NewOwner
-from transcriber.pipeline import daemons, ops_screen
+from transcriber.pipeline import daemons, operator, ops_screen
 from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.pipeline.runner import Pipeline
 
@@ -81,6 +81,7 @@ OPS_ROUTES = [
     ("GET", "/ops/daemons.json"),
     ("GET", "/ops/records/{rid}"),
     ("POST", "/ops/resume"),
+    ("GET", f"/ops/resumed/{uuid.UUID(int=1)}"),
     ("POST", "/ops/signout"),
 ]
 
@@ -116,6 +117,47 @@ async def test_operator_commands(db: Database, db_url: str, base_url: str) -> No
         assert (await cli(db_url, "operator", "revoke", "olga")).returncode == 0
         assert (await c.get("/ops", headers={"accept": "application/json"})).status_code == 401
     assert (await cli(db_url, "operator", "revoke", "nobody")).returncode == 1
+
+
+@scenario("The operator's session cookie is its own, scoped to /ops")
+async def test_operator_cookie_rules(base_url: str, olga: NewOperator) -> None:
+    for https in (False, True):
+        headers = {"X-Forwarded-Proto": "https"} if https else {}
+        async with httpx.AsyncClient(base_url=base_url, headers=headers) as c:
+            forged = await c.post(
+                "/ops/signin",
+                data={"token": olga.token},
+                headers={"Origin": "https://evil.example"},
+            )
+            assert forged.status_code == 403 and "set-cookie" not in forged.headers
+            # A `next` outside the screen, or off the site, comes back to the screen.
+            for target, location in (
+                ("/ops/stopped", "/ops/stopped"),
+                ("/", "/ops"),
+                ("//evil.example/ops", "/ops"),
+            ):
+                r = await c.post("/ops/signin", data={"token": olga.token, "next": target})
+                assert (r.status_code, r.headers["location"]) == (303, location)
+            cookie = r.headers["set-cookie"]
+            # Its own name over HTTPS too: `__Host-` needs the whole site, and this one is
+            # scoped to /ops.
+            assert cookie.startswith(f"{ops_sign_in.COOKIE}=")
+            attributes = [a.strip().lower() for a in cookie.split(";")[1:]]
+            assert "path=/ops" in attributes and "httponly" in attributes
+            assert "samesite=strict" in attributes and ("secure" in attributes) == https
+            secret = cookie.split(";")[0].split("=", 1)[1]
+            c.cookies.set(ops_sign_in.COOKIE, secret)
+            screen = await c.get("/ops")
+            assert screen.status_code == 200
+            out = await c.post("/ops/signout", data={"csrf": csrf_of(screen.text)})
+            assert (out.status_code, out.headers["location"]) == (303, "/ops/signin")
+            cleared = out.headers["set-cookie"].lower()
+            assert cleared.startswith(f"{ops_sign_in.COOKIE}=") and "path=/ops" in cleared
+            again = await c.get("/ops", headers={"Accept": "text/html"})
+            assert (again.status_code, again.headers["location"]) == (
+                303,
+                "/ops/signin?next=%2Fops",
+            )
 
 
 @scenario("An owner's session and token reach nothing under /ops")
@@ -235,6 +277,49 @@ async def test_filters_and_search(
         assert set(re.findall(r'<tr data-id="([0-9a-f-]+)">', by_file.text)) == {str(a1)}
 
 
+@scenario("A search too short for file names, or too broad, says so")
+async def test_search_too_short_or_too_broad(
+    db: Database, base_url: str, ann: NewOwner, olga: NewOperator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    short = await accept(db, ann.id, "ab.wav")
+    # Many records with a common part in their file names, as a long history has.
+    await db.run(
+        lambda con: con.execute(
+            "INSERT INTO recordings (owner_id, filename, milestone) SELECT $1, "
+            "'done-' || g || '.wav', 'transcribed' FROM generate_series(1, 30000) AS g",
+            ann.id,
+        )
+    )
+    await db.run(lambda con: con.execute("ANALYZE recordings"))
+
+    def found(html: str) -> set[str]:
+        return set(re.findall(r'<tr data-id="([0-9a-f-]+)">', html))
+
+    # Two characters: no file name is searched (it would read every record), and the
+    # screen says why; an owner's name or a record id is still found.
+    assert await ops_screen.search(db, "ab") == []
+    assert [r["id"] for r in await ops_screen.search(db, str(short))] == [short]
+    assert len(await ops_screen.search(db, "ab.wav")) == 1
+    async with as_operator(base_url, olga.token) as c:
+        r = await c.get("/ops/search", params={"q": "ab"})
+        assert r.status_code == 200 and found(r.text) == set()
+        assert 'id="search-too-short"' in r.text
+        r = await c.get("/ops/search", params={"q": str(short)})
+        assert found(r.text) == {str(short)} and 'id="search-too-short"' not in r.text
+
+        # A part of nearly every file name, past the bound: cut off, said plainly.
+        with pytest.raises(ops_screen.SearchTooBroad):
+            await ops_screen.search(db, "done-", timeout_s=0.005)
+        narrow = await ops_screen.search(db, "done-4242.wav")
+        assert [r["filename"] for r in narrow] == ["done-4242.wav"]
+        monkeypatch.setattr(ops_screen, "SEARCH_TIMEOUT_S", 0.005)
+        r = await c.get("/ops/search", params={"q": "done-"})
+        assert r.status_code == 200 and 'id="search-too-broad"' in r.text
+        assert found(r.text) == set() and 'id="found"' not in r.text
+        # The connection is fine afterwards: the bound was the search's alone.
+        assert await db.fetchval("health") == 1
+
+
 @scenario("A bulk resume of a filtered list resumes exactly those, each journaled once")
 async def test_bulk_resume_of_a_filtered_list(
     db: Database, base_url: str, ann: NewOwner, ben: NewOwner, olga: NewOperator
@@ -246,6 +331,7 @@ async def test_bulk_resume_of_a_filtered_list(
         r = await c.post(
             "/ops/resume",
             data={"csrf": c.csrf, "all": "1", "reason": "attempts_exhausted", "owner": "ann"},  # type: ignore[attr-defined]
+            follow_redirects=True,
         )
     assert r.status_code == 200, r.text
     assert "100 of 100 resumed" in r.text
@@ -279,10 +365,29 @@ async def test_resume_needs_csrf_and_reports_refusals(
         assert other.status_code == 403
         assert (await state(db, rid))["stopped_at"] is not None
         once = await c.post("/ops/resume", data={"csrf": c.csrf, "id": str(rid)})  # type: ignore[attr-defined]
-        assert "1 of 1 resumed" in once.text and "back to work from received" in once.text
-        again = await c.post("/ops/resume", data={"csrf": c.csrf, "id": str(rid)})  # type: ignore[attr-defined]
+        # A redirect to the batch's page (Post/Redirect/Get), which says what it did.
+        assert once.status_code == 303 and once.text == ""
+        where = once.headers["location"]
+        assert re.fullmatch(r"/ops/resumed/[0-9a-f-]{36}\?asked=1", where), where
+        shown = await c.get(where)
+        assert "1 of 1 resumed" in shown.text and "back to work from received" in shown.text
+        # The record stops again; reloading the page resumes nothing, and says the same.
+        queue = PgQueue(db, table())
+        job = await queue.read(await queue.claim())
+        assert job.claim.id == rid and await queue.stop(job, "too_long", "again")
+        reloaded = await c.get(where)
+        assert reloaded.text == shown.text
+        assert (await state(db, rid))["stopped_at"] is not None
+        assert len([e for e in await journal(db, rid) if e["kind"] == "resumed"]) == 1
+        await operator.resume(db, rid, by="test")  # back to work, so the next is refused
+        again = await c.post(
+            "/ops/resume",
+            data={"csrf": c.csrf, "id": str(rid)},  # type: ignore[attr-defined]
+            follow_redirects=True,
+        )
         assert "0 of 1 resumed" in again.text and "is not stopped" in again.text
-    assert len([e for e in await journal(db, rid) if e["kind"] == "resumed"]) == 1
+        assert f'<tr data-id="{rid}" class="refused">' in again.text
+    assert len([e for e in await journal(db, rid) if e["kind"] == "resumed"]) == 2
 
 
 # --- daemons and the glance ------------------------------------------------------------
@@ -374,6 +479,35 @@ async def test_glance(db: Database, base_url: str, ann: NewOwner, olga: NewOpera
     assert 'id="ops-live"' in full.text and "<html" not in live.text
     assert "<svg" in live.text and "too_long" in live.text
     assert 'data-milestone="received"' in live.text
+
+
+@scenario("The day's charts are read once a minute, however many screens refresh")
+async def test_day_charts_are_kept_a_minute(db: Database, ann: NewOwner) -> None:
+    def total(s: ops_screen.Series) -> int:
+        return sum(sum(c) for c in s.counts.values())
+
+    now = [1000.0]
+    charts = ops_screen.DayCharts(clock=lambda: now[0])
+    await stopped(db, ann.id, "too_long", "a.wav")
+    assert total((await ops_screen.glance(db, charts)).stops_day) == 1
+    await stopped(db, ann.id, "too_long", "b.wav")
+    now[0] += 59
+    kept = await ops_screen.glance(db, charts)
+    assert (total(kept.stops_day), total(kept.stops_hour)) == (1, 2)
+    now[0] += 1
+    assert total((await ops_screen.glance(db, charts)).stops_day) == 2
+
+    now[0] += 60
+    got: list[ops_screen.DayCounts] = []
+
+    async def screen() -> None:
+        got.append(await charts.get(db))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(3):
+            nursery.start_soon(screen)
+    assert len(got) == 3 and got[0].read_at == now[0]
+    assert got[1] is got[0] and got[2] is got[0]  # one read for the three
 
 
 @scenario("Metrics show what the screen shows")

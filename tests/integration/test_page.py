@@ -36,6 +36,7 @@ from transcriber.http import app as app_module
 from transcriber.http import create_app, page, page_sign_in, serving, shares
 from transcriber.owners import NewOwner, token_hash
 from transcriber.pipeline.pg_queue import Saved
+from transcriber.records import archive
 from transcriber.storage.local import LocalBlobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -363,6 +364,33 @@ def listed(html: str) -> list[str]:
     return re.findall(r'<tr id="rec-([0-9a-f-]+)"', html)
 
 
+@scenario("A search too broad is cut off and said so in the list")
+async def test_a_search_too_broad_is_said_so(
+    db: Database, page_ann: httpx.AsyncClient, ann: NewOwner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await db.run(
+        lambda con: con.execute(
+            "INSERT INTO recordings (owner_id, filename, milestone) SELECT $1, "
+            "'done ' || g || ' take.wav', 'transcribed' FROM generate_series(1, 30000) AS g",
+            ann.id,
+        )
+    )
+    await db.run(lambda con: con.execute("ANALYZE recordings"))
+    monkeypatch.setattr(archive, "SEARCH_TIMEOUT_S", 0.005)
+    with pytest.raises(archive.SearchTooBroad):
+        await archive.found_records_page(db, ann.id, None, 25, state=None, search="done:*")
+    for fragment in ({}, {"fragment": "rows"}):
+        r = await page_ann.get("/", params={"q": "done", **fragment})
+        assert r.status_code == 200 and 'id="search-too-broad"' in r.text, r.text[:300]
+        assert 'class="recordings"' not in r.text
+    listed = await page_ann.get("/")  # no search: not bounded
+    assert listed.status_code == 200 and 'id="search-too-broad"' not in listed.text
+    assert listed.text.count('<tr id="rec-') == page.PAGE_SIZE
+    monkeypatch.setattr(archive, "SEARCH_TIMEOUT_S", 30.0)
+    one = await page_ann.get("/", params={"q": "done 4242"})
+    assert one.text.count('<tr id="rec-') == 1 and "done 4242 take.wav" in one.text
+
+
 @scenario("The list filters by state and searches titles and transcript text")
 async def test_list_filters_searches_and_pages(
     db: Database,
@@ -611,6 +639,7 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
                 share_id=rid,
                 secret="A" * 43,
                 label="2",
+                batch=rid,
             )
             if path in app_module.PUBLIC_PATHS:
                 continue

@@ -535,9 +535,13 @@ def test_share_open_in_a_fresh_browser_and_revoke(served: Served, browser: WebDr
         assert not stranger.find_elements(By.CSS_SELECTOR, "form")
         screenshots(stranger, served.out, "share-view")
 
-        d.get(f"{served.url}/recordings/{served.record}")  # not a refresh: that posts again
+        # A reload of the page the form led to reads it again (the form answered with a
+        # redirect): no second link, and the secret is not shown again.
+        d.refresh()
         css(d, "#shares summary").click()
-        entry = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#share-list li"))[0]
+        entries = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#share-list li"))
+        assert len(entries) == 1 and not d.find_elements(By.ID, "new-share")
+        entry = entries[0]
         assert "for Bob" in entry.text and css(entry, ".opened").text == "1"
         css(entry, "button.revoke").click()
         wait(

@@ -16,6 +16,7 @@ from tests.helpers.api_clients import client, uploaded
 from tests.integration.test_page import signed_in, transcribed_with_audio
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.http import page as page_module
 from transcriber.owners import NewOwner
 from transcriber.records.corrections import set_correction
 
@@ -118,6 +119,47 @@ async def test_another_owner_cannot_share(
     assert await db.run(lambda con: con.fetchval("SELECT count(*) FROM shares")) == 1
     async with client(base_url) as anyone:
         assert (await anyone.get(f"/s/{secret_of(link['url'])}")).status_code == 200
+
+
+@scenario("Making a link on the record page redirects, so a reload makes no second link")
+async def test_the_page_form_redirects_after_making_a_link(
+    db: Database, config: Config, base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
+    rid = await corrected_record(db, config, ann, as_ann)
+
+    async def links() -> int:
+        return int(await db.run(lambda con: con.fetchval("SELECT count(*) FROM shares")))
+
+    async with signed_in(base_url, ann) as page:
+        forged = await page.post(
+            f"/recordings/{rid}/shares",
+            data={"csrf": page.csrf, "note": "for Bob"},
+            headers={"Origin": "https://evil.example"},
+        )
+        assert forged.status_code == 403 and await links() == 0
+        made = await page.post(
+            f"/recordings/{rid}/shares", data={"csrf": page.csrf, "note": "for Bob"}
+        )
+        assert made.status_code == 303, made.text
+        assert made.headers["location"] == f"/recordings/{rid}#shares"
+        assert made.text == ""  # no page: a reload of what the browser shows is the GET
+        shown = await page.get(f"/recordings/{rid}")
+        m = re.search(r'<input id="new-share" readonly value="([^"]+)"', shown.text)
+        assert m, shown.text[:2000]
+        async with client(base_url) as anyone:
+            assert (await anyone.get(m.group(1))).status_code == 200
+        # The reload reads the page again: no second link, and the secret is not shown again.
+        again = await page.get(f"/recordings/{rid}")
+        assert again.status_code == 200 and 'id="new-share"' not in again.text
+        assert "for Bob" in again.text and await links() == 1
+        # The cookie shows only a live link of the very record: not on another record's
+        # page, and not once the link is revoked.
+        other = (await uploaded(as_ann, title="Another"))["id"]
+        for where in (other, rid):
+            page.cookies.set(page_module.NEW_SHARE_COOKIE, secret_of(m.group(1)))
+            if where == rid:
+                await db.run(lambda con: con.execute("UPDATE shares SET revoked_at = now()"))
+            assert 'id="new-share"' not in (await page.get(f"/recordings/{where}")).text
 
 
 @scenario("The shared view shows the record with the owner's corrections and no way to edit")

@@ -30,8 +30,11 @@ from transcriber.db.named_sql import BENCH_AREAS, load_queries
 
 ROOT = Path(__file__).resolve().parents[2]
 
-BY_NAME = frozenset({"fetch", "fetchrow", "fetchval", "execute", "_fetchrow", "_fetchval"})
-"""Methods that take a query's name first (Database's and the queue's wrappers of them)."""
+BY_NAME = frozenset(
+    {"fetch", "fetchrow", "fetchval", "execute", "fetch_within", "_fetchrow", "_fetchval"}
+)
+"""Methods that take a query's name first (Database's and the queue's wrappers of them;
+`fetch_within`'s bound is a keyword, not a parameter of the query)."""
 ON_CONNECTION = frozenset({"fetch", "fetchrow", "fetchval", "execute"})
 """asyncpg's methods, given a query's text first."""
 

@@ -56,6 +56,11 @@ class DatabaseBusy(Exception):
     work; nothing of this call was kept unless its statement committed."""
 
 
+class StatementCut(Exception):
+    """A read given its own, shorter bound (`Database.fetch_within`) ran past it and the
+    server cut it off: it reads too much (a search too broad), not a database away."""
+
+
 DEFAULT_TIMEOUT_S = 30.0
 
 
@@ -82,12 +87,31 @@ CONNECTION_LOST = (
     asyncpg.PostgresConnectionError,
     asyncpg.CannotConnectNowError,
     asyncpg.ConnectionDoesNotExistError,
-    asyncpg.InterfaceError,
     asyncpg.AdminShutdownError,
     DatabaseBusy,
 )
 """Errors that say the server went away or stopped answering (restart, network, a
-pause), not that a query is wrong."""
+pause), not that a query is wrong. asyncpg's InterfaceError is not among them: most of
+its kinds are the caller's mistakes (an argument of the wrong type, a connection used
+by two calls at once); only its closed kinds (a closed connection or pool) are a lost
+connection (`connection_lost`)."""
+
+
+def connection_lost(error: BaseException) -> bool:
+    """Whether `error` says the connection went away (so a retry on another may work),
+    not that the call itself is wrong — which would fail the same way every time, and is
+    raised at once rather than retried for the whole patience. asyncpg names its closed
+    connection by message alone (`InterfaceError('connection is closed')`, also as
+    'cannot perform operation: connection is closed'), and so its closed pool ('pool is
+    closed', 'pool is closing': the service stopping, every connection going)."""
+    if isinstance(error, CONNECTION_LOST):
+        return True
+    return isinstance(error, asyncpg.InterfaceError) and any(
+        closed in str(error) for closed in _CLOSED
+    )
+
+
+_CLOSED = ("connection is closed", "pool is closed", "pool is closing")
 
 
 async def _trio_sleep(seconds: float) -> None:
@@ -96,11 +120,12 @@ async def _trio_sleep(seconds: float) -> None:
 
 def retry_while_unreachable(patience_s: float) -> tenacity.AsyncRetrying:
     """Retries, with backoff, a call that failed because the server went away or did
-    not answer within the bound; gives up (re-raising) after `patience_s`. Only for
+    not answer within the bound (`connection_lost`); any other error is raised at once.
+    Gives up (re-raising) after `patience_s`. Only for
     calls that may run twice: the queue's writes are fenced by their token and
     recognise their own earlier success."""
     return tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception_type(CONNECTION_LOST),
+        retry=tenacity.retry_if_exception(connection_lost),
         wait=tenacity.wait_exponential(multiplier=0.1, max=5) + tenacity.wait_random(0, 0.1),
         stop=tenacity.stop_after_delay(patience_s),
         sleep=_trio_sleep,
@@ -195,6 +220,25 @@ class Database:
     async def fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
         sql = self.queries[name]
         return await self.run(lambda con: con.fetch(sql, *args))
+
+    async def fetch_within(self, name: str, *args: Any, timeout_s: float) -> list[asyncpg.Record]:
+        """`fetch`, cut off by the server after `timeout_s` (its own `statement_timeout`,
+        in a read-only transaction of its own): raises StatementCut then, the connection
+        fine for the next call. For reads whose cost the caller's input decides (a
+        search), so one too broad answers plainly instead of holding a connection."""
+        sql = self.queries[name]
+        bound_ms = max(int(timeout_s * 1000), 1)
+
+        async def bounded(con: asyncpg.Connection) -> list[asyncpg.Record]:
+            async with con.transaction(readonly=True):
+                await con.execute(f"SET LOCAL statement_timeout = {bound_ms}")
+                rows: list[asyncpg.Record] = await con.fetch(sql, *args)
+                return rows
+
+        try:
+            return await self.run(bounded)
+        except asyncpg.QueryCanceledError as e:
+            raise StatementCut(f"{name} read past {timeout_s}s") from e
 
     async def fetchrow(self, name: str, *args: Any) -> asyncpg.Record | None:
         sql = self.queries[name]

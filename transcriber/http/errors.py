@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from actors import describe
 from actors.log import event
-from transcriber.db.database import DatabaseBusy, DatabaseUnreachable
+from transcriber.db.database import DatabaseBusy, DatabaseUnreachable, connection_lost
 from transcriber.http.uploads import UploadRefused
 from transcriber.storage.blobs import StorageError
 
@@ -29,13 +29,20 @@ STORE_RETRY_AFTER_S = 30
 
 # A database that is busy or whose connection broke: the request may well succeed later.
 # (The API's routes make no other connections, so a ConnectionError is the database's.)
+# asyncpg's InterfaceError is that only in its closed-connection kind (`connection_lost`);
+# its other kinds are bugs, answered 500.
 DATABASE_AWAY_ERRORS = (
     DatabaseBusy,
     DatabaseUnreachable,
     asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
     ConnectionError,
 )
+
+
+def is_database_away(error: BaseException) -> bool:
+    """Whether `error` says the database is away (busy, unreachable, its connection or
+    pool closed), not that the code is wrong."""
+    return isinstance(error, DATABASE_AWAY_ERRORS) or connection_lost(error)
 
 
 class ApiError(Exception):
@@ -188,6 +195,13 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) ->
 
     for cls in DATABASE_AWAY_ERRORS:
         app.add_exception_handler(cls, database_away)
+
+    @app.exception_handler(asyncpg.InterfaceError)
+    async def interface_error(request: Request, exc: asyncpg.InterfaceError) -> JSONResponse:
+        if connection_lost(exc):
+            return await database_away(request, exc)
+        # A bug: on to the handler of every other exception (500, and the server's log).
+        raise exc
 
     @app.exception_handler(StorageError)
     async def store_unavailable(request: Request, exc: StorageError) -> JSONResponse:

@@ -22,11 +22,11 @@ from starlette.exceptions import HTTPException
 from transcriber.db.database import Database
 from transcriber.http.errors import (
     DATABASE_AWAY,
-    DATABASE_AWAY_ERRORS,
     RETRY_AFTER_S,
     UNAUTHORIZED,
     ErrorShape,
     ErrorShapes,
+    is_database_away,
 )
 from transcriber.owners import owner_of_token
 
@@ -347,7 +347,9 @@ class Guard:
                 owner = await self._owner(headers.get(b"authorization", b""))
             elif body and self.session_owner is not None:
                 owner = await self.session_owner(scope)
-        except DATABASE_AWAY_ERRORS:
+        except Exception as e:
+            if not is_database_away(e):
+                raise
             # Outside the application: its handler for these cannot answer here.
             await send_error(
                 send,

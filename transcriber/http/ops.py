@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import urllib.parse
 import uuid
 from typing import Annotated, Any
 
@@ -28,18 +29,9 @@ from actors.log import event
 from transcriber.http import i18n
 from transcriber.http.deps import Db, Settings
 from transcriber.http.i18n import N_, NP_
-from transcriber.http.ops_sign_in import (
-    PREFIX,
-    SIGNIN_PATH,
-    OperatorSession,
-    check_csrf,
-    clear_cookie,
-    set_cookie,
-    sign_in,
-    sign_out,
-)
+from transcriber.http.ops_sign_in import OPERATOR, PREFIX, SIGNIN_PATH, OperatorSession
 from transcriber.http.page import TEMPLATES, html, lang_of
-from transcriber.http.page_sign_in import CSRF_FIELD, check_origin
+from transcriber.http.sessions import CSRF_FIELD, check_csrf, sign_in_form
 from transcriber.milestones import MILESTONES
 from transcriber.pipeline import ops_screen
 from transcriber.pipeline.ops_screen import Series, StoppedFilter
@@ -56,11 +48,8 @@ def is_ops_path(path: str) -> bool:
     return path == PREFIX or path.startswith(PREFIX + "/")
 
 
-def safe_next(target: str | None) -> str:
-    """Where to go after signing in: a path of the screen only."""
-    if not target or not is_ops_path(target) or "\\" in target or target.startswith("//"):
-        return PREFIX
-    return target
+safe_next = OPERATOR.safe_next
+"""Where to go after signing in: a path of the screen only."""
 
 
 def parse_id(text: str) -> uuid.UUID | None:
@@ -173,21 +162,19 @@ async def signin_page(
 
 @router.post(SIGNIN_PATH)
 async def signin(request: Request, db: Db, config: Settings) -> Response:
-    check_origin(request)
-    form = await request.form()
-    token, target = str(form.get("token", "")).strip(), safe_next(str(form.get("next", "")))
+    token, target = await sign_in_form(request)
+    target = safe_next(target)
     lifetime_s = config.page_session_days * 86400
-    made = await sign_in(db, token, lifetime_s)
+    made = await OPERATOR.sign_in(db, token, lifetime_s)
     if made is None:
         event(logging.INFO, "ops_signin_refused")
         message = lang_of(request).gettext(
             "That is not an operator's token. Use the token `transcriber operator add` printed."
         )
         return ops_html(request, "ops_signin.html", 401, next=target, error=message)
-    secret, _, name = made
-    event(logging.INFO, "ops_signed_in", operator=name)
+    event(logging.INFO, "ops_signed_in", operator=made.who)
     response = RedirectResponse(target, status_code=303)
-    set_cookie(response, request, secret, lifetime_s)
+    OPERATOR.set_cookie(response, request, made.secret, lifetime_s)
     return response
 
 
@@ -195,13 +182,23 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
 async def signout(request: Request, db: Db, session: OperatorSession) -> Response:
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
-    await sign_out(db, session)
+    await OPERATOR.sign_out(db, session)
     response = RedirectResponse(SIGNIN_PATH, status_code=303)
-    clear_cookie(response, request)
+    OPERATOR.clear_cookie(response, request)
     return response
 
 
 # --- at a glance -----------------------------------------------------------------------
+
+
+def day_charts(request: Request) -> ops_screen.DayCharts:
+    """The application's kept day charts, made at its first glance (one per
+    application, so one per database)."""
+    state = request.app.state
+    if getattr(state, "ops_day_charts", None) is None:
+        state.ops_day_charts = ops_screen.DayCharts()
+    charts: ops_screen.DayCharts = state.ops_day_charts
+    return charts
 
 
 @router.get(PREFIX)
@@ -211,7 +208,7 @@ async def glance_page(
     session: OperatorSession,
     fragment: Annotated[str | None, Query(max_length=20)] = None,
 ) -> HTMLResponse:
-    glance = await ops_screen.glance(db)
+    glance = await ops_screen.glance(db, day_charts(request))
     daemons = await ops_screen.daemons(db)
     context: dict[str, Any] = {
         "glance": glance,
@@ -274,11 +271,17 @@ async def stopped_page(
     )
 
 
+REFUSED_SHOWN = 100
+"""The refused records a batch's answer names (in its address); the others are counted."""
+
+
 @router.post(PREFIX + "/resume")
-async def resume(request: Request, db: Db, session: OperatorSession) -> HTMLResponse:
+async def resume(request: Request, db: Db, session: OperatorSession) -> Response:
     """Resume the records checked in the list (`id` fields), or, with `all`, every record
     the filter in the form's fields names now (at most LIST_MAX). Each goes through
-    `operator.resume` on its own; the answer shows what each resume did."""
+    `operator.resume` on its own, journaled with this batch's id; then a redirect (303)
+    to the batch's page, which shows what each resume did (Post/Redirect/Get: a reload
+    reads that page again instead of resuming whatever the filter names by then)."""
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
     if form.get("all"):
@@ -289,7 +292,8 @@ async def resume(request: Request, db: Db, session: OperatorSession) -> HTMLResp
     else:
         found = (parse_id(str(v)) for v in form.getlist("id")[: ops_screen.LIST_MAX])
         ids = list(dict.fromkeys(i for i in found if i is not None))
-    outcomes = await ops_screen.resume_each(db, ids, operator_name=session.name)
+    batch = str(uuid.uuid4())
+    outcomes = await ops_screen.resume_each(db, ids, operator_name=session.name, batch=batch)
     event(
         logging.INFO,
         "ops_resumed",
@@ -297,8 +301,37 @@ async def resume(request: Request, db: Db, session: OperatorSession) -> HTMLResp
         asked=len(ids),
         resumed=sum(o.resumed for o in outcomes),
     )
+    refused = [str(o.id) for o in outcomes if not o.resumed]
+    query = urllib.parse.urlencode(
+        [("refused", r) for r in refused[:REFUSED_SHOWN]] + [("asked", str(len(ids)))]
+    )
+    return RedirectResponse(f"{PREFIX}/resumed/{batch}?{query}", status_code=303)
+
+
+@router.get(PREFIX + "/resumed/{batch}")
+async def resumed_page(
+    request: Request,
+    db: Db,
+    session: OperatorSession,
+    batch: str,
+    refused: Annotated[list[str] | None, Query()] = None,
+    asked: Annotated[int, Query(ge=0, le=ops_screen.LIST_MAX)] = 0,
+) -> HTMLResponse:
+    """What one batch of resumes did: the records it resumed, read back from the
+    journal, and those it was refused (named in the address, at most REFUSED_SHOWN)."""
+    refused_ids = [i for r in (refused or [])[:REFUSED_SHOWN] if (i := parse_id(r)) is not None]
+    outcomes = (
+        []
+        if parse_id(batch) is None
+        else await ops_screen.resumed_in(db, batch, session.name, refused_ids)
+    )
     return ops_html(
-        request, "ops_resumed.html", outcomes=outcomes, csrf=session.csrf, operator=session.name
+        request,
+        "ops_resumed.html",
+        outcomes=outcomes,
+        asked=max(asked, len(outcomes)),
+        csrf=session.csrf,
+        operator=session.name,
     )
 
 
@@ -329,13 +362,26 @@ async def record_page(
 async def search_page(
     request: Request, db: Db, session: OperatorSession, q: Text = None
 ) -> HTMLResponse:
+    """A record by id, an owner's records by name, records by part of their file name;
+    a text too short for file names is said so, and a search that reads too long is
+    cut off with a plain 'too broad' instead of an error."""
     text = (q or "").strip()
-    records = await ops_screen.search(db, text) if text else []
+    too_broad = False
+    records: list[dict[str, Any]] = []
+    if text:
+        try:
+            records = await ops_screen.search(db, text)
+        except ops_screen.SearchTooBroad:
+            event(logging.INFO, "ops_search_too_broad", operator=session.name, length=len(text))
+            too_broad = True
     return ops_html(
         request,
         "ops_search.html",
         records=records,
         q=text,
+        too_short=0 < len(text) < ops_screen.SEARCH_MIN and ops_screen.as_id(text) is None,
+        too_broad=too_broad,
+        search_min=ops_screen.SEARCH_MIN,
         csrf=session.csrf,
         operator=session.name,
     )

@@ -20,7 +20,6 @@ from typing import Annotated, Any
 import jinja2
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.requests import ClientDisconnect
 
 from actors.log import event
 from transcriber.db.database import Database
@@ -32,23 +31,23 @@ from transcriber.http.owned_cards import owned_card, parse_id
 from transcriber.http.page_audio import audio_response, open_audio, peaks
 from transcriber.http.page_sign_in import (
     CSRF_FIELD,
+    OWNER,
     SIGNIN_PATH,
     ChangingSession,
     PageOwner,
     Session,
     check_csrf,
-    check_origin,
-    clear_cookie,
-    set_cookie,
-    sign_in,
-    sign_out,
+    is_https,
 )
 from transcriber.http.recordings import decode_cursor, encode_cursor, store_upload
+from transcriber.http.sessions import sign_in_form
 from transcriber.http.shapes import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
 from transcriber.http.speakers import reassign, rename
 from transcriber.http.transcripts import owner_transcript, transcript_response
 from transcriber.http.uploads import TITLE_MAX, check_text
 from transcriber.records.archive import (
+    RecordsPage,
+    SearchTooBroad,
     edit_owner_fields,
     found_records_page,
     journal_page,
@@ -62,7 +61,7 @@ from transcriber.records.corrections import (
     set_correction,
 )
 from transcriber.records.deletion import delete_own
-from transcriber.records.shares import NOTE_MAX, shares_of
+from transcriber.records.shares import NOTE_MAX, open_share, shares_of
 from transcriber.records.speaker_names import NAME_MAX, BadSpeaker
 from transcriber.stops import owner_detail
 from transcriber.storage.configured import blobs_of
@@ -204,6 +203,48 @@ def html(request: Request, name: str, status: int = 200, **context: Any) -> HTML
     )
 
 
+SHARE_PREFIX = "/s/"
+NEW_SHARE_COOKIE = "transcriber_new_share"
+"""Carries a link just made from the form's POST to the record page's GET it redirects
+to (Post/Redirect/Get: a reload then reads the page again instead of making another
+link). Scoped to that record's page, HttpOnly, SameSite=Strict, short-lived, and read
+once; the page shows it only while it is a live link of that very record of the
+signed-in owner, so a forged one shows nothing it would not anyway."""
+NEW_SHARE_MAX_AGE_S = 300
+
+
+def link_of(request: Request, secret: str) -> str:
+    return str(request.base_url).rstrip("/") + SHARE_PREFIX + secret
+
+
+def record_path(recording_id: Any) -> str:
+    return f"/recordings/{recording_id}"
+
+
+def carry_new_share(response: Response, request: Request, recording_id: Any, secret: str) -> None:
+    response.set_cookie(
+        NEW_SHARE_COOKIE,
+        secret,
+        max_age=NEW_SHARE_MAX_AGE_S,
+        path=record_path(recording_id),
+        httponly=True,
+        samesite="strict",
+        secure=is_https(request),
+    )
+
+
+async def new_share_of(request: Request, db: Database, owner: int, recording_id: Any) -> str | None:
+    """The link the form just made for this record, carried by NEW_SHARE_COOKIE, if it
+    is still a live link of the owner's record. Cancellation: a plain read."""
+    secret = request.cookies.get(NEW_SHARE_COOKIE)
+    if not secret or len(secret) > 200:
+        return None
+    shared = await open_share(db, secret, count=False)
+    if shared is None or (shared.owner, str(shared.recording_id)) != (owner, str(recording_id)):
+        return None
+    return link_of(request, secret)
+
+
 def not_found_page(request: Request, session: Any) -> HTMLResponse:
     return html(request, "not_found.html", 404, csrf=session.csrf)
 
@@ -235,11 +276,8 @@ async def static(name: str) -> Response:
 # --- signing in and out ----------------------------------------------------------------
 
 
-def safe_next(target: str | None) -> str:
-    """Where to go after signing in: a path of this site only, never another site."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
+safe_next = OWNER.safe_next
+"""Where to go after signing in: a path of this site only, never another site."""
 
 
 @router.get(SIGNIN_PATH)
@@ -254,14 +292,10 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
     """Sign in with the API token. A form gets a redirect (or the form again, with the
     reason); the page's script (`Accept: application/json`) gets the new anti-forgery
     token, so it can carry on where it was."""
-    check_origin(request)
-    try:
-        form = await request.form()
-    except ClientDisconnect:
-        raise ApiError(400, "the sign-in was interrupted") from None
-    token, target = str(form.get("token", "")).strip(), safe_next(str(form.get("next", "")))
+    token, target = await sign_in_form(request)
+    target = safe_next(target)
     lifetime_s = config.page_session_days * 86400
-    made = await sign_in(db, token, lifetime_s)
+    made = await OWNER.sign_in(db, token, lifetime_s)
     script = "application/json" in request.headers.get("accept", "")
     if made is None:
         event(logging.INFO, "page_signin_refused")
@@ -271,11 +305,10 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
         if script:
             return JSONResponse({"error": message}, status_code=401)
         return html(request, "signin.html", 401, next=target, error=message)
-    secret, csrf = made
     response: Response = (
-        JSONResponse({"csrf": csrf}) if script else RedirectResponse(target, status_code=303)
+        JSONResponse({"csrf": made.csrf}) if script else RedirectResponse(target, status_code=303)
     )
-    set_cookie(response, request, secret, lifetime_s)
+    OWNER.set_cookie(response, request, made.secret, lifetime_s)
     return response
 
 
@@ -283,9 +316,9 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
 async def signout(request: Request, db: Db, session: Session) -> Response:
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
-    await sign_out(db, session)
+    await OWNER.sign_out(db, session)
     response = RedirectResponse(SIGNIN_PATH, status_code=303)
-    clear_cookie(response, request)
+    OWNER.clear_cookie(response, request)
     return response
 
 
@@ -333,16 +366,23 @@ async def recordings_page(
     fragment: Annotated[str | None, Query(max_length=20)] = None,
 ) -> HTMLResponse:
     state = state if state in page_text.STATES else None
-    found = await found_records_page(
-        db,
-        session.owner,
-        decode_cursor(cursor) if cursor else None,
-        PAGE_SIZE,
-        state=state,
-        search=search_query(q or ""),
-    )
+    try:
+        found = await found_records_page(
+            db,
+            session.owner,
+            decode_cursor(cursor) if cursor else None,
+            PAGE_SIZE,
+            state=state,
+            search=search_query(q or ""),
+        )
+    except SearchTooBroad:  # said plainly in the list, not an error page
+        found = RecordsPage([], None)
+        too_broad = True
+    else:
+        too_broad = False
     cards = found.cards
     context = {
+        "too_broad": too_broad,
         "cards": cards,
         "csrf": session.csrf,
         "state": state or "",
@@ -435,7 +475,21 @@ async def record_page(
     if card is None:
         return not_found_page(request, session)
     context = await record_context(db, session.owner, card, session.csrf)
-    return html(request, "_record_live.html" if fragment == "live" else "record.html", **context)
+    if fragment == "live":
+        return html(request, "_record_live.html", **context)
+    if NEW_SHARE_COOKIE not in request.cookies:
+        return html(request, "record.html", **context)
+    # The link the form made, shown this once: read, then the cookie is gone.
+    new_share = await new_share_of(request, db, session.owner, card["id"])
+    response = html(request, "record.html", **{**context, "new_share": new_share})
+    response.delete_cookie(
+        NEW_SHARE_COOKIE,
+        path=record_path(card["id"]),
+        httponly=True,
+        samesite="strict",
+        secure=is_https(request),
+    )
+    return response
 
 
 @router.api_route("/recordings/{recording_id}/audio", methods=["GET", "HEAD"])

@@ -40,7 +40,8 @@ from transcriber.records.shares import (
 )
 
 MAX_DAYS = 3650.0
-SHARE_PREFIX = "/s/"
+SHARE_PREFIX = page.SHARE_PREFIX
+link_of = page.link_of
 _SHARE_PATH = re.compile(r"/s/[A-Za-z0-9_-]{20,100}(?:/audio|/transcript\.[a-z]+)?")
 
 SHARED_HEADERS = {
@@ -80,10 +81,6 @@ def share_json(row: dict[str, Any]) -> dict[str, Any]:
         "opened": row["opened"],
         "last_opened_at": iso(row["last_opened_at"]),
     }
-
-
-def link_of(request: Request, secret: str) -> str:
-    return str(request.base_url).rstrip("/") + SHARE_PREFIX + secret
 
 
 def expiry(days: float | None) -> dt.datetime | None:
@@ -150,8 +147,9 @@ async def revoke(owner: Owner, db: Db, recording_id: str, share_id: str) -> Resp
 async def page_make_share(
     request: Request, db: Db, session: Session, recording_id: str
 ) -> Response:
-    """A new link from the record page's form (`note`, `days`: empty for none): the
-    record page again, showing the new link this once."""
+    """A new link from the record page's form (`note`, `days`: empty for none), then a
+    redirect (303) to the record page, which shows the new link this once: reloading
+    that page reads it again and makes no second link."""
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
     card = await page.mine(db, session.owner, recording_id)
@@ -172,8 +170,9 @@ async def page_make_share(
     )
     if made is None:
         return page.not_found_page(request, session)
-    context = await page.record_context(db, session.owner, card, session.csrf)
-    return page.html(request, "record.html", **{**context, "new_share": link_of(request, made[0])})
+    response = RedirectResponse(f"{page.record_path(card['id'])}#shares", status_code=303)
+    page.carry_new_share(response, request, card["id"], made[0])
+    return response
 
 
 @router.post("/recordings/{recording_id}/shares/{share_id}/revoke", include_in_schema=False)

@@ -19,6 +19,7 @@ import attrs
 import trio
 
 from transcriber.db.database import Database, retry_while_unreachable
+from transcriber.milestones import MILESTONES
 from transcriber.records.cards import card_from_row
 
 FOLLOW_POLL_S = 2.0
@@ -39,9 +40,12 @@ class MilestoneStatus:
     oldest_waiting_s: float | None
 
 
-async def status(db: Database) -> list[MilestoneStatus]:
-    """The pipeline per milestone. Cancellation: a plain read."""
-    return [
+async def queue_states(db: Database) -> list[MilestoneStatus]:
+    """The milestones that hold records still to work on or stopped, in the pipeline's
+    order: only those records are read (sql/operator.sql `status`), so a long finished
+    history costs nothing, and a milestone without them is left out. Cancellation: a
+    plain read."""
+    found = [
         MilestoneStatus(
             milestone=str(r["milestone"]),
             waiting=int(r["waiting"]),
@@ -52,6 +56,25 @@ async def status(db: Database) -> list[MilestoneStatus]:
         )
         for r in await db.fetch("status")
     ]
+    return sorted(found, key=lambda m: _ORDER.get(m.milestone, len(_ORDER)))
+
+
+_ORDER = {m: i for i, m in enumerate(MILESTONES)}
+
+
+def every_milestone(found: Sequence[MilestoneStatus]) -> list[MilestoneStatus]:
+    """`found` with a line of zeros for each milestone of the pipeline it lacks (every
+    milestone a step table has: transcriber.milestones), in the pipeline's order; a
+    milestone of the records that no table names (an older version's) stays, last."""
+    by = {m.milestone: m for m in found}
+    zero = [MilestoneStatus(m, 0, 0, 0, 0, None) for m in MILESTONES if m not in by]
+    return sorted([*found, *zero], key=lambda m: _ORDER.get(m.milestone, len(_ORDER)))
+
+
+async def status(db: Database) -> list[MilestoneStatus]:
+    """The pipeline per milestone, every milestone (zeros where it holds nothing still
+    to work on); finished records are not counted. Cancellation: a plain read."""
+    return every_milestone(await queue_states(db))
 
 
 @attrs.frozen
@@ -99,6 +122,7 @@ async def resume(
     by: str,
     now: dt.datetime | None = None,
     patience_s: float = 120.0,
+    batch: str | None = None,
 ) -> Resumed:
     """A person returns a stopped record to work, from the milestone it reached: one
     statement (query `resume`) clears everything the previous run held the record by
@@ -108,11 +132,13 @@ async def resume(
     Retried with backoff while the database is away (up to `patience_s`): a retry after
     a lost reply is recognised by this call's request id and answers as the first try.
     `now`: a fixed time for the milestone's entry (tests); None, the database's clock.
+    `batch`: the resumes this one is asked with, named in its journal detail too (the
+    operator's screen shows a batch's by it).
 
     Cancellation: a cancelled call may or may not have resumed the record; calling
     again is safe (a resumed record is no longer stopped and is refused as such).
     """
-    detail = {"by": by, "request": str(uuid.uuid4())}
+    detail = {"by": by, "request": str(uuid.uuid4()), **({"batch": batch} if batch else {})}
     # Through `run` and `sql` alone, as the queue's writes: all a database that loses
     # replies on purpose (tests/integration/test_lost_replies.py) has to offer.
     resumed, current = db.sql("resume"), db.sql("recording")

@@ -10,13 +10,15 @@ here selects audio or transcript text, nor the owner's fields (title, summary, t
 from __future__ import annotations
 
 import datetime as dt
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+import trio
 
-from transcriber.db.database import Database
+from transcriber.db.database import Database, StatementCut
 from transcriber.milestones import MILESTONES
 from transcriber.pipeline import operator
 
@@ -57,10 +59,32 @@ async def stopped_records(
     return [dict(r) for r in rows]
 
 
-async def search(db: Database, text: str, limit: int = 100) -> list[dict[str, Any]]:
-    """Records in any state by id, owner's name or part of a file name, newest first.
+SEARCH_MIN = 3
+"""The shortest text searched for in file names (sql/ops.sql `ops_search` says 3 too):
+a shorter one finds a record by its id or an owner by their name only."""
+SEARCH_TIMEOUT_S = 1.0
+"""How long one search may read before it is cut off as too broad: a text in nearly
+every file name reads every record it matches (3.5 s at 1 M records), while a search
+that narrows takes milliseconds."""
+
+
+class SearchTooBroad(Exception):
+    """The search read longer than its bound: its text is in too many file names."""
+
+
+async def search(
+    db: Database, text: str, limit: int = 100, *, timeout_s: float | None = None
+) -> list[dict[str, Any]]:
+    """Records in any state by id, owner's name or part of a file name (of SEARCH_MIN
+    characters or more), newest first. Raises SearchTooBroad when the read takes longer
+    than `timeout_s` (None: SEARCH_TIMEOUT_S; the server cuts it off, `fetch_within`).
     Cancellation: a plain read."""
-    return [dict(r) for r in await db.fetch("ops_search", text, limit, as_id(text))]
+    bound_s = SEARCH_TIMEOUT_S if timeout_s is None else timeout_s
+    try:
+        rows = await db.fetch_within("ops_search", text, limit, as_id(text), timeout_s=bound_s)
+    except StatementCut as e:
+        raise SearchTooBroad(text) from e
+    return [dict(r) for r in rows]
 
 
 def as_id(text: str | None) -> uuid.UUID | None:
@@ -93,11 +117,12 @@ class ResumeOutcome:
 
 
 async def resume_each(
-    db: Database, ids: Sequence[uuid.UUID], *, operator_name: str
+    db: Database, ids: Sequence[uuid.UUID], *, operator_name: str, batch: str | None = None
 ) -> list[ResumeOutcome]:
     """Each record back to work through `operator.resume` — one statement per record,
-    every listed field reset, journaled origin `human` with `by` naming the operator —
-    and what each resume did. A record no longer stopped is refused and unchanged.
+    every listed field reset, journaled origin `human` with `by` naming the operator and
+    `batch` (if given) naming this call — and what each resume did. A record no longer
+    stopped is refused and unchanged.
 
     Cancellation: the records before the cancel are resumed, the one in flight may be;
     calling again with the same list is safe (a resumed record is refused as such).
@@ -105,11 +130,26 @@ async def resume_each(
     done: list[ResumeOutcome] = []
     for rid in ids:
         try:
-            resumed = await operator.resume(db, rid, by=by_operator(operator_name))
+            resumed = await operator.resume(db, rid, by=by_operator(operator_name), batch=batch)
         except operator.NotStopped as e:
             done.append(ResumeOutcome(rid, False, e.milestone, str(e)))
         else:
             done.append(ResumeOutcome(rid, True, resumed.milestone, None))
+    return done
+
+
+async def resumed_in(
+    db: Database, batch: str, operator_name: str, refused: Sequence[uuid.UUID]
+) -> list[ResumeOutcome]:
+    """What a batch of resumes did, read back: the records it resumed (its journal
+    events, by this operator, of the last day) and those it was refused, each with where
+    it is now (None: no such record). Cancellation: plain reads."""
+    rows = await db.fetch("ops_resumed_batch", batch, by_operator(operator_name))
+    done = [ResumeOutcome(r["recording_id"], True, r["milestone"], None) for r in rows]
+    for rid in refused:
+        now = await record(db, rid)
+        where = None if now is None else str(now["milestone"])
+        done.append(ResumeOutcome(rid, False, where, "not stopped" if now else "no such record"))
     return done
 
 
@@ -178,25 +218,63 @@ class QueueNow:
 async def queue_now(db: Database) -> QueueNow:
     """Each milestone's records by state, and the audio waiting for recognition: only
     the records that may need work or are stopped are read. Cancellation: plain reads."""
-    milestones = [
-        operator.MilestoneStatus(
-            milestone=str(r["milestone"]),
-            waiting=int(r["waiting"]),
-            in_flight=int(r["in_flight"]),
-            pausing=int(r["pausing"]),
-            stopped=int(r["stopped"]),
-            oldest_waiting_s=r["oldest_waiting_s"],
-        )
-        for r in await db.fetch("ops_status")
-    ]
+    milestones = await operator.queue_states(db)
     waiting = await db.fetchrow("ops_audio_waiting")
     assert waiting is not None  # an aggregate always has its row
     return QueueNow(milestones, float(waiting["audio_s"]), float(waiting["unclaimed_s"]))
 
 
-async def glance(db: Database) -> Glance:
-    """The pipeline at a glance. Cancellation: plain reads (each its own statement, so
-    the figures are each exact but not of one instant)."""
+@attrs.frozen
+class DayCounts:
+    """The glance's day charts, as read at `read_at` (the cache's clock)."""
+
+    read_at: float
+    reached: Series
+    stops: Series
+
+
+@attrs.define
+class DayCharts:
+    """The day charts kept for `keep_s` in this process: their reads (about 143 ms at
+    1 M records, transcriber/bench/ops_screen_cost.py) would otherwise run on every 5 s
+    refresh of every open screen, and a day's chart by the half hour barely moves within
+    a minute. `clock` is injectable (tests), monotonic seconds.
+
+    Screens refreshing at once while the kept charts are stale read them once: the
+    first reads, the others wait for it (a trio lock) and take what it kept."""
+
+    keep_s: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    kept: DayCounts | None = None
+    _lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
+
+    async def get(self, db: Database) -> DayCounts:
+        """The kept charts while fresh, else read anew (and kept).
+
+        Cancellation: a read cancelled keeps nothing (and releases the lock), so the
+        next caller reads."""
+        async with self._lock:
+            if self.kept is None or self.clock() - self.kept.read_at >= self.keep_s:
+                self.kept = await read_day_charts(db, self.clock())
+            return self.kept
+
+
+async def read_day_charts(db: Database, read_at: float) -> DayCounts:
+    """The day's milestones reached and stops, by the half hour. Cancellation: reads."""
+    now = await db.fetchval("ops_now")
+    reached = await db.fetch("ops_reached", DAY, HALF_HOUR, REACHED)
+    stops = await db.fetch("ops_stops", DAY, HALF_HOUR)
+    return DayCounts(
+        read_at,
+        series(reached, "milestone", DAY, HALF_HOUR, now),
+        series(stops, "reason", DAY, HALF_HOUR, now),
+    )
+
+
+async def glance(db: Database, day_charts: DayCharts | None = None) -> Glance:
+    """The pipeline at a glance; the day charts from `day_charts` (kept up to its
+    minute), or read now when None. Cancellation: plain reads (each its own statement,
+    so the figures are each exact but not of one instant)."""
     now = await db.fetchval("ops_now")
     queue = await queue_now(db)
 
@@ -208,17 +286,16 @@ async def glance(db: Database) -> Glance:
     daemons_now = await daemons(db)
     audio = sum(d.recognized_audio_s for d in daemons_now)
     taken = sum(d.recognizing_s for d in daemons_now)
+    day = await (read_day_charts(db, 0.0) if day_charts is None else day_charts.get(db))
     return Glance(
         at=now,
         milestones=queue.milestones,
         reached_hour=counted(
             await db.fetch("ops_reached", HOUR, MINUTE, REACHED), "milestone", HOUR, MINUTE
         ),
-        reached_day=counted(
-            await db.fetch("ops_reached", DAY, HALF_HOUR, REACHED), "milestone", DAY, HALF_HOUR
-        ),
+        reached_day=day.reached,
         stops_hour=counted(await db.fetch("ops_stops", HOUR, MINUTE), "reason", HOUR, MINUTE),
-        stops_day=counted(await db.fetch("ops_stops", DAY, HALF_HOUR), "reason", DAY, HALF_HOUR),
+        stops_day=day.stops,
         audio_waiting_s=queue.audio_waiting_s,
         audio_unclaimed_s=queue.audio_unclaimed_s,
         realtime_factor=taken / audio if audio > 0 else None,

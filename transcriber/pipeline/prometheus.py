@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from actors import RuntimeMetrics
 from transcriber.db.database import Database
-from transcriber.pipeline import ops_screen
+from transcriber.milestones import TRANSCRIBED
+from transcriber.pipeline import operator, ops_screen
 
 RUNTIME_METRICS = RuntimeMetrics(namespace="transcriber")
 """This process's workers and supervisors count here (`transcriber_claims_total`, …);
@@ -26,30 +27,36 @@ async def render_metrics(db: Database, recognizer: dict[str, str] | None = None)
             "# TYPE transcriber_recognizer gauge",
             f"transcriber_recognizer{{{labels}}} 1",
         ]
+    # One read of the queue for both families below: only the records that may need
+    # work or are stopped (sql/operator.sql `status`), never the finished history.
+    queue = await ops_screen.queue_now(db)
     lines += [
-        "# HELP transcriber_recordings Recordings by milestone; stopped ones apart.",
+        "# HELP transcriber_recordings Recordings by milestone, stopped ones apart; "
+        "finished ones are not counted (that would read the whole history).",
         "# TYPE transcriber_recordings gauge",
     ]
-    for r in await db.fetch("metrics_milestones"):
-        m = _escape(r["milestone"])
-        lines.append(f'transcriber_recordings{{milestone="{m}",stopped="false"}} {r["active"]}')
-        lines.append(f'transcriber_recordings{{milestone="{m}",stopped="true"}} {r["stopped"]}')
+    for s in operator.every_milestone(queue.milestones):
+        m = _escape(s.milestone)
+        if s.milestone != TRANSCRIBED:
+            active = s.waiting + s.in_flight + s.pausing
+            lines.append(f'transcriber_recordings{{milestone="{m}",stopped="false"}} {active}')
+        lines.append(f'transcriber_recordings{{milestone="{m}",stopped="true"}} {s.stopped}')
     lines += [
         "# HELP transcriber_stopped Stopped recordings by stop reason.",
         "# TYPE transcriber_stopped gauge",
     ]
     for r in await db.fetch("metrics_stop_reasons"):
         lines.append(f'transcriber_stopped{{reason="{_escape(r["stop_reason"])}"}} {r["n"]}')
-    lines += await screen_metrics(db)
+    lines += await screen_metrics(db, queue)
     return "\n".join(lines) + "\n" + RUNTIME_METRICS.render()
 
 
-async def screen_metrics(db: Database) -> list[str]:
+async def screen_metrics(db: Database, glance: ops_screen.QueueNow) -> list[str]:
     """What the operator's screen shows that the lines above lack: each milestone's
     records by state and its oldest waiting, the audio waiting for recognition, the
     daemons by state with their last beat and recognition totals (throughput and stops
-    per minute are the rates of the runtime's counters). Cancellation: plain reads."""
-    glance = await ops_screen.queue_now(db)
+    per minute are the rates of the runtime's counters); `glance`, the queue read for
+    the lines above. Cancellation: plain reads."""
     lines = [
         "# HELP transcriber_queue Records by milestone and state (waiting, in_flight, "
         "pausing before a retry, stopped), as the operator's screen counts them.",

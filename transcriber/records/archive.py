@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from transcriber.db.database import Database
+from transcriber.db.database import Database, StatementCut
 from transcriber.records.cards import card_from_row
 
 Cursor = tuple[dt.datetime, uuid.UUID]
@@ -39,6 +39,15 @@ async def records_page(db: Database, owner: int, after: Cursor | None, limit: in
     return _page(await db.fetch("recordings_of_owner", owner, after_at, after_id, limit + 1), limit)
 
 
+SEARCH_TIMEOUT_S = 1.0
+"""How long one owner's search may read before it is cut off as too broad (a word
+prefix of one letter can match every record of a long archive)."""
+
+
+class SearchTooBroad(Exception):
+    """The owner's search read longer than its bound."""
+
+
 async def found_records_page(
     db: Database,
     owner: int,
@@ -50,9 +59,25 @@ async def found_records_page(
 ) -> RecordsPage:
     """`records_page` narrowed to a state (working, transcribed, stopped; None: any)
     and to the records whose title, file name, transcript or corrections match `search`
-    (a tsquery of the 'simple' configuration; None: all). Cancellation: a plain read."""
+    (a tsquery of the 'simple' configuration; None: all). A search is bounded: past
+    SEARCH_TIMEOUT_S it raises SearchTooBroad. Cancellation: a plain read."""
     after_at, after_id = after or (None, None)
-    rows = await db.fetch("page_recordings", owner, after_at, after_id, limit + 1, state, search)
+    if search is None:
+        rows = await db.fetch("page_recordings", owner, after_at, after_id, limit + 1, state, None)
+        return _page(rows, limit)
+    try:
+        rows = await db.fetch_within(
+            "page_recordings",
+            owner,
+            after_at,
+            after_id,
+            limit + 1,
+            state,
+            search,
+            timeout_s=SEARCH_TIMEOUT_S,
+        )
+    except StatementCut as e:
+        raise SearchTooBroad(search) from e
     return _page(rows, limit)
 
 
