@@ -33,8 +33,7 @@ def screen_queries(owner: str, stopped_id: uuid.UUID) -> list[tuple[str, str, tu
     hour, day = dt.timedelta(hours=1), dt.timedelta(days=1)
     minute, half = dt.timedelta(minutes=1), dt.timedelta(minutes=30)
     return [
-        ("status (operator.sql)", "status", ()),
-        ("glance table", "ops_status", ()),
+        ("glance table (operator.sql status)", "status", ()),
         ("audio waiting", "ops_audio_waiting", ()),
         ("reached, hour by minute", "ops_reached", (hour, minute, REACHED)),
         ("reached, day by 30 min", "ops_reached", (day, half, REACHED)),
