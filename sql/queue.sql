@@ -26,11 +26,18 @@ SELECT id, claim_token FROM claim_next($1, $2, $3, $4, $5, '{}')
 -- trip: two statements on the server (the read is a function's, with a snapshot of its
 -- own that sees the claim's writes; sql/0016_claim_reads.sql). What a worker asking for
 -- its next record sends. The parameters are the claim's; the rows are the read's.
+-- Committed without waiting for the WAL's flush (synchronous_commit off for this
+-- statement's own transaction only; it is never sent inside another): a claim is no
+-- result, and on an idle queue that flush was most of an owner's wake-up (an fsync, 2-6
+-- ms on the bench's disk). Any later durable commit (the step's, a renewal, anyone's)
+-- flushes it too; a server crash before that forgets the claim, and the worker's fenced
+-- commit is then refused, as for a lost lease, and the record claimed again.
 WITH claimed AS (
     SELECT id, claim_token FROM claim_next($1, $2, $3, $4, $5, '{}')
 )
 SELECT * FROM claimed_records((SELECT array_agg(id) FROM claimed),
                               (SELECT array_agg(claim_token) FROM claimed), $4)
+ WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL
 
 -- name: read_claimed
 -- The ordinary read after a claim, for one or several claims ($1 ids, $2 their tokens,

@@ -139,3 +139,25 @@ async def test_a_repeated_release_answers_as_the_first(db: Database, owner_id: i
     assert (await state(db, rid))["claim_token"] == again.token
     kinds = [(e["kind"], e["claim_token"]) for e in await journal(db, rid)]
     assert kinds[1:] == [("released", job.claim.token), ("lease_lost", job.claim.token)]
+
+
+async def test_a_claims_unflushed_commit_ends_with_its_transaction(
+    db: Database, owner_id: int
+) -> None:
+    """claim_read commits without waiting for the WAL's flush, and only itself: the next
+    statement on the same connection (a step's commit, say) is durable again."""
+    rid = await accept(db, owner_id)
+    queue = PgQueue(db, table())
+    sql = db.sql("claim_read")
+
+    async def claim_then_show(con: Any) -> tuple[list[Any], str, str]:
+        import uuid
+
+        async with con.transaction():
+            rows = await con.fetch(sql, *queue._claim_args, None, [uuid.uuid4()])
+            inside = await con.fetchval("SHOW synchronous_commit")
+        return rows, inside, await con.fetchval("SHOW synchronous_commit")
+
+    rows, inside, after = await db.run(claim_then_show)
+    assert [r["id"] for r in rows] == [rid]
+    assert (inside, after) == ("off", "on")

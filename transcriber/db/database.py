@@ -266,14 +266,17 @@ class Database:
                 await pin.close()
 
     @contextlib.asynccontextmanager
-    async def listen(self, channel: str = JOURNAL_CHANNEL) -> AsyncIterator[Listener]:
-        """A dedicated connection LISTENing on `channel`.
+    async def listen(
+        self, channel: str = JOURNAL_CHANNEL, on_payload: Callable[[str], None] | None = None
+    ) -> AsyncIterator[Listener]:
+        """A dedicated connection LISTENing on `channel`; with `on_payload`, each payload
+        goes to it instead of `payloads` (see Listener).
 
         Cancellation: leaving the block (also by cancellation) closes the connection
         under a shield, so no listener outlives its caller.
         """
         con = await _connect(self.url)
-        listener = Listener(con)
+        listener = Listener(con, on_payload)
         try:
             await trio_asyncio.aio_as_trio(con.add_listener)(channel, listener._on_notify)
             yield listener
@@ -345,16 +348,26 @@ class Listener:
 
     `lost` is set when the connection ends (server restart, network): the owner then
     reconnects and treats it as "anything may have happened".
+
+    `on_payload`, if given, is called with each payload as it arrives, instead of
+    `payloads` (which then stays empty): for a caller that only sets a trio event or
+    the like (the pipeline's wake-up), one hop less than a task reading the channel;
+    it must not block or raise.
     """
 
-    def __init__(self, con: asyncpg.Connection):
+    def __init__(self, con: asyncpg.Connection, on_payload: Callable[[str], None] | None = None):
         self._send, self.payloads = trio.open_memory_channel[str](1024)
         self.lost = trio.Event()
+        self._on_payload = on_payload
         con.add_termination_listener(lambda _con: self.lost.set())
 
     def _on_notify(self, _con: Any, _pid: int, _channel: str, payload: str) -> None:
-        # Runs on the asyncio side of the same thread; a full buffer drops the payload,
+        # Runs on the asyncio side of the same thread (trio-asyncio runs it inside a trio
+        # task, so trio's synchronous calls work here); a full buffer drops the payload,
         # which is safe because wake-ups are hints and the poll is the fallback.
+        if self._on_payload is not None:
+            self._on_payload(payload)
+            return
         with contextlib.suppress(trio.WouldBlock):
             self._send.send_nowait(payload)
 

@@ -24,18 +24,12 @@ async def listen_for_work(db: Database, wakeup: Wakeup) -> None:
     Raises ConnectionError when the connection is lost, so the supervisor reconnects
     after its backoff. Cancellation: the LISTEN connection is closed on the way out.
     """
-    async with db.listen(WORK_CHANNEL) as listener:
+    # Each notification wakes a worker from the connection's own callback: no task in
+    # between to schedule on the way to an idle worker.
+    async with db.listen(WORK_CHANNEL, on_payload=lambda _payload: wakeup.wake_one()) as listener:
         # Anything may have happened while this connection was not listening.
         wakeup.wake_all()
-        async with trio.open_nursery() as nursery:
-
-            async def watch_connection() -> None:
-                await listener.lost.wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(watch_connection)
-            async for _ in listener.payloads:
-                wakeup.wake_one()
+        await listener.lost.wait()
     raise ConnectionError("the LISTEN connection was lost")
 
 
