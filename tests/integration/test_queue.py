@@ -6,6 +6,7 @@ after a lost reply, and many workers at once."""
 from __future__ import annotations
 
 import random
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -141,6 +142,7 @@ async def test_a_repeated_release_answers_as_the_first(db: Database, owner_id: i
     assert kinds[1:] == [("released", job.claim.token), ("lease_lost", job.claim.token)]
 
 
+@pytest.mark.scenario("storage", "A claim's unflushed commit ends with its transaction")
 async def test_a_claims_unflushed_commit_ends_with_its_transaction(
     db: Database, owner_id: int
 ) -> None:
@@ -151,8 +153,6 @@ async def test_a_claims_unflushed_commit_ends_with_its_transaction(
     sql = db.sql("claim_read")
 
     async def claim_then_show(con: Any) -> tuple[list[Any], str, str]:
-        import uuid
-
         async with con.transaction():
             rows = await con.fetch(sql, *queue._claim_args, None, [uuid.uuid4()])
             inside = await con.fetchval("SHOW synchronous_commit")
