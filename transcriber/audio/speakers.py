@@ -50,6 +50,10 @@ that embed apart (a part-silent window, a turn's edge) and folded into the most 
 On twelve conversations made apart from those FULL_S was chosen on, a fourth speaker of
 this kind (3.8 s of windows) was found in a three-voice one; with this, the counts were
 right in 11 of 12, and nothing changed on the twenty; 6 s and more lost real speakers."""
+MIN_SPEAKER_SHARE = 0.01
+"""A speaker whose full windows cover less than this share of all the full windows' time
+is folded too, when that is more than MIN_SPEAKER_S: stray windows that embed apart grow
+in number with the recording, so a fixed amount catches less of them the longer it is."""
 MIN_WINDOWS = 10
 """Fewer windows than this (about 8 s of speech) are one speaker: too little to cluster."""
 MERGE_COSINE = 0.875
@@ -226,9 +230,9 @@ def cluster(
 
     Given the windows' times, only windows of at least FULL_S seconds are clustered (when
     there are enough of them), a speaker whose full windows cover less than MIN_SPEAKER_S
-    is folded into the one most alike (not below the asked count), and the shorter
-    windows (a one-word turn, a stretch's end) join the speaker whose centre they are
-    most alike."""
+    (or MIN_SPEAKER_SHARE of what they all cover) is folded into the one most alike (not
+    below the asked count), and the shorter windows (a one-word turn, a stretch's end)
+    join the speaker whose centre they are most alike."""
     n = len(embeddings)
     spans = np.zeros((0, 2)) if windows is None else np.asarray(windows, dtype=float)
     full = np.ones(n, dtype=bool) if windows is None else spans[:, 1] - spans[:, 0] >= FULL_S
@@ -261,16 +265,18 @@ def _fold_quiet(
     spans: np.ndarray[Any, Any],
     at_least: int,
 ) -> np.ndarray[Any, Any]:
-    """The speaker covering the least time, while under MIN_SPEAKER_S, joins the one its
-    windows are most alike (their centre), until `at_least` speakers are left."""
+    """The speaker covering the least time, while under MIN_SPEAKER_S (or MIN_SPEAKER_SHARE
+    of all the spans' time, when that is more), joins the one its windows are most alike
+    (their centre), until `at_least` speakers are left."""
     labels = labels.copy()
+    least = max(MIN_SPEAKER_S, MIN_SPEAKER_SHARE * _covered(spans))
     while True:
         sets = np.unique(labels)
         if len(sets) <= max(1, at_least):
             return labels
         covered = [_covered(spans[labels == c]) for c in sets]
         quiet = int(np.argmin(covered))
-        if covered[quiet] >= MIN_SPEAKER_S:
+        if covered[quiet] >= least:
             return labels
         others = np.delete(sets, quiet)
         mine = labels == sets[quiet]
