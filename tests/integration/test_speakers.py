@@ -188,3 +188,21 @@ async def test_failed_diarization_keeps_transcript(
     assert [s["name"] for s in body["speakers"]] == ["Speaker 1", "Speaker 2"]
     assert all(s["speaking_s"] > 3 for s in body["speakers"])
     assert (await state(db, rid))["milestone"] == TRANSCRIBED
+
+
+def test_speech_is_found_a_piece_at_a_time_as_whole(conversation: tuple[Path, list[Any]]) -> None:
+    """The VAD runs on pieces (its memory bounded); speech running across a cut stays one
+    stretch, and the speech found is the same within a fraction of a second."""
+    import numpy as np
+
+    from transcriber.audio.recognize import read_windows
+    from transcriber.audio.speakers import _covered, speech_stretches
+
+    path, _ = conversation
+    samples = np.concatenate([s for _, s in read_windows(path)])
+    whole = speech_stretches(samples, piece_s=3600)
+    pieces = speech_stretches(samples, piece_s=7)
+    assert abs(_covered(np.array(pieces)) - _covered(np.array(whole))) < 0.5
+    for cut in range(7, int(len(samples) / 16000), 7):
+        if any(s < cut < e for s, e in whole):
+            assert any(s < cut < e for s, e in pieces), cut

@@ -243,3 +243,35 @@ def test_an_hours_windows_are_clustered_as_single_windows() -> None:
     assert len(set(labels.tolist())) == 4
     agree = sum(len(set(labels[who == k].tolist())) == 1 for k in range(4))
     assert agree >= 3
+
+
+@scenario("A long recording's few seconds of stray windows make no speaker of their own")
+def test_a_long_recordings_stray_windows_are_folded() -> None:
+    """The fold's bar grows with the speech clustered: in twenty minutes, 6.75 s of
+    windows that embed apart are strays, where in two minutes they would be a speaker."""
+    from transcriber.audio.speakers import MIN_SPEAKER_S, cluster
+
+    rng = np.random.RandomState(6)
+    voices = [v / np.linalg.norm(v) for v in rng.randn(5, 192)]
+
+    def conversation(turns: int, stray_at: int) -> tuple[np.ndarray, list[tuple[float, float]]]:
+        """Turns of eight 1.5 s windows every 0.75 s (6.75 s each) among four voices,
+        the turn `stray_at` of windows like none of them."""
+        embeddings, windows, t = [], [], 0.0
+        for k in range(turns):
+            centre = voices[4] if k == stray_at else voices[k % 4]
+            embeddings.append(centre + 0.06 * rng.randn(8, 192))
+            windows += [(t + 0.75 * i, t + 0.75 * i + 1.5) for i in range(8)]
+            t += 7.25
+        return np.concatenate(embeddings).astype(np.float32), windows
+
+    auto = SpeakersOption.parse("auto")
+    # Twenty minutes of speech (180 turns, 1,440 windows): the stray turn is folded.
+    embeddings, windows = conversation(180, stray_at=90)
+    labels = cluster(embeddings, auto, windows)
+    assert len(set(labels.tolist())) == 4
+    assert len({labels[8 * k] for k in range(4)}) == 4
+    # Two minutes (16 turns): the same 6.75 s are a speaker's (over MIN_SPEAKER_S).
+    assert MIN_SPEAKER_S < 6.75
+    embeddings, windows = conversation(16, stray_at=9)
+    assert len(set(cluster(embeddings, auto, windows).tolist())) == 5

