@@ -13,9 +13,11 @@ demo:
 serve *args:
     transcriber serve "$@"
 
-# The test suite (benchmarks excluded); CI runs exactly this
+# The test suite (benchmarks excluded); CI runs exactly this. Two workers (pytest-xdist),
+# a whole test file to one (its tests in order, its module fixtures made once); each
+# worker has its own PostgreSQL, temporary folder and warm recognizer
 test *args:
-    pytest -q "$@"
+    pytest -q -n 2 --dist loadfile "$@"
 
 # Every spec scenario has a test, and every test marker names a scenario
 spec-check:
