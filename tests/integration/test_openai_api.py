@@ -485,6 +485,8 @@ async def test_waiting_requests_do_not_take_the_services_places(
             assert (await as_ben.get("/v1/models")).status_code == 200
             nursery.start_soon(post, as_ben, {})
             await until(lambda: len(store_files(tight)) == 3, "ben's request in")
+            # Its file is stored before its record commits; once waiting, it is committed.
+            await until(lambda: budgets.requests.taken == 0, "ben's request waiting")
             assert (await as_ben.get("/v1/recordings")).status_code == 200
             # The owner's own places are all taken: the next is told to come back,
             # before anything of it is kept.
