@@ -33,7 +33,8 @@ class Queue(Protocol):
         Raises ResultRefused when the store cannot hold the result."""
 
     async def commit_then_next(self, job: Job, step: Step, result: Any) -> tuple[bool, Job | None]:
-        """`commit`, then `next_job`: one trip where the queue can make it one."""
+        """`commit`, then `next_job`: one trip where the queue can make it one. The
+        record just committed is handed out only when no other is eligible."""
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         """One failed attempt: a retry pause (its length in seconds is returned), or a

@@ -42,6 +42,8 @@ class Record:
     id: Hashable
     milestone: str
     milestone_entered_at: float
+    accepted_at: float
+    """When the record was added: the claim's order (with the id), as in the SQL queue."""
     inputs: dict[str, Any] = attrs.field(factory=dict)
     """What `read` hands the step; `duration_s` here grows the lease like the SQL claim."""
     claim_token: Hashable | None = None
@@ -89,21 +91,21 @@ class MemoryQueue:
         if id in self.records:
             raise KeyError(f"record {id!r} exists")
         now = trio.current_time()
-        self.records[id] = Record(id, milestone, now, inputs=dict(inputs or {}))
+        self.records[id] = Record(id, milestone, now, now, inputs=dict(inputs or {}))
         self._note(id, "accepted", milestone, None)
         return id
 
     def events(self, kind: str, id: Hashable | None = None) -> list[Event]:
         return [e for e in self.journal if e.kind == kind and (id is None or e.recording_id == id)]
 
-    async def claim(self) -> Claim | None:
+    async def claim(self, *, exclude: Hashable | None = None) -> Claim | None:
         await trio.lowlevel.checkpoint()
         self.claims += 1
         now = trio.current_time()
-        eligible = [r for r in self.records.values() if self._eligible(r, now)]
+        eligible = [r for r in self.records.values() if self._eligible(r, now) and r.id != exclude]
         if not eligible:
             return None
-        rec = min(eligible, key=lambda r: (r.milestone_entered_at, r.id))
+        rec = min(eligible, key=lambda r: (r.accepted_at, r.id))
         lease = self.steps[rec.milestone].lease
         rec.claim_token = next(self._tokens)
         rec.lease_expires_at = now + lease.seconds(rec.inputs.get("duration_s"))
@@ -149,15 +151,20 @@ class MemoryQueue:
         )
         return True
 
-    async def next_job(self) -> Job | None:
-        while (claim := await self.claim()) is not None:
+    async def next_job(self, *, exclude: Hashable | None = None) -> Job | None:
+        while (claim := await self.claim(exclude=exclude)) is not None:
             job = await self.read(claim)
             if job is not None:
                 return job
         return None
 
     async def commit_then_next(self, job: Job, step: Step, result: Any) -> tuple[bool, Job | None]:
-        return await self.commit(job, step, result), await self.next_job()
+        # As the SQL queue's trip: its statement cannot write a record twice, so it claims
+        # among the others, and only a second claim, when none was eligible, finds the
+        # record just committed.
+        committed = await self.commit(job, step, result)
+        nxt = await self.next_job(exclude=job.claim.id) or await self.next_job()
+        return committed, nxt
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         await trio.lowlevel.checkpoint()

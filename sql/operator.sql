@@ -36,7 +36,7 @@ SELECT milestone,
            WHERE stopped_at IS NULL AND (lease_expires_at IS NULL OR lease_expires_at <= now())
              AND (retry_at IS NULL OR retry_at <= now())))::float8 AS oldest_waiting_s
   FROM (SELECT milestone, stopped_at, lease_expires_at, retry_at, milestone_entered_at
-          FROM recordings WHERE stopped_at IS NULL AND milestone <> 'transcribed'
+          FROM recordings WHERE stopped_at IS NULL AND NOT finished
         UNION ALL
         SELECT milestone, stopped_at, lease_expires_at, retry_at, milestone_entered_at
           FROM recordings WHERE stopped_at IS NOT NULL) r

@@ -291,7 +291,7 @@ WITH done AS (
        SET claim_token = NULL, lease_expires_at = NULL, progress = NULL,
            attempts = greatest(r.attempts - 1, 0)
       FROM unnest($1::uuid[]) AS t (token)
-     WHERE r.claim_token = t.token AND r.stopped_at IS NULL AND r.milestone <> 'transcribed'
+     WHERE r.claim_token = t.token AND r.stopped_at IS NULL AND NOT r.finished
     RETURNING r.id, r.milestone, t.token
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)

@@ -36,7 +36,7 @@ MUTANT_TESTS = (
 )
 """The fast tests of the queue, the guards' own first (most mutants die there)."""
 
-CLAIM = "sql/0004_claims_count_attempts.sql"
+CLAIM = "sql/0017_hot_commits.sql"
 QUEUE_SQL = "sql/queue.sql"
 PG_QUEUE = "transcriber/pipeline/pg_queue.py"
 
@@ -62,9 +62,17 @@ MUTANTS = (
     Mutant(
         "claim order without the key",
         CLAIM,
-        "ORDER BY r.milestone_entered_at, r.id",
-        "ORDER BY r.milestone_entered_at",
+        "ORDER BY r.created_at, r.id\n     LIMIT",
+        "ORDER BY r.created_at\n     LIMIT",
         first=GUARDS + "the_key_breaks_ties_whatever_the_plan",
+    ),
+    Mutant(
+        "a commit changes a column of the claim's index",
+        CLAIM,
+        "ON recordings (created_at, id)",
+        "ON recordings (created_at, id, milestone)",
+        first="tests/integration/test_queue.py::"
+        "test_only_the_commit_to_the_final_milestone_writes_index_entries",
     ),
     Mutant(
         "claim without SKIP LOCKED",
@@ -83,8 +91,8 @@ MUTANTS = (
     Mutant(
         "stopped records claimable",
         CLAIM,
-        "WHERE r.stopped_at IS NULL\n       AND r.milestone <> 'transcribed'",
-        "WHERE r.milestone <> 'transcribed'",
+        "WHERE r.stopped_at IS NULL\n       AND NOT r.finished",
+        "WHERE NOT r.finished",
         first=PROTOCOL + "stop_parks_the_record_at_its_milestone[postgres]",
     ),
     Mutant(

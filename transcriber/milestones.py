@@ -6,7 +6,7 @@ RECEIVED = "received"
 NORMALIZED = "normalized"
 RECOGNIZED = "recognized"
 """The transcript is stored and readable; who spoke is not known yet (or not asked)."""
-TRANSCRIBED = "transcribed"  # final: named in sql/0001_initial.sql's claim index too
+TRANSCRIBED = "transcribed"  # final: named in sql/0017_hot_commits.sql's `finished` too
 """Done: recognized, and diarized when the record asked for speakers."""
 
 MILESTONES = (RECEIVED, NORMALIZED, RECOGNIZED, TRANSCRIBED)

@@ -25,11 +25,9 @@ from transcriber.pipeline.step_table import step_table
 
 async def test_claim_order_breaks_ties_by_key(db: Database, owner_id: int) -> None:
     ids = [await accept(db, owner_id, f"{i}.wav") for i in range(6)]
-    # The same entry time for all: only the key can order them.
+    # The same acceptance time for all: only the key can order them.
     await db.run(
-        lambda con: con.execute(
-            "UPDATE recordings SET milestone_entered_at = '2026-01-01T00:00:00Z'"
-        )
+        lambda con: con.execute("UPDATE recordings SET created_at = '2026-01-01T00:00:00Z'")
     )
     queue = PgQueue(db, table())
     claimed = [(await queue.claim()).id for _ in ids]
@@ -161,3 +159,42 @@ async def test_a_claims_unflushed_commit_ends_with_its_transaction(
     rows, inside, after = await db.run(claim_then_show)
     assert [r["id"] for r in rows] == [rid]
     assert (inside, after) == ("off", "on")
+
+
+@pytest.mark.scenario("pipeline", "A commit to a milestone with a step writes no index entry")
+async def test_only_the_commit_to_the_final_milestone_writes_index_entries(
+    db: Database, owner_id: int
+) -> None:
+    """The queue's own statements, in one transaction so that the table's counters of
+    this transaction (updates, and those of them HOT) can be read in it."""
+    await accept(db, owner_id)
+    queue = PgQueue(db, table())
+    counts = (
+        "SELECT pg_stat_get_xact_tuples_updated('recordings'::regclass) AS updated,"
+        " pg_stat_get_xact_tuples_hot_updated('recordings'::regclass) AS hot"
+    )
+
+    async def claim_and_commit(con: Any, to: str) -> tuple[int, int]:
+        claim = await con.fetchrow(db.sql("claim"), *queue._claim_args, None, [uuid.uuid4()])
+        milestone = await con.fetchval("SELECT milestone FROM recordings WHERE id = $1", claim[0])
+        rows = await con.fetch(
+            db.sql("commit"),
+            [claim[0]],
+            [claim[1]],
+            [milestone],
+            [to],
+            [{}],
+            None,
+            *queue._claim_args,
+            [],
+        )
+        assert [r["ok"] for r in rows] == [True]
+        row = await con.fetchrow(counts)
+        return row["updated"], row["hot"]
+
+    async def through(con: Any) -> list[tuple[int, int]]:
+        async with con.transaction():
+            return [await claim_and_commit(con, to) for to in (NORMALIZED, TRANSCRIBED)]
+
+    # Each pair: this transaction's updates of records so far, and how many were HOT.
+    assert await db.run(through) == [(2, 2), (4, 3)]

@@ -36,7 +36,7 @@ async def claimed_job(queue: PgQueue) -> Job:
 
 
 async def test_the_key_breaks_ties_whatever_the_plan(db: Database, owner_id: int) -> None:
-    """Records entered at the same moment are claimed in key order even when no index
+    """Records accepted at the same moment are claimed in key order even when no index
     hands them over in that order: here the claim's index is gone and the records lie in
     the table in the reverse of their keys."""
     ids = [uuid.UUID(int=n) for n in (6, 5, 4, 3, 2, 1)]  # stored in this order
@@ -44,8 +44,8 @@ async def test_the_key_breaks_ties_whatever_the_plan(db: Database, owner_id: int
     async def setup(con: asyncpg.Connection) -> None:
         await con.execute("DROP INDEX recordings_claimable")
         await con.executemany(
-            "INSERT INTO recordings (id, owner_id, filename, milestone_entered_at)"
-            " VALUES ($1, $2, 'tie.wav', $3)",
+            "INSERT INTO recordings (id, owner_id, filename, created_at, milestone_entered_at)"
+            " VALUES ($1, $2, 'tie.wav', $3, $3)",
             [(i, owner_id, ENTERED) for i in ids],
         )
 
@@ -56,8 +56,8 @@ async def test_the_key_breaks_ties_whatever_the_plan(db: Database, owner_id: int
     more = [uuid.UUID(int=n) for n in (12, 11, 10)]
     await db.run(
         lambda con: con.executemany(
-            "INSERT INTO recordings (id, owner_id, filename, milestone_entered_at)"
-            " VALUES ($1, $2, 'tie.wav', $3)",
+            "INSERT INTO recordings (id, owner_id, filename, created_at, milestone_entered_at)"
+            " VALUES ($1, $2, 'tie.wav', $3, $3)",
             [(i, owner_id, ENTERED) for i in more],
         )
     )
@@ -218,7 +218,9 @@ async def test_no_condition_keeps_a_spent_record_out_of_selection(
     names = ("over_attempts", "past_time_limit", "pause_over", "lease_over")
     rids = {n: await accept(db, owner_id, f"{n}.wav") for n in names}
     now = await db_now(db)
-    steps = table()  # the real limits: 5 attempts, a day at `received`
+    # The real limits at `received` (5 attempts, a day), and only its step: a record
+    # moved on is not claimed again, so each of the four is worked once.
+    steps = StepTable.of([table()[RECEIVED]])
     limit = steps[RECEIVED].max_attempts
 
     async def set_row(name: str, sql: str, *args: Any) -> None:
@@ -249,7 +251,7 @@ async def test_no_condition_keeps_a_spent_record_out_of_selection(
     )
     queue = at(PgQueue(db, steps), now)
     worker = Worker("w", queue, steps, Wakeup())
-    for _ in names:  # oldest first: the four, before any record they moved on
+    for _ in names:
         assert await worker.work_once()
     reasons = {n: (await state(db, rids[n]))["stop_reason"] for n in names}
     assert reasons == {

@@ -50,13 +50,21 @@ async def test_claim_takes_one_record_with_a_unique_token(
         assert (await queue.held(c.id)).token == c.token  # type: ignore[union-attr]
 
 
-async def test_claim_takes_the_oldest_milestone_entry_first(
+@pytest.mark.scenario("pipeline", "The record accepted first is worked on first at every milestone")
+async def test_the_record_accepted_first_is_claimed_first_at_every_milestone(
     queue: QueueDriver, queue_clock: Clock
 ) -> None:
-    older = await queue.add()
+    first = await queue.add()
     queue.advance(5)
-    await queue.add()
-    assert (await queue.claim()).id == older  # type: ignore[union-attr]
+    later = await queue.add()
+    job = await claimed(queue)
+    assert job.claim.id == first
+    queue.advance(5)
+    assert await queue.commit(job, queue.steps[RECEIVED], None) is True
+    # `first` entered `normalized` after `later` entered `received`, and still goes first.
+    again = await claimed(queue)
+    assert (again.claim.id, again.milestone) == (first, NORMALIZED)
+    assert (await claimed(queue)).claim.id == later
 
 
 async def test_read_gives_milestone_attempt_and_lease(
@@ -204,25 +212,30 @@ async def test_release_hands_the_record_back_at_once(
 async def test_commit_then_next_commits_and_claims_the_next(
     queue: QueueDriver, queue_clock: Clock
 ) -> None:
-    a, b = await queue.add(), await queue.add()
+    a, b, c = await queue.add(), await queue.add(), await queue.add()
     queue.advance(1)
     job = await claimed(queue)
     assert job.claim.id == a
     committed, nxt = await queue.commit_then_next(job, queue.steps[RECEIVED], None)
     assert committed is True and nxt is not None
-    # b entered `received` before a entered `normalized`: b is the older entry.
+    # The trip prefers the other eligible records to the one it commits: b is next.
     assert (nxt.claim.id, nxt.milestone) == (b, RECEIVED)
     assert (await queue.held(a)).milestone == NORMALIZED
     # A stale commit is refused, and the call still claims the next record.
     queue.advance(LEASE_S + 1)
-    fresh = await claimed(queue)
+    first = await claimed(queue)
+    assert (first.claim.id, first.milestone) == (a, NORMALIZED)  # accepted first
+    fresh = await claimed(queue)  # b again, its lease over
     assert fresh.claim.id == b and fresh.claim.token != nxt.claim.token
     committed, after = await queue.commit_then_next(nxt, queue.steps[RECEIVED], None)
     assert committed is False and after is not None
-    assert (after.claim.id, after.milestone) == (a, NORMALIZED)
+    assert (after.claim.id, after.milestone) == (c, RECEIVED)
     held = await queue.held(b)
     assert (held.milestone, held.token) == (RECEIVED, fresh.claim.token)
-    assert await queue.commit_then_next(after, queue.steps[NORMALIZED], None) == (True, None)
+    # Nothing else is eligible now: the trip hands out the record it just committed.
+    committed, last = await queue.commit_then_next(after, queue.steps[RECEIVED], None)
+    assert committed is True and last is not None
+    assert (last.claim.id, last.milestone) == (c, NORMALIZED)
 
 
 async def test_next_job_is_none_when_nothing_is_eligible(
@@ -246,6 +259,11 @@ async def test_a_record_past_its_milestone_time_limit_is_stopped(
     assert await worker.work_once()
     assert (await queue.held(within)).milestone == NORMALIZED
     queue.advance(61)
+    # Accepted first, it is claimed first at each later milestone too, each entered just
+    # now, and finishes; then the other record is past its limit.
+    while (await queue.held(within)).milestone not in queue.steps.final:
+        assert await worker.work_once()
+    assert (await queue.held(within)).stop_reason is None
     assert await worker.work_once()
     held = await queue.held(past)
     assert (held.milestone, held.stop_reason) == (RECEIVED, "milestone_time_limit")

@@ -64,6 +64,8 @@ def steps() -> StepTable:
 @attrs.define
 class Rec:
     id: uuid.UUID
+    accepted: dt.datetime
+    """The claim's order (with the id); `entered` moves on at each commit and resume."""
     entered: dt.datetime
     milestone: str = RECEIVED
     token: uuid.UUID | None = None
@@ -101,10 +103,12 @@ class QueueMachine(RuleBasedStateMachine):
         self.steps = steps()
         self.queue = PgQueue(self.db, self.steps, rng=random.Random(0), patience_s=5)
         ids = sorted(uuid.uuid4() for _ in range(RECORDS))
-        # Entered one second apart, before the clock starts: claimed in this order.
-        self.recs = {
-            rid: Rec(rid, self.t0 - dt.timedelta(seconds=RECORDS - i)) for i, rid in enumerate(ids)
-        }
+        # Accepted (and entered) one second apart before the clock starts, in the reverse
+        # of their keys' order: claimed in the order accepted, whatever their milestones.
+        self.recs = {}
+        for i, rid in enumerate(reversed(ids)):
+            at = self.t0 - dt.timedelta(seconds=RECORDS - i)
+            self.recs[rid] = Rec(rid, at, at)
         self.highest = dict.fromkeys(ids, 0)
         self._call(self._reset)
 
@@ -124,8 +128,8 @@ class QueueMachine(RuleBasedStateMachine):
         async def work(con: Any) -> None:
             await con.execute("TRUNCATE journal, recordings CASCADE")
             await con.executemany(
-                "INSERT INTO recordings (id, owner_id, filename, milestone_entered_at)"
-                " VALUES ($1, $2, 'model.wav', $3)",
+                "INSERT INTO recordings (id, owner_id, filename, created_at, milestone_entered_at)"
+                " VALUES ($1, $2, 'model.wav', $3, $3)",
                 [(r.id, self.owner_id, r.entered) for r in self.recs.values()],
             )
 
@@ -146,7 +150,7 @@ class QueueMachine(RuleBasedStateMachine):
                 and (r.lease is None or r.lease <= self.now)
                 and (r.retry is None or r.retry <= self.now)
             ),
-            key=lambda r: (r.entered, r.id),
+            key=lambda r: (r.accepted, r.id),
         )
 
     # -- rules

@@ -151,8 +151,9 @@ async def normalized_records(db: Database, owner_id: int, wav: Path, n: int = 1)
     """Records past normalize, oldest first, their audio at `wav`."""
     ids = [await accept(db, owner_id, f"{i}.wav") for i in range(n)]
     queue = PgQueue(db, step_table(normalize=noop, recognize=noop))
-    for _ in ids:
-        job = await queue.read(await queue.claim())
+    # All claimed before any commit: a record moved on would be claimed first again.
+    jobs = [await queue.read(await queue.claim()) for _ in ids]
+    for job in jobs:
         assert await queue.commit(
             job, queue.steps["received"], Saved("save_normalized", (str(wav), 1.0))
         )

@@ -102,15 +102,20 @@ async def test_claim_uses_the_partial_index(db: Database, owner_id: int) -> None
 
 
 def test_the_final_milestone_in_sql_matches_the_step_table() -> None:
-    """The claim's partial index names the final milestone literally (a parameter would
-    keep the planner from using it); it must be the table's only final milestone."""
+    """The claim's partial index holds the records not `finished`, a column the database
+    derives from the milestone named literally (a parameter would keep the planner from
+    using the index); it must be the table's only final milestone."""
     from transcriber.db.named_sql import load_queries, schema_text
 
     steps = step_table(normalize=noop, recognize=noop)
     assert steps.final == [TRANSCRIBED]
     schema = schema_text()
-    index = re.search(r"CREATE INDEX recordings_claimable .*?;", schema, re.S).group(0)
-    assert f"milestone <> '{TRANSCRIBED}'" in index
-    claim = re.findall(r"CREATE FUNCTION claim_next.*?\$claim\$;", schema, re.S)[-1]
-    assert f"r.milestone <> '{TRANSCRIBED}'" in claim
+    finished = re.search(
+        r"ADD COLUMN finished boolean GENERATED ALWAYS AS \((.*?)\) STORED", schema
+    )
+    assert finished is not None and finished.group(1) == f"milestone = '{TRANSCRIBED}'"
+    index = re.findall(r"CREATE INDEX recordings_claimable .*?;", schema, re.S)[-1]
+    assert "WHERE stopped_at IS NULL AND NOT finished" in index
+    claim = re.findall(r"CREATE (?:OR REPLACE )?FUNCTION claim_next.*?\$claim\$;", schema, re.S)[-1]
+    assert "NOT r.finished" in claim
     assert "claim_next(" in load_queries()["claim"]

@@ -77,9 +77,9 @@ class ClockedQueue(MemoryQueue):
 
     claimed_at: list[float] = attrs.field(factory=list)
 
-    async def claim(self):
+    async def claim(self, **kw):
         self.claimed_at.append(trio.current_time())
-        return await super().claim()
+        return await super().claim(**kw)
 
 
 async def test_no_work_logs_nothing_and_polls_without_a_busy_loop(autojump_clock, caplog):
@@ -125,8 +125,8 @@ class GatedQueue(MemoryQueue):
     gate: trio.Event | None = None
     answered: trio.Event | None = None
 
-    async def claim(self):
-        claim = await super().claim()
+    async def claim(self, **kw):
+        claim = await super().claim(**kw)
         if self.gate is not None:
             assert self.answered is not None
             self.answered.set()
