@@ -86,10 +86,25 @@ async def test_unusable_options_are_refused(db: Database, owner_id: int, tmp_pat
     with pytest.raises(BadOptions, match="unknown recognition options: voice"):
         RecognitionOptions.from_json({"voice": "x"})
     # The database refuses them too, whoever writes them.
-    for bad in [{"task": "summarize"}, {"temperature": 2}, {"prompt": 3}, {"temperature": "hot"}]:
+    unusable = [
+        {"task": "summarize"},
+        {"temperature": 2},
+        {"prompt": 3},
+        {"temperature": "hot"},
+        {"speakers": "many"},
+    ]
+    for bad in unusable:
         with pytest.raises(asyncpg.CheckViolationError):
             await db.fetchval("accept", owner_id, "a.wav", 1, "/x", None, None, bad)
     assert await db.fetch("recordings_of_owner", owner_id, None, None, 10) == []
+    # Checked wherever the column is written (a domain's check), an update included.
+    rid = await db.fetchval("accept", owner_id, "a.wav", 1, "/x", None, None, None)
+    with pytest.raises(asyncpg.CheckViolationError):
+        await db.run(
+            lambda con: con.execute(
+                'UPDATE recordings SET options = \'{"task": "summarize"}\' WHERE id = $1', rid
+            )
+        )
     # And the command line, before anything is stored.
     result = cli(tmp_path / "home", "transcribe", str(SAMPLES / "en.ogg"), "--task", "summarize")
     assert result.returncode == 2
