@@ -277,6 +277,13 @@ MUTANTS = (
         first=TRIPS + "asks_whose_patience_ends_late_in_the_trip_leave_nothing_claimed",
     ),
     Mutant(
+        "a trip leaves before the asks of its moment",
+        PG_QUEUE,
+        "        await trio.lowlevel.cancel_shielded_checkpoint()\n",
+        "",
+        first=TRIPS + "asks_of_one_moment_leave_together_when_no_trip_is_out",
+    ),
+    Mutant(
         "a cut trip's claims kept",
         PG_QUEUE,
         'await self._release_shielded(trip.take(), "trip cut")',

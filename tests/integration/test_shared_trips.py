@@ -524,3 +524,34 @@ async def test_asks_whose_patience_ends_late_in_the_trip_leave_nothing_claimed(
 
 async def _store(got: dict[str, Any], name: str, call: Awaitable[Any]) -> None:
     got[name] = await call
+
+
+@scenario("Workers that ask in the same moment leave on one trip when none is out")
+async def test_asks_of_one_moment_leave_together_when_no_trip_is_out(
+    db: Database, owner_id: int
+) -> None:
+    for i in range(3):
+        await accept(db, owner_id, f"{i}.wav")
+    gated, queue = gated_queue(db)
+    jobs: list[Job | None] = []
+
+    async def ask() -> None:
+        jobs.append(await queue.next_job())
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(3):  # all three runnable in the same round
+            nursery.start_soon(ask)
+    assert (gated.runs, queue.trips, queue.trip_asks) == (1, 1, 3)
+    assert all(j is not None for j in jobs)
+    assert len({j.claim.id for j in jobs if j is not None}) == 3
+
+
+async def test_a_second_trip_leaves_only_with_a_full_load_of_four(db: Database) -> None:
+    from transcriber.pipeline.runner import Pipeline
+
+    loads = {
+        w: (p.queue.trips_at_once, p.queue.full_trip)
+        for w in (2, 4, 7, 8, 16)
+        for p in [Pipeline(db, table(), workers=w)]
+    }
+    assert loads == {2: (1, 2), 4: (1, 4), 7: (1, 7), 8: (2, 4), 16: (2, 8)}

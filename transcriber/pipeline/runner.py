@@ -33,6 +33,10 @@ async def listen_for_work(db: Database, wakeup: Wakeup) -> None:
     raise ConnectionError("the LISTEN connection was lost")
 
 
+MIN_FULL_TRIP = 4
+"""The fewest asks a trip needs to leave beside another trip out (see Pipeline)."""
+
+
 @attrs.define(eq=False)
 class Pipeline:
     db: Database
@@ -51,6 +55,13 @@ class Pipeline:
     def __attrs_post_init__(self) -> None:
         self.wakeup = Wakeup(self.poll_s, rng=self.rng)
         self.queue = PgQueue(self.db, self.steps, rng=self.rng)
+        # A second trip beside one out only for a full load of at least MIN_FULL_TRIP
+        # asks: with fewer workers, one trip at a time carries them all (four workers in
+        # two trips of two cost the server and the client twice as much per transition
+        # as in one of four, and drained no faster).
+        self.queue.trips_at_once = max(
+            1, min(self.queue.trips_at_once, self.workers // MIN_FULL_TRIP)
+        )
         self.queue.full_trip = max(1, math.ceil(self.workers / self.queue.trips_at_once))
         self.worker_supervisor = Supervisor(rng=self.rng, metrics=self.metrics)
         # Reconnects quickly at first: wake-ups are missed while it is away.
