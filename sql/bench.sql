@@ -34,6 +34,12 @@ SELECT milestone, count(*) AS n,
        count(*) FILTER (WHERE claim_token IS NOT NULL) AS claimed
   FROM recordings GROUP BY milestone ORDER BY milestone
 
+-- name: bench_unfinished
+-- For benchmarks: records not finished yet (none is stopped in a drain), counted through
+-- the claim's partial index: polled during a drain, it must cost the server little (a
+-- count of every record by milestone, polled every 10 ms, took a tenth of a core).
+SELECT count(*) FROM recordings WHERE stopped_at IS NULL AND NOT finished
+
 -- name: bench_journal_kinds
 -- For benchmarks: events per kind.
 SELECT kind, count(*) AS n FROM journal GROUP BY kind ORDER BY kind
@@ -45,6 +51,12 @@ SELECT milestone FROM recordings WHERE id = $1
 -- name: bench_analyze
 -- What autovacuum would do within a minute of a bulk intake (the peers' bench does the same).
 ANALYZE
+
+-- name: bench_checkpoint
+-- Before each timed drain (ours and the peers', peers_side.py): the server's timed
+-- checkpoint (every 5 minutes) then falls inside no drain, instead of inside one
+-- system's and not another's.
+CHECKPOINT
 
 -- name: bench_vacuum_analyze
 VACUUM ANALYZE recordings

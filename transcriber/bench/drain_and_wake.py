@@ -51,6 +51,7 @@ async def pipeline_phase(
         assert row is not None and row["accepted"] == records, row
         if analyze:
             await setup.execute("bench_analyze")
+        await setup.execute("bench_checkpoint")
         note(
             f"drain: {records} records accepted{', analyzed' if analyze else ''}; "
             f"starting {workers} workers"

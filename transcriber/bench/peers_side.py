@@ -7,7 +7,8 @@ Runs in the peers' virtualenv (their packages, none of ours): imports only the s
 library, server_cpu.py and the peers' bench.py from its folder. Parameters as JSON on
 stdin, one JSON result per system on stdout.
 
-drain  as bench.py: N jobs enqueued, ANALYZE, the worker process started; the clock
+drain  as bench.py: N jobs enqueued, ANALYZE, then (as ours) a CHECKPOINT, the worker
+       process started; the clock
        from the worker's start (connections open) to the N-th execution. Server CPU and
        the worker process's CPU are sampled when the worker reports its start and again
        once the queue's table shows all N finished (the acks included: the peers
@@ -55,6 +56,7 @@ async def _bench_system(peers: Any, name: str, p: dict[str, Any], ctx: Any) -> d
         assert await cls.table_state(check) == (0, n)
         if p["analyze"]:
             await check.execute("ANALYZE")
+        await check.execute("CHECKPOINT")  # as ours: sql/bench.sql bench_checkpoint
         loop_name = cls.native_loop
         proc = ctx.Process(
             target=peers.worker_process,

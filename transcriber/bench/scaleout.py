@@ -15,9 +15,9 @@ import trio_asyncio
 
 from transcriber.bench.fresh_databases import Server, fresh_db
 from transcriber.bench.instruments import Probe, TimedQueue, counts, note
+from transcriber.bench.server_cpu import process_cpu_s
 from transcriber.db.database import open_database
 from transcriber.db.named_sql import BENCH_AREAS
-from transcriber.milestones import TRANSCRIBED
 from transcriber.pipeline.runner import Pipeline
 
 CHILD = """
@@ -50,7 +50,16 @@ def drain_child(url: str, workers: int) -> None:
                         await pipeline.drain(5.0)
                         nursery.cancel_scope.cancel()
                 print(
-                    json.dumps({"commits": queue.commits, "lost": queue.lost_commits}), flush=True
+                    json.dumps(
+                        {
+                            "commits": queue.commits,
+                            "lost": queue.lost_commits,
+                            "trips": queue.inner.trips,
+                            "asks": queue.inner.trip_asks,
+                            "empty": getattr(queue, "empty_claims", None),
+                        }
+                    ),
+                    flush=True,
                 )
 
     trio.run(main)
@@ -64,6 +73,7 @@ async def scaleout_phase(
         await setup.fetchrow("accept_many", owner_id, records)
         if analyze:
             await setup.execute("bench_analyze")
+        await setup.execute("bench_checkpoint")
         note(f"scale-out: {records} records, {processes} processes x {per} workers")
         procs = [
             await trio.lowlevel.open_process(
@@ -77,17 +87,20 @@ async def scaleout_phase(
             for p in procs:  # connected and waiting
                 assert (await _line(p)) == "ready"
             t0 = time.perf_counter()
+            server_cpu_start = server.cpu_s()
+            client_cpu_start = sum(process_cpu_s(p.pid) for p in procs)
             for p in procs:
                 assert p.stdin is not None
                 await p.stdin.send_all(b"go\n")
             # Polled from here (a count in the database, nothing to wait on): the
             # children only know their own share.
-            while (  # noqa: ASYNC110
-                counts(await db.fetch("bench_milestones"), "milestone").get(TRANSCRIBED, 0)
-                < records
-            ):
+            while await db.fetchval("bench_unfinished") > 0:  # noqa: ASYNC110
                 await trio.sleep(0.01)
             seconds = time.perf_counter() - t0
+            # What the drain cost the server and the worker processes (as the one-process
+            # drain reports them): whether batching or the cores are the limit.
+            server_cpu_end = server.cpu_s()
+            client_cpu_s = sum(process_cpu_s(p.pid) for p in procs) - client_cpu_start
             for p in procs:
                 p.send_signal(signal.SIGTERM)
             done = [json.loads(await _line(p)) for p in procs]
@@ -110,7 +123,14 @@ async def scaleout_phase(
         "records": records,
         "seconds": seconds,
         "transitions_per_s": 2 * records / seconds,
+        "server_cpu_ms_per_transition": (
+            None
+            if server_cpu_start is None or server_cpu_end is None
+            else (server_cpu_end - server_cpu_start) * 1e3 / (2 * records)
+        ),
+        "client_cpu_ms_per_transition": client_cpu_s * 1e3 / (2 * records),
         "commits_per_process": [d["commits"] for d in done],
+        "children": done,
         "lost_commits": sum(d["lost"] for d in done),
         "journal": kinds,
         "verified": verified,

@@ -6,9 +6,10 @@ TRANSCRIBER_BENCH_DATABASE_URL (databases `transcriber_bench_<pid>_<phase>` are 
 there and dropped afterwards). Every phase gets its own fresh, migrated database.
 
 drain  N records are accepted with one statement (`accept_many`), then ANALYZE (unless
-       --no-analyze). A Pipeline with W workers and no-op steps runs them through both
-       milestones; the clock runs from the pipeline's start (the pool is already open) to
-       the 2N-th successful commit. Throughput is stage transitions per second: each
+       --no-analyze) and a CHECKPOINT (so the timed one falls in no drain). A Pipeline
+       with W workers and no-op steps runs them through both milestones; the clock runs
+       from the pipeline's start (the pool is already open) to the 2N-th successful
+       commit. Throughput is stage transitions per second: each
        record makes two (received → normalized → transcribed). Checked afterwards from
        the database: N records at `transcribed`, 2N `milestone_reached` events, no other
        outcome. Claim latency is timed around the queue's trips that claim: claim+read
@@ -152,6 +153,12 @@ def _print_report(r: dict[str, Any]) -> None:
             f"scale-out     {so['transitions_per_s']:.0f} transitions/s with {so['processes']} "
             f"worker processes x {so['workers_per_process']} workers (commits per process "
             f"{so['commits_per_process']}, verified {so['verified']})"
+        )
+        server_ms = so["server_cpu_ms_per_transition"]
+        say(
+            f"scale-out cpu PostgreSQL "
+            f"{'n/a' if server_ms is None else f'{server_ms:.2f}'} ms, worker processes "
+            f"{so['client_cpu_ms_per_transition']:.2f} ms per transition"
         )
     for key in ("plan_finished_history", "plan_burst"):
         if key not in r:
