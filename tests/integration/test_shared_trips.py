@@ -546,12 +546,12 @@ async def test_asks_of_one_moment_leave_together_when_no_trip_is_out(
     assert len({j.claim.id for j in jobs if j is not None}) == 3
 
 
-async def test_a_second_trip_leaves_only_with_a_full_load_of_four(db: Database) -> None:
+async def test_another_trip_leaves_only_with_a_full_load_of_three(db: Database) -> None:
     from transcriber.pipeline.runner import Pipeline
 
     loads = {
         w: (p.queue.trips_at_once, p.queue.full_trip)
-        for w in (2, 4, 7, 8, 16)
+        for w in (2, 4, 5, 6, 8, 9, 16)
         for p in [Pipeline(db, table(), workers=w)]
     }
-    assert loads == {2: (1, 2), 4: (1, 4), 7: (1, 7), 8: (2, 4), 16: (2, 8)}
+    assert loads == {2: (1, 2), 4: (1, 4), 5: (2, 3), 6: (2, 3), 8: (3, 3), 9: (3, 3), 16: (3, 6)}
