@@ -8,11 +8,11 @@ library, server_cpu.py and the peers' bench.py from its folder. Parameters as JS
 stdin, one JSON result per system on stdout.
 
 drain  as bench.py: N jobs enqueued, ANALYZE, then (as ours) a CHECKPOINT, the worker
-       process started; the clock
-       from the worker's start (connections open) to the N-th execution. Server CPU and
-       the worker process's CPU are sampled when the worker reports its start and again
-       once the queue's table shows all N finished (the acks included: the peers
-       batch theirs, and a transition of ours is counted when committed).
+       process started; the clock from the worker's start (connections open) to the N-th
+       execution. Server CPU and the worker process's CPU are sampled when the worker
+       reports its start and again once the queue's table shows all N finished (the
+       acks included: the peers batch theirs, and a transition of ours is counted when
+       committed).
 wake   as bench.py: idle, a 20–100 ms pause, one job enqueued; t0 before the enqueue,
        t1 on the first line of the job function.
 """

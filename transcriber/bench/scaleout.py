@@ -56,7 +56,7 @@ def drain_child(url: str, workers: int) -> None:
                             "lost": queue.lost_commits,
                             "trips": queue.inner.trips,
                             "asks": queue.inner.trip_asks,
-                            "empty": getattr(queue, "empty_claims", None),
+                            "empty_claims": queue.empty_claims,
                         }
                     ),
                     flush=True,

@@ -9,12 +9,12 @@ drain  N records are accepted with one statement (`accept_many`), then ANALYZE (
        --no-analyze) and a CHECKPOINT (so the timed one falls in no drain). A Pipeline
        with W workers and no-op steps runs them through both milestones; the clock runs
        from the pipeline's start (the pool is already open) to the 2N-th successful
-       commit. Throughput is stage transitions per second: each
-       record makes two (received → normalized → transcribed). Checked afterwards from
-       the database: N records at `transcribed`, 2N `milestone_reached` events, no other
-       outcome. Claim latency is timed around the queue's trips that claim: claim+read
-       when a worker asks for work, commit+claim+read when it just finished a step (the
-       trio → asyncio bridge and the pool included); the claim alone is timed in plans.
+       commit. Throughput is stage transitions per second: each record makes two
+       (received → normalized → transcribed). Checked afterwards from the database: N
+       records at `transcribed`, 2N `milestone_reached` events, no other outcome. Claim
+       latency is timed around the queue's trips that claim: claim+read when a worker
+       asks for work, commit+claim+read when it just finished a step (the trio → asyncio
+       bridge and the pool included); the claim alone is timed in plans.
 wake   The pipeline idle, the queue empty: S times a pause of 20–100 ms, then
        t0 = time.monotonic() just before `accept` (it commits the record and NOTIFYs),
        t1 = time.monotonic() on the first line of the normalize step for that record.
