@@ -34,11 +34,12 @@ SELECT milestone, count(*) AS n,
        count(*) FILTER (WHERE claim_token IS NOT NULL) AS claimed
   FROM recordings GROUP BY milestone ORDER BY milestone
 
--- name: bench_unfinished
--- For benchmarks: records not finished yet (none is stopped in a drain), counted through
--- the claim's partial index: polled during a drain, it must cost the server little (a
--- count of every record by milestone, polled every 10 ms, took a tenth of a core).
-SELECT count(*) FROM recordings WHERE stopped_at IS NULL AND NOT finished
+-- name: bench_any_unfinished
+-- For benchmarks: whether a record is not finished yet (none is stopped in a drain), the
+-- first one found through the claim's partial index. Polled every 10 ms during a drain,
+-- it must cost the server next to nothing: a count of every record by milestone took a
+-- tenth of a core, and a count of the unfinished ones still 80-100 µs per transition.
+SELECT EXISTS (SELECT FROM recordings WHERE stopped_at IS NULL AND NOT finished)
 
 -- name: bench_journal_kinds
 -- For benchmarks: events per kind.

@@ -94,7 +94,7 @@ async def scaleout_phase(
                 await p.stdin.send_all(b"go\n")
             # Polled from here (a count in the database, nothing to wait on): the
             # children only know their own share.
-            while await db.fetchval("bench_unfinished") > 0:  # noqa: ASYNC110
+            while await db.fetchval("bench_any_unfinished"):  # noqa: ASYNC110
                 await trio.sleep(0.01)
             seconds = time.perf_counter() - t0
             # What the drain cost the server and the worker processes (as the one-process
