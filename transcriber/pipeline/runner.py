@@ -60,13 +60,10 @@ class Pipeline:
         # two trips of two cost the server and the client twice as much per transition
         # as in one of four, and drained no faster). Eight workers: three trips of three
         # (the drain 7 % faster than two of four, at the same server CPU per transition).
+        # The most trips, within the queue's cap, whose share ceil(workers / trips) is
+        # still MIN_FULL_TRIP: that holds while workers > (MIN_FULL_TRIP - 1) * trips.
         self.queue.trips_at_once = max(
-            [
-                t
-                for t in range(1, self.queue.trips_at_once + 1)
-                if math.ceil(self.workers / t) >= MIN_FULL_TRIP
-            ]
-            or [1]
+            1, min(self.queue.trips_at_once, (self.workers - 1) // (MIN_FULL_TRIP - 1))
         )
         self.queue.full_trip = max(1, math.ceil(self.workers / self.queue.trips_at_once))
         self.worker_supervisor = Supervisor(rng=self.rng, metrics=self.metrics)
