@@ -32,6 +32,7 @@ import trio
 import trio_asyncio
 
 from actors import describe
+from transcriber.db import bridge  # noqa: F401  (the loop runs ready callbacks at once)
 from transcriber.db.named_sql import load_queries
 
 T = TypeVar("T")
