@@ -4,7 +4,9 @@
 -- release, resume, and the steps' results saved in the commit's transaction. Queue columns
 -- are written only by these queries.
 -- Notifications: every journal event on `transcriber_journal` (payload "<id> <kind>",
--- for `journal --follow`); events that make a record claimable for a worker that does
+-- for `journal --follow` and the requests that wait on a record), in the transaction
+-- that journals it; but a commit's, the steady stream of milestones, after its
+-- transaction (`announce`). Events that make a record claimable for a worker that does
 -- not know of it (accepted, resumed, released) also on `transcriber_work`, which the
 -- workers' listener hears: it is not woken by the steady stream of milestones.
 -- `$now` parameters are nullable: NULL means the database's now(); tests pass a time.
@@ -56,8 +58,8 @@ SELECT * FROM claimed_records($1, $2, $3)
 -- and whether an earlier run of this same commit did (`again`: a retry after a lost
 -- reply, recognised by its token's `milestone_reached` event; it answers as the first
 -- try did and journals nothing; a refused commit sent again journals its `lease_lost`
--- once). One notification for the statement, however many
--- events it journals.
+-- once). It sends no notification: the pipeline announces its commits after their
+-- transactions (`announce`).
 -- The same statement claims records for the workers asking for their next, one per
 -- token in $10 ($7-$9 as the `claim` query's $1-$3), and reads them as `claim_read`
 -- does: `claim` rows carry the read's columns (NULL on `commit` rows). It does not claim
@@ -99,32 +101,40 @@ WITH c AS (
     SELECT * FROM claim_next($7, $8, $9, $6, $10, $1)
 )
 SELECT 'commit' AS row, recording_id AS id, claim_token AS token,
-       kind = 'milestone_reached' AS ok, false AS again,
-       (SELECT pg_notify('transcriber_journal', max(id) || ' ' || 'commit') FROM event)
-           IS NULL AS notified,
-       NULL::text AS milestone, NULL::integer AS attempts, NULL::text AS source_path,
-       NULL::text AS language, NULL::text AS audio_path, NULL::float8 AS duration_s,
-       NULL::jsonb AS options, NULL::bigint AS owner_id, NULL::float8 AS owner_audio_s,
+       kind = 'milestone_reached' AS ok, false AS again, NULL::text AS milestone,
+       NULL::integer AS attempts, NULL::text AS source_path, NULL::text AS language,
+       NULL::text AS audio_path, NULL::float8 AS duration_s, NULL::jsonb AS options,
+       NULL::bigint AS owner_id, NULL::float8 AS owner_audio_s,
        NULL::float8 AS lease_remaining_s, NULL::float8 AS in_milestone_s,
        NULL::timestamptz AS milestone_entered_at
   FROM event
 UNION ALL
-SELECT 'commit', id, token, true, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT 'commit', id, token, true, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL
   FROM earlier
 UNION ALL
-SELECT 'commit', id, token, false, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT 'commit', id, token, false, true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL
   FROM refused
  WHERE NOT EXISTS (SELECT FROM earlier WHERE earlier.id = refused.id AND earlier.token = refused.token)
    AND NOT EXISTS (SELECT FROM event WHERE event.recording_id = refused.id
                                         AND event.claim_token = refused.token)
 UNION ALL
-SELECT 'claim', r.id, r.claim_token, NULL, NULL, NULL, r.milestone, r.attempts, r.source_path,
+SELECT 'claim', r.id, r.claim_token, NULL, NULL, r.milestone, r.attempts, r.source_path,
        r.language, r.audio_path, r.duration_s, r.options, r.owner_id, r.owner_audio_s,
        r.lease_remaining_s, r.in_milestone_s, r.milestone_entered_at
   FROM claimed_records((SELECT array_agg(id) FROM claimed),
                        (SELECT array_agg(claim_token) FROM claimed), $6) AS r
+
+-- name: announce
+-- The journal's notification for commits already made (see `commit`): one for any
+-- number of them, payload "<last event id> commit". Its transaction commits without
+-- waiting for the WAL's flush: NOTIFY holds a lock of the whole cluster from its
+-- commit until that commit is flushed, which, taken in every commit's transaction,
+-- made the commits of all the workers and daemons wait for one another's flushes. A
+-- notification lost with a crash is one the listeners' poll covers.
+SELECT pg_notify('transcriber_journal', (SELECT max(id) FROM journal) || ' commit') IS NULL
+ WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL
 
 -- name: fail
 -- One failed attempt, only by the claim holder: a retry pause of $4 seconds (the

@@ -1,4 +1,5 @@
-"""The runtime on the real queue: LISTEN wake-ups, reconnection, the claim's plan."""
+"""The runtime on the real queue: LISTEN wake-ups, reconnection, the announcement of
+commits, the claim's plan."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import re
 import uuid
 from typing import Any
 
+import pytest
 import trio
 
 from tests.helpers.pg_pipeline import Gate, accept, noop, state
-from transcriber.db.database import Database
+from transcriber.db.database import JOURNAL_CHANNEL, Database
 from transcriber.milestones import TRANSCRIBED
 from transcriber.pipeline.runner import Pipeline
 from transcriber.pipeline.step_table import step_table
@@ -34,6 +36,41 @@ async def wait_idle(pipeline: Pipeline) -> None:
     """Until every worker waits for a hint (the listener has started by then too)."""
     while pipeline.wakeup.waiting < pipeline.workers:
         await trio.sleep(0.01)
+
+
+@pytest.mark.scenario("storage", "A pipeline's commits are announced after their transactions")
+async def test_commits_are_announced_once_for_many_after_their_transactions(
+    db: Database, owner_id: int
+) -> None:
+    pipeline = Pipeline(db, step_table(normalize=noop, recognize=noop), workers=1, poll_s=3600)
+    # The next announcement an hour after the first: all the commits after the first
+    # wait for it, so one notification is all a listener can hear of them.
+    pipeline.announcer.gap_s = 3600
+    async with db.listen(JOURNAL_CHANNEL) as listener, trio.open_nursery() as nursery:
+        await nursery.start(pipeline.run)
+        rids = [await accept(db, owner_id, f"{i}.wav") for i in range(2)]
+        with trio.fail_after(30):
+            for rid in rids:
+                while (await state(db, rid))["milestone"] != TRANSCRIBED:
+                    await trio.sleep(0.01)
+        commits = await db.run(
+            lambda con: con.fetchval(
+                "SELECT count(*) FROM journal WHERE kind = 'milestone_reached'"
+            )
+        )
+        # Notifications reach a listener in the order their transactions committed: once
+        # the test's own is heard, every one sent before it has been.
+        await db.run(lambda con: con.execute(f"NOTIFY {JOURNAL_CHANNEL}, 'end'"))
+        heard = []
+        with trio.fail_after(30):
+            while (payload := await listener.payloads.receive()) != "end":
+                heard.append(payload)
+        nursery.cancel_scope.cancel()
+    assert commits == 4
+    announced = [p for p in heard if p.endswith(" commit")]
+    assert len(announced) == 1 and pipeline.announcer.sent == 1, heard
+    # The two records' acceptances are notified in their own transactions, as before.
+    assert sorted(p.split()[1] for p in heard if p not in announced) == ["accepted"] * 2
 
 
 async def test_the_listener_reconnects_after_losing_its_connection(

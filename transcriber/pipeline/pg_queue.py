@@ -123,6 +123,9 @@ class PgQueue:
     """Trips out at the same time at most: enough for the database to work on one while
     the next is on the way and the answers of a third are handled, few enough that trips
     stay shared (a pipeline lowers it for few workers: runner.MIN_FULL_TRIP)."""
+    announce: Callable[[], None] = lambda: None
+    """Called after each trip that made commits, for the journal's notification of them
+    (a pipeline's Announcer.news): the commit statement sends none itself."""
     full_trip: int = 1
     """How many asks make a trip worth sending beside one already out (a pipeline sets
     its workers' share of the trips out at once)."""
@@ -413,6 +416,7 @@ class PgQueue:
         jobs: list[Job] = []
         if commits:
             outcome, jobs = await self._commit_on(con, commits, trip.tokens(len(wanting)))
+            self.announce()
             for a, result in outcome.items():
                 if isinstance(result, Exception):
                     a.error = result

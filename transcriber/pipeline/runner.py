@@ -1,5 +1,6 @@
 """The pipeline in one process: N worker actors and the LISTEN wake-up connection,
-each under a supervisor that restarts it alone when it crashes."""
+each under a supervisor that restarts it alone when it crashes, and the announcer of
+their commits."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import trio
 from actors import Backoff, Child, Job, RuntimeMetrics, StepTable, Supervisor, Wakeup, Worker
 from actors.log import event
 from transcriber.db.database import WORK_CHANNEL, Database
+from transcriber.pipeline.announcer import Announcer
 from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.pipeline.prometheus import RUNTIME_METRICS
 
@@ -48,13 +50,15 @@ class Pipeline:
     """Where its workers and supervisors count: the one /metrics shows."""
     wakeup: Wakeup = attrs.field(init=False)
     queue: PgQueue = attrs.field(init=False)
+    announcer: Announcer = attrs.field(init=False)
     worker_supervisor: Supervisor = attrs.field(init=False)
     listener_supervisor: Supervisor = attrs.field(init=False)
     _workers: list[Worker] = attrs.field(init=False, factory=list)
 
     def __attrs_post_init__(self) -> None:
         self.wakeup = Wakeup(self.poll_s, rng=self.rng)
-        self.queue = PgQueue(self.db, self.steps, rng=self.rng)
+        self.announcer = Announcer(self.db)
+        self.queue = PgQueue(self.db, self.steps, rng=self.rng, announce=self.announcer.news)
         # Another trip beside those out only for a full load of at least MIN_FULL_TRIP
         # asks: with fewer workers, one trip at a time carries them all (four workers in
         # two trips of two cost the server and the client twice as much per transition
@@ -82,6 +86,7 @@ class Pipeline:
             for i in range(self.workers)
         ]
         async with self.queue.pinned(), trio.open_nursery() as nursery:
+            nursery.start_soon(self.announcer.run)
             await nursery.start(
                 self.listener_supervisor.run,
                 [Child("listener", lambda: listen_for_work(self.db, self.wakeup))],
