@@ -51,25 +51,30 @@ SELECT * FROM claimed_records($1, $2, $3)
 
 -- name: commit
 -- Steps' results move their records on, each only while its claim's token is on it:
--- one or several commits ($1 ids, $2 tokens, $3 from milestones, $4 to milestones,
--- $5 details; $6 now) in one statement, each fenced by its own token. A commit whose
--- token is gone writes nothing and journals `lease_lost` instead; its caller drops the
--- result. One `commit` row per commit: its id, token, whether it reached the milestone
+-- one or several commits ($1 ids, $2 tokens, $3 from milestones, $4 to milestones;
+-- for the journal, $5 steps, $6 attempts and $7 lease renewals, built into each event's
+-- detail here rather than as JSON by the caller; $8 now) in one statement, each fenced
+-- by its own token. A commit whose token is gone writes nothing and journals
+-- `lease_lost` instead; its caller drops the result. One `commit` row per commit: its id, token, whether it reached the milestone
 -- and whether an earlier run of this same commit did (`again`: a retry after a lost
 -- reply, recognised by its token's `milestone_reached` event; it answers as the first
 -- try did and journals nothing; a refused commit sent again journals its `lease_lost`
 -- once). It sends no notification: the pipeline announces its commits after their
 -- transactions (`announce`).
 -- The same statement claims records for the workers asking for their next, one per
--- token in $10 ($7-$9 as the `claim` query's $1-$3), and reads them as `claim_read`
+-- token in $12 ($9-$11 as the `claim` query's $1-$3), and reads them as `claim_read`
 -- does: `claim` rows carry the read's columns (NULL on `commit` rows). It does not claim
 -- the records it commits: a record just moved on waits for the next claim.
 WITH c AS (
-    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[])
-        AS c (id, token, from_milestone, to_milestone, detail)
+    SELECT id, token, from_milestone, to_milestone,
+           jsonb_build_object('step', step, 'attempt', attempt, 'renewals', renewals,
+                              'write', 'commit') AS detail
+      FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::int[],
+                  $7::int[]) AS c (id, token, from_milestone, to_milestone, step, attempt,
+                                   renewals)
 ), done AS (
     UPDATE recordings r
-       SET milestone = c.to_milestone, milestone_entered_at = coalesce($6::timestamptz, now()),
+       SET milestone = c.to_milestone, milestone_entered_at = coalesce($8::timestamptz, now()),
            claim_token = NULL, lease_expires_at = NULL, attempts = 0, retry_at = NULL,
            progress = NULL
       FROM c
@@ -86,11 +91,11 @@ WITH c AS (
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, claim_token, detail)
     SELECT c.id, 'pipeline', 'milestone_reached', c.to_milestone, c.token,
-           coalesce(c.detail, '{}') || jsonb_build_object('write', 'commit')
+           c.detail
       FROM c JOIN done ON done.id = c.id AND done.token = c.token
     UNION ALL
     SELECT refused.id, 'pipeline', 'lease_lost', refused.from_milestone, refused.token,
-           coalesce(refused.detail, '{}') || jsonb_build_object('write', 'commit')
+           refused.detail
       FROM refused
      WHERE NOT EXISTS (SELECT FROM journal j
                         WHERE j.recording_id = refused.id AND j.claim_token = refused.token
@@ -98,7 +103,7 @@ WITH c AS (
                                OR (j.kind = 'lease_lost' AND j.detail ->> 'write' = 'commit')))
     RETURNING id, recording_id, claim_token, kind
 ), claimed AS (
-    SELECT * FROM claim_next($7, $8, $9, $6, $10, $1)
+    SELECT * FROM claim_next($9, $10, $11, $8, $12, $1)
 )
 SELECT 'commit' AS row, recording_id AS id, claim_token AS token,
        kind = 'milestone_reached' AS ok, false AS again, NULL::text AS milestone,
@@ -124,7 +129,7 @@ SELECT 'claim', r.id, r.claim_token, NULL, NULL, r.milestone, r.attempts, r.sour
        r.language, r.audio_path, r.duration_s, r.options, r.owner_id, r.owner_audio_s,
        r.lease_remaining_s, r.in_milestone_s, r.milestone_entered_at
   FROM claimed_records((SELECT array_agg(id) FROM claimed),
-                       (SELECT array_agg(claim_token) FROM claimed), $6) AS r
+                       (SELECT array_agg(claim_token) FROM claimed), $8) AS r
 
 -- name: announce
 -- The journal's notification for commits already made (see `commit`): one for any

@@ -465,7 +465,9 @@ class PgQueue:
                 r.next_milestone if r is not None and r.next_milestone else s.next_milestone
                 for _, s, r in commits
             ],
-            [{"step": s.name, "attempt": j.attempt, "renewals": j.renewals} for j, s, _ in commits],
+            [s.name for _, s, _ in commits],
+            [j.attempt for j, _, _ in commits],
+            [j.renewals for j, _, _ in commits],
             self.now,
             *self._claim_args,
             tokens,
