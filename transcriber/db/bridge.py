@@ -4,9 +4,9 @@ callbacks that are ready in one trio scheduling step, as asyncio's own loop does
 trio-asyncio 0.16 hands each callback to trio through a memory channel and takes one
 trio scheduling step for each (`_main_loop_one`). One asyncpg query is some two dozen
 callbacks (the task's steps, the protocol's data, its waiter futures), so on this
-bridge a `SELECT 1` took 3-4 times the client CPU of plain asyncio. Taking every callback
+bridge a `SELECT 1` took 4-8 times the client CPU of plain asyncio. Taking every callback
 that is ready before going back to trio cut the client's CPU per query by a quarter to
-two fifths (pooled and pinned connections alike; bench: `transcriber bench`).
+two fifths, through pooled and pinned connections alike.
 
 At most BATCH callbacks run in a step, and a step ends at a due timer, so neither trio
 nor asyncio's timers wait behind a long run of callbacks. Imported for its effect by
