@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.helpers.pg_pipeline import Gate, accept, noop, state
+from tests.helpers.pg_pipeline import Gate, accept, journal, noop, state
 from transcriber.db.database import JOURNAL_CHANNEL, Database
 from transcriber.milestones import TRANSCRIBED
 from transcriber.pipeline.runner import Pipeline
@@ -53,11 +53,7 @@ async def test_commits_are_announced_once_for_many_after_their_transactions(
             for rid in rids:
                 while (await state(db, rid))["milestone"] != TRANSCRIBED:
                     await trio.sleep(0.01)
-        commits = await db.run(
-            lambda con: con.fetchval(
-                "SELECT count(*) FROM journal WHERE kind = 'milestone_reached'"
-            )
-        )
+        commits = sum(e["kind"] == "milestone_reached" for e in await journal(db))
         # Notifications reach a listener in the order their transactions committed: once
         # the test's own is heard, every one sent before it has been.
         await db.run(lambda con: con.execute(f"NOTIFY {JOURNAL_CHANNEL}, 'end'"))

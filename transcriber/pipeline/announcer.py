@@ -1,6 +1,6 @@
 """The journal's notification for a pipeline's commits, sent after their transactions
-on a connection of its own (the `announce` query): at once for the first commit after
-a quiet spell, then at most once a gap for a steady stream of them.
+on a pooled connection, not the commits' (the `announce` query): at once for the first
+commit after a quiet spell, then at most once a gap for a steady stream of them.
 
 Sent in the commits' own transactions, as every other journal event's is, it made every
 commit of every worker and daemon wait for the others' WAL flushes: PostgreSQL holds one
