@@ -35,9 +35,6 @@ def share_json(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# --- the owner's API -------------------------------------------------------------------
-
-
 @router.post(
     "/v1/recordings/{recording_id}/shares",
     status_code=201,
@@ -86,9 +83,3 @@ async def revoke(owner: Owner, db: Db, recording_id: str, share_id: str) -> Resp
     if rid is None or sid is None or not await revoke_share(db, owner, rid, sid):
         raise not_found()
     return Response(status_code=204)
-
-
-# --- the record page's form ------------------------------------------------------------
-
-
-# --- the shared view -------------------------------------------------------------------

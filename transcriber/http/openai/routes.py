@@ -58,12 +58,6 @@ STOP_STATUS_OTHER = 503
 router = APIRouter(route_class=OpenAIRoute, tags=["OpenAI-compatible"])
 
 
-# --- the request ---------------------------------------------------------------------
-
-
-# --- waiting for the record ------------------------------------------------------------
-
-
 def stopped_error(c: dict[str, Any], headers: dict[str, str]) -> OpenAIError:
     """The stop of the owner's card `c`: its reason as the code, its plain words for the
     owner as the message (the error text is the operator's, as on the card)."""
