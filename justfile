@@ -47,7 +47,8 @@ status:
 stopped *args:
     transcriber stopped "$@"
 
-# Static checks: lint and format, types, import contracts, declared imports (see README)
+# Static checks: lint and format, types, import contracts, module size, declared imports
+# (see README)
 lint:
     #!/usr/bin/env bash
     # Every tool runs, even after one fails; the recipe fails if any did.
@@ -57,6 +58,8 @@ lint:
     check ruff format --check actors transcriber tests
     check mypy
     check lint-imports
+    # No module of the shipped code over 600 lines (tests/module_size.py).
+    check python -m tests.module_size actors transcriber
     # The shipped code's imports against [project].dependencies (tests/ excluded) ...
     check deptry .
     # ... and the tests' against the dependencies and the dev extra together.

@@ -39,6 +39,7 @@ MUTANT_TESTS = (
 CLAIM = "sql/0017_hot_commits.sql"
 QUEUE_SQL = "sql/queue.sql"
 PG_QUEUE = "transcriber/pipeline/pg_queue.py"
+SHARED_TRIPS = "transcriber/pipeline/shared_trips.py"
 
 
 GUARDS = "tests/integration/test_queue_guards.py::test_"
@@ -247,7 +248,7 @@ MUTANTS = (
         "           progress = NULL\n     WHERE id = $1 AND stopped_at IS NOT NULL",
         first=GUARDS + "resume_clears_everything_the_stop_and_the_run_left",
     ),
-    # The queue's code.
+    # The queue's code (its single writes, and its shared trips).
     Mutant(
         "renewal with the base lease only",
         PG_QUEUE,
@@ -257,35 +258,35 @@ MUTANTS = (
     ),
     Mutant(
         "a failed trip's claims kept",
-        PG_QUEUE,
+        SHARED_TRIPS,
         'await self._release_shielded(trip.take(), "trip failed")',
         "trip.take()",
         first=TRIPS + "trip_cancelled_by_the_server_after_its_claims_leaks_nothing",
     ),
     Mutant(
         "a failed trip's error raised to every ask",
-        PG_QUEUE,
+        SHARED_TRIPS,
         "if a.error is None and self._unanswered(a):",
         "if a.error is None:",
         first=TRIPS + "trip_cancelled_by_the_server_after_its_claims_leaks_nothing",
     ),
     Mutant(
         "records of asks gone during the trip kept",
-        PG_QUEUE,
+        SHARED_TRIPS,
         "left = [a.job for a in asks if a.gone and a.job is not None]",
         "left: list[Job] = []",
         first=TRIPS + "asks_whose_patience_ends_late_in_the_trip_leave_nothing_claimed",
     ),
     Mutant(
         "a trip leaves before the asks of its moment",
-        PG_QUEUE,
+        SHARED_TRIPS,
         "        await trio.lowlevel.cancel_shielded_checkpoint()\n",
         "",
         first=TRIPS + "asks_of_one_moment_leave_together_when_no_trip_is_out",
     ),
     Mutant(
         "a cut trip's claims kept",
-        PG_QUEUE,
+        SHARED_TRIPS,
         'await self._release_shielded(trip.take(), "trip cut")',
         "trip.take()",
         first=TRIPS + "leader_cancelled_after_its_statement_leaves_nothing_claimed",

@@ -19,7 +19,7 @@ from actors import Job, ResultRefused
 from tests.helpers.pg_pipeline import accept, at, db_now, journal, state, table
 from transcriber.db.database import Database
 from transcriber.milestones import NORMALIZED, RECEIVED
-from transcriber.pipeline import pg_queue
+from transcriber.pipeline import pg_queue, shared_trips
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 
 T = TypeVar("T")
@@ -473,6 +473,7 @@ async def test_asks_whose_patience_ends_late_in_the_trip_leave_nothing_claimed(
 
     def cancel(name: str) -> None:
         monkeypatch.setattr(pg_queue, "RELEASE_TIMEOUT_S", 0.0)
+        monkeypatch.setattr(shared_trips, "RELEASE_TIMEOUT_S", 0.0)
         scopes[name].cancel()
 
     for i in range(5):

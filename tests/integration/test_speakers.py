@@ -196,7 +196,8 @@ def test_speech_is_found_a_piece_at_a_time_as_whole(conversation: tuple[Path, li
     import numpy as np
 
     from transcriber.audio.recognize import read_windows
-    from transcriber.audio.speakers import _covered, speech_stretches
+    from transcriber.audio.speakers_clustering import _covered
+    from transcriber.audio.speakers_windows import speech_stretches
 
     path, _ = conversation
     samples = np.concatenate([s for _, s in read_windows(path)])

@@ -187,7 +187,7 @@ def test_diarized_json_is_the_sdks_shape() -> None:
 
 @scenario("A one-word turn does not make a speaker of its own")
 def test_short_windows_do_not_make_a_speaker_of_their_own() -> None:
-    from transcriber.audio.speakers import cluster
+    from transcriber.audio.speakers_clustering import cluster
 
     rng = np.random.RandomState(3)
     a, b, c = (v / np.linalg.norm(v) for v in rng.randn(3, 192))
@@ -210,7 +210,7 @@ def test_short_windows_do_not_make_a_speaker_of_their_own() -> None:
 
 @scenario("A speaker of a few seconds' windows is folded into the most alike")
 def test_a_speaker_of_a_few_seconds_is_folded() -> None:
-    from transcriber.audio.speakers import cluster
+    from transcriber.audio.speakers_clustering import cluster
 
     rng = np.random.RandomState(4)
     a, b, c = (v / np.linalg.norm(v) for v in rng.randn(3, 192))
@@ -230,7 +230,7 @@ def test_a_speaker_of_a_few_seconds_is_folded() -> None:
 def test_an_hours_windows_are_clustered_as_single_windows() -> None:
     """Past MAX_UNITS windows a sample is clustered: windows, not means of neighbours
     (means are more alike to any other, and an hour of four voices came out as one)."""
-    from transcriber.audio.speakers import MAX_UNITS, cluster
+    from transcriber.audio.speakers_clustering import MAX_UNITS, cluster
 
     rng = np.random.RandomState(5)
     common = rng.randn(192)
@@ -249,7 +249,7 @@ def test_an_hours_windows_are_clustered_as_single_windows() -> None:
 def test_a_long_recordings_stray_windows_are_folded() -> None:
     """The fold's bar grows with the speech clustered: in twenty minutes, 6.75 s of
     windows that embed apart are strays, where in two minutes they would be a speaker."""
-    from transcriber.audio.speakers import MIN_SPEAKER_S, cluster
+    from transcriber.audio.speakers_clustering import MIN_SPEAKER_S, cluster
 
     rng = np.random.RandomState(6)
     voices = [v / np.linalg.norm(v) for v in rng.randn(5, 192)]

@@ -1,15 +1,18 @@
 """The durable queue on PostgreSQL: every queue column is written here, through the
-named queries of sql/queue.sql, and every write is fenced by the claim's token."""
+named queries of sql/queue.sql, and every write is fenced by the claim's token.
+
+Commits and claims travel on shared trips (shared_trips.py: who leads a trip, who waits,
+what a cut one releases); their statements are sent from here, as are the single writes
+(fail, stop, progress, renew, release), one statement each."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import logging
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 import asyncpg
@@ -29,11 +32,11 @@ from actors import (
 from actors.log import event
 from transcriber.db.database import (
     CONNECTION_LOST,
-    Database,
     Pinned,
     connection_lost,
     retry_while_unreachable,
 )
+from transcriber.pipeline.shared_trips import Ask, SharedTrips, Trip
 
 T = TypeVar("T")
 
@@ -71,72 +74,20 @@ _INPUTS = (
 
 
 @attrs.define(eq=False)
-class _Ask:
-    """One caller's part of a shared trip: a commit to write, a record wanted, or both;
-    and, once the trip is back, the answers."""
+class PgQueue(SharedTrips):
+    """The queue: its shared trips' statements (commit, claim, read, in one round trip)
+    and its single writes. `trips_at_once` and `full_trip` (keywords) shape the trips."""
 
-    commit: tuple[Job, Step, Saved | None] | None
-    wants_job: bool
-    wake: trio.Event = attrs.field(factory=trio.Event)
-    answered: bool = False
-    resend: bool = False
-    """The trip was cut (its leader was cancelled): send what is unanswered again."""
-    committed: bool | None = None
-    job_answered: bool = False
-    job: Job | None = None
-    error: BaseException | None = None
-    gone: bool = False
-    """Its caller stopped waiting (cancelled, and the trip outlasted its patience): a
-    record the trip claims for it is released at once."""
-
-
-@attrs.define(eq=False)
-class _Trip:
-    """Tokens a trip's claim statements were sent with and not yet handed to an ask:
-    what a cut trip may have claimed for nobody, released by token."""
-
-    offered: list[uuid.UUID] = attrs.field(factory=list)
-
-    def tokens(self, n: int) -> list[uuid.UUID]:
-        """Fresh claim tokens, one per record wanted: made here so that a caller whose
-        reply was lost still knows what its statement may have claimed."""
-        fresh = [uuid.uuid4() for _ in range(n)]
-        self.offered += fresh
-        return fresh
-
-    def take(self) -> list[uuid.UUID]:
-        """The tokens offered and not handed on, forgotten here: the caller releases them."""
-        taken, self.offered = self.offered, []
-        return taken
-
-
-@attrs.define(eq=False)
-class PgQueue:
-    db: Database
     steps: StepTable
     rng: random.Random = attrs.field(factory=random.Random)
     now: Now = None
     """A fixed time for every query (tests); None: the database's clock."""
     patience_s: float = 120.0
     """How long a queue call keeps retrying while the database is unreachable."""
-    trips_at_once: int = 3
-    """Trips out at the same time at most: enough for the database to work on one while
-    the next is on the way and the answers of a third are handled, few enough that trips
-    stay shared (a pipeline lowers it for few workers: runner.MIN_FULL_TRIP)."""
     announce: Callable[[], None] = lambda: None
     """Called after each trip that made commits, for the journal's notification of them
     (a pipeline's Announcer.news): the commit statement sends none itself."""
-    full_trip: int = 1
-    """How many asks make a trip worth sending beside one already out (a pipeline sets
-    its workers' share of the trips out at once)."""
-    trips: int = attrs.field(init=False, default=0)
-    """Shared trips made (commits and claims of workers asking at once); for benchmarks."""
-    trip_asks: int = attrs.field(init=False, default=0)
-    """Asks those trips answered."""
     _claim_args: tuple[list[Any], ...] = attrs.field(init=False)
-    _asks: list[_Ask] = attrs.field(init=False, factory=list)
-    _trips_out: int = attrs.field(init=False, default=0)
-    _pins: list[Pinned] = attrs.field(init=False, factory=list)
 
     def __attrs_post_init__(self) -> None:
         steps = list(self.steps.steps.values())
@@ -145,23 +96,6 @@ class PgQueue:
             [s.lease.base_s for s in steps],
             [s.lease.per_audio_s for s in steps],
         )
-
-    @contextlib.asynccontextmanager
-    async def pinned(self) -> AsyncIterator[None]:
-        """Inside this block the shared trips keep their connections (one per trip that
-        may be out at once) instead of taking one from the pool each time. For a long
-        run of work, such as a pipeline's.
-
-        Cancellation: the connections go back to the pool on the way out, shielded.
-        """
-        async with contextlib.AsyncExitStack() as stack:
-            self._pins = [
-                await stack.enter_async_context(self.db.pinned()) for _ in range(self.trips_at_once)
-            ]
-            try:
-                yield
-            finally:
-                self._pins = []
 
     async def _run(
         self, work: Callable[[asyncpg.Connection], Awaitable[T]], on: Pinned | None = None
@@ -197,7 +131,7 @@ class PgQueue:
         return await self._run(lambda con: con.fetchval(sql, *args))
 
     async def claim(self) -> Claim | None:
-        trip = _Trip()
+        trip = Trip()
 
         async def once(con: asyncpg.Connection) -> list[Claim]:
             # A retry after a lost reply: what that statement claimed goes back first.
@@ -215,10 +149,10 @@ class PgQueue:
 
     async def next_job(self) -> Job | None:
         """Claim, then read: two statements in one round trip (`claim_read`)."""
-        return (await self._share(_Ask(None, wants_job=True))).job
+        return (await self._share(Ask(None, wants_job=True))).job
 
     async def commit(self, job: Job, step: Step, result: Saved | None) -> bool:
-        ask = await self._share(_Ask((job, step, result), wants_job=False))
+        ask = await self._share(Ask((job, step, result), wants_job=False))
         await self._undo_refused(ask, result)
         return bool(ask.committed)
 
@@ -227,11 +161,11 @@ class PgQueue:
     ) -> tuple[bool, Job | None]:
         """Commit, then claim and read the next record: a worker that just finished a
         step is about to ask for more anyway."""
-        ask = await self._share(_Ask((job, step, result), wants_job=True))
+        ask = await self._share(Ask((job, step, result), wants_job=True))
         await self._undo_refused(ask, result)
         return bool(ask.committed), ask.job
 
-    async def _undo_refused(self, ask: _Ask, result: Saved | None) -> None:
+    async def _undo_refused(self, ask: Ask, result: Saved | None) -> None:
         """A refused commit's result undone (`Saved.on_refused`). Cancellation: shielded,
         at most RELEASE_TIMEOUT_S."""
         if ask.committed is False and result is not None and result.on_refused is not None:
@@ -247,116 +181,10 @@ class PgQueue:
                         error=str(e),
                     )
 
-    # -- Shared trips -------------------------------------------------------------------
-    # Workers of one process that commit or ask for work at the same moment share one
-    # trip to the database: their commits go in one statement (each fenced by its own
-    # token and journaled on its own), their claims in one claim statement (a fresh
-    # token per record, one record per asking worker), their reads in one read. There
-    # is no timer: an ask that finds no trip out leaves at once; asks made while a trip
-    # is out leave together when it is back. An idle queue answers as fast as ever; a
-    # busy one pays one round of statements for many workers instead of one each.
+    # -- The shared trips' statements (shared_trips.py sends the asks on them) ---------
 
-    async def _share(self, ask: _Ask) -> _Ask:
-        """Send `ask` with the next trip (leading it if none is out) and wait for its
-        answer; raises what the trip raised.
-
-        Cancellation: an ask whose trip has not left is withdrawn. One whose trip is out
-        waits for it, shielded, at most RELEASE_TIMEOUT_S, and a record claimed for it
-        is released, so nothing stays claimed for a caller that is gone. A trip cut by
-        its leader's cancellation sends its other asks again with the next trip, minus
-        what it had already answered: every write is fenced, so a repeat is harmless.
-        """
-        while True:
-            self._asks.append(ask)
-            try:
-                while not ask.answered:
-                    if not self._may_leave():
-                        await ask.wake.wait()
-                        ask.wake = trio.Event()
-                    else:
-                        await self._lead()
-            except trio.Cancelled:
-                await self._abandon(ask)
-                raise
-            if not ask.resend:
-                break
-            ask.answered = ask.resend = False
-        if ask.error is not None:
-            raise ask.error
-        return ask
-
-    def _may_leave(self) -> bool:
-        """Whether a trip may leave now with the asks waiting: at once when none is out;
-        beside one that is out only with a full load (a trip that left half empty would
-        cost the database a round of statements for few asks)."""
-        return self._trips_out == 0 or (
-            self._trips_out < self.trips_at_once and len(self._asks) >= self.full_trip
-        )
-
-    async def _lead(self) -> None:
-        """Take every waiting ask on one trip, answer them all, pass the lead on.
-
-        A trip that fails with anything but a cut connection (those `_run` retries): a
-        statement the server cancelled or refused, after earlier ones of the same trip
-        may have committed. What it claimed and handed to nobody is released at once,
-        journaled; an ask keeps the parts the trip answered (a commit that succeeded is
-        answered as such, with no record to go on with) and raises only for a part left
-        unanswered.
-
-        Cancellation: what the cut trip may have claimed is released at once (shielded,
-        at most RELEASE_TIMEOUT_S); its asks are sent again with the next trip. A record
-        the trip brought for an ask whose caller has gone meanwhile (its patience ran
-        out while the trip was out, at any point of it) is released the same way.
-        """
-        self._trips_out += 1
-        # One scheduling round before the trip takes its asks (not a timer: the tasks
-        # already runnable run, then it leaves). The workers the last trip answered are
-        # runnable together and ask again at once; without the round the first of them
-        # would leave alone, the others on the next trip (two asks a trip on average for
-        # four workers, in the drain). Shielded: no cancellation point is added here.
-        await trio.lowlevel.cancel_shielded_checkpoint()
-        asks, self._asks = self._asks, []
-        pin = self._pins.pop() if self._pins else None
-        trip = _Trip()
-        try:
-            await self._run(lambda con: self._trip_on(con, asks, trip), pin)
-            self.trips += 1
-            self.trip_asks += len(asks)
-        except trio.Cancelled:
-            for a in asks:
-                a.resend = True
-            await self._release_shielded(trip.take(), "trip cut")
-            raise
-        except Exception as e:
-            await self._release_shielded(trip.take(), "trip failed")
-            for a in asks:
-                if a.error is None and self._unanswered(a):
-                    a.error = e
-                elif a.wants_job and not a.job_answered:
-                    a.job_answered = True  # its commit was answered: no record this time
-        finally:
-            if pin is not None:
-                self._pins.append(pin)
-            self._trips_out -= 1
-            for a in asks:
-                a.answered = True  # from here on no ask of this trip turns `gone`
-            left = [a.job for a in asks if a.gone and a.job is not None]
-            for a in asks:
-                if a.gone:
-                    a.job = None
-                a.wake.set()
-            if self._asks:
-                self._asks[0].wake.set()  # the next leader
-            if left:
-                await self._release_shielded([j.claim.token for j in left], "worker stopping")
-
-    @staticmethod
-    def _unanswered(ask: _Ask) -> bool:
-        """Whether the failed trip answered nothing of `ask` that its caller needs: its
-        commit (if it has one) is not known to have been written."""
-        if ask.commit is not None:
-            return ask.committed is None
-        return ask.wants_job and not ask.job_answered
+    async def _send(self, asks: list[Ask], trip: Trip, pin: Pinned | None) -> None:
+        await self._run(lambda con: self._trip_on(con, asks, trip), pin)
 
     async def _release_shielded(self, tokens: Sequence[Hashable], why: str) -> None:
         """Release what claims with `tokens` took; shielded, at most RELEASE_TIMEOUT_S.
@@ -370,32 +198,6 @@ class PgQueue:
             except Exception as e:
                 event(logging.WARNING, "release_failed", why=why, n=len(tokens), error=describe(e))
 
-    async def _abandon(self, ask: _Ask) -> None:
-        """The caller of `ask` was cancelled: nothing may stay claimed for it.
-
-        Cancellation: runs shielded, at most RELEASE_TIMEOUT_S.
-        """
-        with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + RELEASE_TIMEOUT_S
-            if ask in self._asks:  # its trip has not left: withdraw it
-                self._asks.remove(ask)
-                if self._asks and self._may_leave():
-                    self._asks[0].wake.set()  # it may have been woken to lead
-                if ask.commit is not None and ask.committed is None:
-                    # Its commit never left: its record would stay claimed till the lease.
-                    await self.release(ask.commit[0], "worker stopping")
-                return
-            try:
-                while not ask.answered:
-                    await ask.wake.wait()
-                    ask.wake = trio.Event()
-            finally:
-                # Not answered in time (the trip retries while the server is away):
-                # the trip releases what it claims for this ask itself.
-                ask.gone = not ask.answered
-            if ask.job is not None:
-                await self.release(ask.job, "worker stopping")
-
     async def _release_claims_on(
         self, con: asyncpg.Connection, tokens: Sequence[Hashable], why: str
     ) -> None:
@@ -403,7 +205,7 @@ class PgQueue:
         if tokens:
             await con.fetchrow(self.db.sql("release_claims"), tokens, why)
 
-    async def _trip_on(self, con: asyncpg.Connection, asks: list[_Ask], trip: _Trip) -> None:
+    async def _trip_on(self, con: asyncpg.Connection, asks: list[Ask], trip: Trip) -> None:
         """One trip: the commits, with the claims for the asks that want a record and
         the read of what they claimed, in one statement. Claims again for what that left short
         (the commit's statement does not claim the records it moves on). Run again, for
@@ -425,13 +227,13 @@ class PgQueue:
             wanting = [a for a in wanting if a.error is None]
         if len(jobs) < len(wanting):
             jobs += await self._next_jobs_on(con, len(wanting) - len(jobs), trip)
-        trip.take()  # every claim is handed to an ask now (one gone: see _lead)
+        trip.take()  # every claim is handed to an ask now (one gone: see SharedTrips._lead)
         for i, a in enumerate(wanting):
             a.job, a.job_answered = (jobs[i] if i < len(jobs) else None), True
 
     async def _commit_on(
-        self, con: asyncpg.Connection, asks: list[_Ask], tokens: list[uuid.UUID]
-    ) -> tuple[dict[_Ask, bool | Exception], list[Job]]:
+        self, con: asyncpg.Connection, asks: list[Ask], tokens: list[uuid.UUID]
+    ) -> tuple[dict[Ask, bool | Exception], list[Job]]:
         """Commit in one statement that also claims a record per token; with the
         results' saves, in one transaction. A result the database refuses (say text it
         cannot store) must not cost the other commits theirs: then each commit goes
@@ -447,14 +249,14 @@ class PgQueue:
                 raise
             if len(asks) == 1:
                 return {asks[0]: ResultRefused(describe(e))}, []
-            outcome: dict[_Ask, bool | Exception] = {}
+            outcome: dict[Ask, bool | Exception] = {}
             for a in asks:
                 outcome |= (await self._commit_on(con, [a], []))[0]
             return outcome, []
 
     async def _commit_together_on(
-        self, con: asyncpg.Connection, asks: list[_Ask], tokens: list[uuid.UUID]
-    ) -> tuple[dict[_Ask, bool | Exception], list[Job]]:
+        self, con: asyncpg.Connection, asks: list[Ask], tokens: list[uuid.UUID]
+    ) -> tuple[dict[Ask, bool | Exception], list[Job]]:
         commits = [a.commit for a in asks if a.commit is not None]
         rows = await con.fetch(
             self.db.sql("commit"),
@@ -481,7 +283,7 @@ class PgQueue:
         }
         answered = {(r["id"], r["token"]) for r in rows if r["row"] == "commit" and r["ok"]}
         saved = await self._save_on(con, [(j, r) for j, _, r in commits if r is not None], reached)
-        outcome: dict[_Ask, bool | Exception] = {
+        outcome: dict[Ask, bool | Exception] = {
             a: (a.commit[0].claim.id, a.commit[0].claim.token) in answered
             for a in asks
             if a.commit is not None
@@ -558,9 +360,11 @@ class PgQueue:
             for row in rows
         ]
 
-    async def _next_jobs_on(self, con: asyncpg.Connection, n: int, trip: _Trip) -> list[Job]:
+    async def _next_jobs_on(self, con: asyncpg.Connection, n: int, trip: Trip) -> list[Job]:
         """Up to `n` claimed and read records, oldest first (one round trip)."""
         return await self._claim_read_on(con, trip.tokens(n))
+
+    # -- Single writes: one statement each, fenced by the claim's token ----------------
 
     async def fail(self, job: Job, step: Step, error: str) -> tuple[FailOutcome, float | None]:
         pause = step.backoff.delay(job.attempt - 1, self.rng)
