@@ -28,7 +28,7 @@ from tests.helpers.raw_http import (
 from transcriber.config import Config
 from transcriber.db.database import Database, DatabaseBusy, open_database
 from transcriber.http import create_app, serving
-from transcriber.http.openai_api import DROPPED_FIELDS, TRANSCRIPTION_FIELDS
+from transcriber.http.openai.requests import DROPPED_FIELDS, TRANSCRIPTION_FIELDS
 from transcriber.http.uploads import receive_form
 from transcriber.http.waiting import Waiting
 from transcriber.owners import NewOwner

@@ -22,7 +22,9 @@ from tests.helpers.api_clients import transcribe
 from tests.helpers.cli_process import cli
 from tests.helpers.pg_pipeline import Gate, accept, journal, state, table
 from transcriber.db.database import Database
-from transcriber.http import i18n, ops_sign_in, page_sign_in
+from transcriber.http import i18n
+from transcriber.http.ops import session as ops_sign_in
+from transcriber.http.page import session as page_sign_in
 from transcriber.operators import NewOperator, add_operator
 from transcriber.owners import NewOwner
 from transcriber.pipeline import daemons, operator, ops_screen

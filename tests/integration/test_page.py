@@ -33,7 +33,10 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.db.named_sql import BENCH_AREAS, load_queries
 from transcriber.http import app as app_module
-from transcriber.http import create_app, page, page_sign_in, serving, shares
+from transcriber.http import create_app, page, rendering, serving
+from transcriber.http.page import recordings as page_list
+from transcriber.http.page import session as page_sign_in
+from transcriber.http.page import shared_view
 from transcriber.owners import NewOwner, token_hash
 from transcriber.pipeline.pg_queue import Saved
 from transcriber.records import archive
@@ -385,7 +388,7 @@ async def test_a_search_too_broad_is_said_so(
         assert 'class="recordings"' not in r.text
     listed = await page_ann.get("/")  # no search: not bounded
     assert listed.status_code == 200 and 'id="search-too-broad"' not in listed.text
-    assert listed.text.count('<tr id="rec-') == page.PAGE_SIZE
+    assert listed.text.count('<tr id="rec-') == page_list.PAGE_SIZE
     monkeypatch.setattr(archive, "SEARCH_TIMEOUT_S", 30.0)
     one = await page_ann.get("/", params={"q": "done 4242"})
     assert one.text.count('<tr id="rec-') == 1 and "done 4242 take.wav" in one.text
@@ -597,17 +600,26 @@ def test_only_the_page_writes_corrections() -> None:
         for p in (ROOT / "transcriber").rglob("*.py")
         if p.name != "corrections.py" and any(w in p.read_text() for w in writing)
     }
-    assert users == {"transcriber/http/page.py"}
+    assert users == {"transcriber/http/page/edits.py"}
 
 
 def test_page_paths_are_told_from_the_api() -> None:
     # A guard that asks for the API's bearer token lets exactly the page's paths through.
     rid = uuid.uuid4()
-    for route in page.router.routes:
-        path = route.path.format(
-            recording_id=rid, index=0, ext="srt", name="page.css", code="ru", label="2"
-        )
-        assert page.is_page_path(path), path
+    faces = (page.FACE, rendering.SITE)  # the page's and the files and switch it shares
+    for face in faces:
+        for route in (r for router in face.routers for r in router.routes):
+            path = route.path.format(
+                recording_id=rid,
+                index=0,
+                ext="srt",
+                name="page.css",
+                code="ru",
+                label="2",
+                share_id=rid,
+                secret="A" * 43,
+            )
+            assert face.authenticates(path), path
     for path in (
         "/v1/recordings",
         f"/v1/recordings/{rid}/transcript.srt",
@@ -617,7 +629,7 @@ def test_page_paths_are_told_from_the_api() -> None:
         "/static",
         "/recordingsx",
     ):
-        assert not page.is_page_path(path), path
+        assert not any(face.authenticates(path) for face in faces), path
     assert {("POST", "/upload")} == page.STREAMED
 
 
@@ -643,7 +655,7 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
             )
             if path in app_module.PUBLIC_PATHS:
                 continue
-            if shares.is_share_path(path):
+            if shared_view.is_share_path(path):
                 # A shared link is its own capability: a made-up one is refused alike.
                 r = await anonymous.get(path)
                 assert r.status_code == 404, (path, r.status_code)

@@ -16,7 +16,7 @@ from tests.helpers.api_clients import client, uploaded
 from tests.integration.test_page import signed_in, transcribed_with_audio
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.http import page as page_module
+from transcriber.http.page import shares as page_module
 from transcriber.owners import NewOwner
 from transcriber.records.corrections import set_correction
 

@@ -198,4 +198,4 @@ async def test_rerun_keeps_names(db: Database, as_ann: httpx.AsyncClient) -> Non
         if p.name != "speaker_names.py"
         and re.search(r"\b(?:name_speaker|choose_speaker)\(", p.read_text())
     }
-    assert users == {"transcriber/http/speakers.py"}
+    assert users == {"transcriber/http/speaker_changes.py"}

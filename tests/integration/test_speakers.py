@@ -167,7 +167,7 @@ async def test_failed_diarization_keeps_transcript(
     assert t is not None and t["text"].strip() and t["turns"] is None
 
     # The owner reads it through the API's transcript route meanwhile (not 409).
-    from transcriber.http.transcripts import transcript_response
+    from transcriber.http.downloads import transcript_response
 
     answer = await transcript_response(db, owner_id, rid, "json")
     assert answer.status_code == 200

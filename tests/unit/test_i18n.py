@@ -74,7 +74,9 @@ def english_outside_messages(source: str) -> list[str]:
 
 
 @scenario("Every message of the page has a translation in every language")
-@pytest.mark.parametrize("template", sorted((i18n.HERE / "templates").glob("*.html")), ids=str)
+@pytest.mark.parametrize(
+    "template", sorted(t for d in i18n.TEMPLATE_DIRS for t in d.glob("*.html")), ids=str
+)
 def test_no_english_outside_the_catalogue(template: Path) -> None:
     assert english_outside_messages(template.read_text()) == []
 

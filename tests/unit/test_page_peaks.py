@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import numpy as np
 import pytest
 
-from transcriber.http.page_audio import Audio, peaks, wav_data
+from transcriber.http.page.audio import Audio, peaks, wav_data
 
 
 def wav_bytes(samples: np.ndarray, rate: int = 16000) -> bytes:

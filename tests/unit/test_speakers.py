@@ -157,8 +157,8 @@ def test_formats_show_the_speakers() -> None:
 def test_diarized_json_is_the_sdks_shape() -> None:
     from openai.types.audio import TranscriptionDiarized
 
-    from transcriber.http.openai_answers import AudioRequest, answer
-    from transcriber.http.openai_api import parse_request
+    from transcriber.http.openai.answers import AudioRequest, answer
+    from transcriber.http.openai.requests import parse_request
     from transcriber.options import RecognitionOptions
 
     asked = parse_request("transcribe", {"response_format": "diarized_json"}, {})

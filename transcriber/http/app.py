@@ -1,28 +1,21 @@
-"""The application: the routers of every area of the API, assembled by `create_app`.
+"""The application: every face of the service assembled by `create_app` over the core
+it shares (middleware, error shapes, sessions, uploads, quotas, waiting).
 
-A new area is a module with an `APIRouter` named `router`, added to `ROUTERS`; its
-routes take what they share from `deps` (the database, the configuration), `auth` (the
-calling owner), `errors` (the error shape) and `cards` (an owner's records).
+A face is a package under `transcriber.http` whose `FACE` (`faces.Face`) says all the
+application needs of it: its routers, the paths it authenticates itself, the routes
+that stream their body, the bodies capped below the API's own, where its errors take
+another shape. A new face (a live endpoint) is its package and one line in `FACES`.
 """
 
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI
 
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.http import (
-    events,
-    health,
-    openai_api,
-    ops,
-    page,
-    recordings,
-    shares,
-    speakers,
-    transcripts,
-)
+from transcriber.http import api, openai, ops, page
 from transcriber.http.errors import ErrorShapes, install_error_handlers
+from transcriber.http.faces import Face
 from transcriber.http.middleware import (
     JSON_BODY_MAX,
     AllowedHosts,
@@ -32,41 +25,50 @@ from transcriber.http.middleware import (
     NoRetry,
     RequestBudgets,
 )
-from transcriber.http.page_sign_in import session_of
 from transcriber.http.quotas import UploadSlots
+from transcriber.http.rendering import SITE
 from transcriber.http.waiting import Waiting
 
-ROUTERS: list[APIRouter] = [
-    recordings.router,
-    transcripts.router,
-    speakers.router,
-    events.router,
-    health.router,
-    page.router,
-    ops.router,
-    shares.router,
-    openai_api.router,
-]
+FACES: tuple[Face, ...] = (
+    api.FACE,
+    page.FACE,
+    ops.FACE,
+    openai.FACE,
+    SITE,
+)
+"""Every face, in the order its routes are included (and documented)."""
 
-PUBLIC_PATHS: set[str] = {"/healthz", "/metrics", "/openapi.json"}
+ROUTERS: list[APIRouter] = [router for face in FACES for router in face.routers]
+
+PUBLIC_PATHS: set[str] = {"/openapi.json", *(path for face in FACES for path in face.public)}
 """Paths answered without an owner's token; every other path needs one before
-anything of the request is read (`middleware.Guard`) — but the page's, which
-authenticate by the page's session cookie before they read a body (`page`)."""
+anything of the request is read (`middleware.Guard`) — but those a face authenticates
+itself (`Face.authenticates`: the page's and the screen's by their session cookie
+before they read a body, a share link by its secret)."""
 
-STREAMED: set[tuple[str, str]] = {
-    ("POST", "/v1/recordings"),
-    *page.STREAMED,
-    *(("POST", path) for path in openai_api.UPLOADS),
-}
+STREAMED: set[tuple[str, str]] = {route for face in FACES for route in face.streamed}
 """(method, path) of the routes that stream their body themselves under their own cap;
-every other body is capped at `middleware.JSON_BODY_MAX`."""
+every other body is capped at `middleware.JSON_BODY_MAX` or a face's own cap."""
+
+BODY_CAPS: dict[tuple[str, str], int] = {
+    route: cap for face in FACES for route, cap in face.body_caps.items()
+}
 
 ERROR_SHAPES = ErrorShapes(
-    tuple((prefix, openai_api.error_body) for prefix in openai_api.PREFIXES),
-    no_retry=openai_api.PREFIXES,
+    tuple(
+        (prefix, face.error_body)
+        for face in FACES
+        if face.error_body is not None
+        for prefix in face.error_prefixes
+    ),
+    no_retry=tuple(prefix for face in FACES for prefix in face.no_retry),
 )
-"""The areas that answer errors in another shape than the API's own: OpenAI's clients
+"""The faces that answer errors in another shape than the API's own: OpenAI's clients
 read OpenAI's (`middleware.Guard` and the application's handlers both use it)."""
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or any(face.authenticates(path) for face in FACES)
 
 
 def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = None) -> FastAPI:
@@ -97,26 +99,21 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
     )
 
     async def session_owner(scope: dict[str, Any]) -> int | None:
-        # A request with a body on the page's paths, vouched for by its session.
-        if not page.is_page_path(scope["path"]):
-            return None
-        session = await session_of(db, Request(scope))
-        return None if session is None else session.owner
+        # A request with a body on a face's paths, vouched for by that face's session.
+        for face in FACES:
+            if face.session_owner is not None and face.authenticates(scope["path"]):
+                return await face.session_owner(db, scope)
+        return None
 
     app.add_middleware(
         Guard,
         db=db,
         budgets=app.state.budgets,
-        public=lambda path: (
-            path in PUBLIC_PATHS
-            or page.is_page_path(path)
-            or ops.is_ops_path(path)
-            or shares.is_share_path(path)
-        ),
+        public=is_public,
         streamed=lambda method, path: (method, path) in STREAMED,
         shapes=ERROR_SHAPES,
         body_deadline_s=config.http_body_deadline_s,
-        body_cap=lambda method, path: page.BODY_CAPS.get((method, path), JSON_BODY_MAX),
+        body_cap=lambda method, path: BODY_CAPS.get((method, path), JSON_BODY_MAX),
         session_owner=session_owner,
     )
     app.add_middleware(AllowedHosts, allowed=config.http_allowed_hosts, shapes=ERROR_SHAPES)

@@ -1,6 +1,7 @@
 """The page's languages: English and Russian, the texts in gettext catalogues.
 
-The messages are English in the code and the templates (`_("…")` in a template,
+The messages are English in the code and the templates of every face with a screen
+(the owner's page, the operator's screen: `SOURCES`) (`_("…")` in a template,
 `N_("…")` beside a constant to be translated where it is shown; `pgettext("ops", "…")`
 and `NP_("daemon", "…")` where one English word needs another translation in another
 place, e.g. "stopped" of a record and of a daemon); `locales/<code>.po`
@@ -224,13 +225,16 @@ def pick(cookies: dict[str, str], accept_language: str) -> Lang:
 
 # --- keeping the catalogues up to date ----------------------------------------------------
 
+TEMPLATE_DIRS = tuple(sorted(p for p in HERE.glob("*/templates") if p.is_dir()))
+"""The templates of every face with a screen (`<face>/templates/`)."""
 SOURCES = (
-    (HERE / "templates", "*.html", "jinja2.ext:babel_extract"),
-    (HERE, "page*.py", "python"),
-    (HERE, "ops*.py", "python"),
+    *((folder, "*.html", "jinja2.ext:babel_extract") for folder in TEMPLATE_DIRS),
+    *((folder.parent, "*.py", "python") for folder in TEMPLATE_DIRS),
     (HERE, "i18n.py", "python"),
     (HERE.parent, "stops.py", "python"),
 )
+"""Where the messages are: every face with a screen (its templates and its code), this
+module's own, and the owner's words of a stop."""
 KEYWORDS = {
     "_": None,
     "gettext": None,

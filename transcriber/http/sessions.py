@@ -1,6 +1,6 @@
 """Signing in to a page with a session cookie instead of a bearer token, one flow for
-every kind of session: the owner's page (transcriber.http.page_sign_in) and the
-operator's screen (transcriber.http.ops_sign_in) each name a `SessionKind` — its
+every kind of session: the owner's page (transcriber.http.page.session) and the
+operator's screen (transcriber.http.ops.session) each name a `SessionKind` — its
 cookie, the path the cookie is scoped to, where to sign in, and how its sessions are
 started, found and ended — and share everything else here.
 
@@ -97,6 +97,16 @@ def check_csrf(request: Request, session: Signed, sent: str | None) -> None:
         raise ApiError(403, FORGED)
 
 
+def safe_next(target: str | None, home: str = "/") -> str:
+    """Where to go next (after signing in, after the language switch): `target` when it
+    is `home` or a path below it, else `home`; never another site."""
+    if not target or target.startswith("//") or "\\" in target:
+        return home
+    if target == home or target.startswith(home.rstrip("/") + "/"):
+        return target
+    return home
+
+
 def wants_html(request: Request) -> bool:
     """A page the browser navigates to (answered with a redirect to sign in), not a
     request of a page's script (answered 401, which the script handles in place, so
@@ -142,11 +152,7 @@ class SessionKind(Generic[S]):
     def safe_next(self, target: str | None) -> str:
         """Where to go after signing in: a path of this kind's pages only, never
         another site."""
-        if not target or target.startswith("//") or "\\" in target:
-            return self.home
-        if target == self.home or target.startswith(self.home.rstrip("/") + "/"):
-            return target
-        return self.home
+        return safe_next(target, self.home)
 
     async def sign_in(self, db: Database, token: str, lifetime_s: float) -> SignedIn | None:
         """A new session for the holder of `token`, or None when nobody holds it.

@@ -1,6 +1,6 @@
 """The owner's sign-in sessions of the page, stored by the hash of their secret with
 the hash of the API token signed in with: a session lives only while its owner still
-holds that token (transcriber.http.page_sign_in has the cookie and the checks around
+holds that token (transcriber.http.page.session has the cookie and the checks around
 it)."""
 
 from __future__ import annotations

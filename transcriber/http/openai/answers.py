@@ -1,6 +1,6 @@
 """What an OpenAI client asked for, checked (`AudioRequest`), and the answer in the
 shape it asked for (`answer`): OpenAI's json, text, srt, vtt, verbose_json or
-diarized_json, made from what the record keeps. transcriber.http.openai_api has the routes."""
+diarized_json, made from what the record keeps. `routes` has the routes."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class AudioRequest:
     known: tuple[tuple[str, bytes], ...] = ()
     """Known speakers' names and reference clips (diarized_json names found speakers so)."""
     voices: list[tuple[str, Any]] = attrs.field(factory=list, eq=False)
-    """Their voices (openai_speakers.reference_voices), once taken."""
+    """Their voices (`speakers.reference_voices`), once taken."""
 
 
 def verbose(c: dict[str, Any], t: Any, asked: AudioRequest) -> dict[str, Any]:

@@ -1,116 +1,34 @@
-"""Intake and the archive: uploading a recording, listing mine, reading and editing a
-card."""
+"""An upload taken in, whichever face it comes through (the API's `POST /v1/recordings`,
+the page's upload, the OpenAI endpoint): its body received within the owner's bounds
+and hashed on the way (`Hashed`), its record committed (`accept`), and a retry naming
+the first record (the same Idempotency-Key, or without one the same owner, fields and
+bytes)."""
 
-import base64
-import binascii
 import contextlib
-import datetime as dt
 import hashlib
 import json
 import logging
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import asyncpg
 import attrs
 import trio
-from fastapi import APIRouter, Header, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi import Request
 from starlette.requests import ClientDisconnect
 
 from actors.log import event
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.http.auth import Owner
-from transcriber.http.deps import Db, Settings
-from transcriber.http.errors import ApiError, documented_errors, not_found
-from transcriber.http.owned_cards import card_response, owned, owned_card, parse_id, with_links
+from transcriber.http.errors import ApiError
 from transcriber.http.quotas import audio_fits, room_refusals, upload_room
-from transcriber.http.shapes import Card, CardPage, Edit
-from transcriber.http.uploads import PROMPT_MAX, TITLE_MAX, Upload, receive
-from transcriber.options import TASKS, RecognitionOptions
-from transcriber.records.archive import edit_owner_fields, records_page
-from transcriber.records.deletion import delete_own
+from transcriber.http.uploads import Upload, receive
+from transcriber.options import RecognitionOptions
 from transcriber.records.uploaded import commit_upload, upload_by_fingerprint, upload_by_key
 from transcriber.storage.blobs import Incoming
 from transcriber.storage.configured import blobs_of
 
 ACCEPT_TIMEOUT_S = 30.0
-
-TASK_SCHEMA = {
-    "type": "string",
-    "enum": list(TASKS),
-    "description": "transcribe (text in the speech's language, the default) "
-    "or translate (English text)",
-}
-PROMPT_SCHEMA = {
-    "type": "string",
-    "maxLength": PROMPT_MAX,
-    "description": "text the recognizer takes as coming before the audio: names, spelling, style",
-}
-
-SPEAKERS_SCHEMA = {
-    "type": "string",
-    "pattern": "^(off|auto|[0-9]{1,2}(-[0-9]{1,2})?)$",
-    "description": "who spoke: off, auto, an exact count (2) or a range (2-4); "
-    "default: the service's TRANSCRIBER_SPEAKERS",
-}
-
-UPLOAD_BODY = {
-    "required": True,
-    "content": {
-        "multipart/form-data": {
-            "schema": {
-                "type": "object",
-                "required": ["file"],
-                "properties": {
-                    "file": {"type": "string", "format": "binary"},
-                    "title": {"type": "string", "maxLength": TITLE_MAX},
-                    "language": {
-                        "type": "string",
-                        "pattern": "^[A-Za-z]{2,3}$",
-                        "description": "a language hint such as en or ru",
-                    },
-                    "task": TASK_SCHEMA,
-                    "prompt": PROMPT_SCHEMA,
-                    "speakers": SPEAKERS_SCHEMA,
-                },
-            }
-        },
-        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-        "audio/*": {"schema": {"type": "string", "format": "binary"}},
-    },
-}
-
-LOCATION = {
-    "Location": {
-        "description": "the card's address",
-        "required": True,
-        "schema": {"type": "string"},
-    }
-}
-
-router = APIRouter()
-
-
-def encode_cursor(created_at: dt.datetime, rid: uuid.UUID) -> str:
-    raw = f"{created_at.isoformat()}|{rid}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[dt.datetime, uuid.UUID]:
-    """The position a cursor names; 400 for anything `encode_cursor` did not make."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        at, _, rid = raw.partition("|")
-        created_at = dt.datetime.fromisoformat(at)
-        if created_at.tzinfo is None:
-            raise ValueError("naive time")
-        # In UTC, as the database compares it: a time at the edge of Python's range
-        # with an offset (year 1 at +05:00) falls outside it here, not in the driver.
-        return created_at.astimezone(dt.UTC), uuid.UUID(rid)
-    except (ValueError, OverflowError, UnicodeDecodeError, binascii.Error):
-        raise ApiError(400, "invalid cursor; pass the next_cursor of the previous page") from None
 
 
 @attrs.define(eq=False)
@@ -160,79 +78,6 @@ def key_reused(key: str) -> ApiError:
         "request (title, language, task, prompt, filename or content); "
         "send a new recording with a new key",
     )
-
-
-# --- intake ---
-
-
-@router.post(
-    "/v1/recordings",
-    status_code=201,
-    summary="Upload a recording",
-    response_model=None,
-    openapi_extra={"requestBody": UPLOAD_BODY},
-    responses={
-        201: {"model": Card, "description": "accepted", "headers": LOCATION},
-        200: {
-            "model": Card,
-            "headers": LOCATION,
-            "description": "this Idempotency-Key was used before: the first recording",
-        },
-        **documented_errors(400, 408, 413, 415, 429, 503, 507),
-    },
-)
-async def upload(
-    request: Request,
-    owner: Owner,
-    db: Db,
-    config: Settings,
-    title: Annotated[str | None, Query(max_length=TITLE_MAX, description="for a raw body")] = None,
-    language: Annotated[
-        str | None, Query(pattern="^[A-Za-z]{2,3}$", description="for a raw body")
-    ] = None,
-    filename: Annotated[str | None, Query(max_length=1000, description="for a raw body")] = None,
-    task: Annotated[
-        Literal["transcribe", "translate"] | None,
-        Query(description="for a raw body: transcribe (the default) or translate"),
-    ] = None,
-    prompt: Annotated[
-        str | None, Query(max_length=PROMPT_MAX, description="for a raw body")
-    ] = None,
-    speakers: Annotated[
-        str | None,
-        Query(
-            pattern=SPEAKERS_SCHEMA["pattern"],
-            description="for a raw body: off, auto, a count or a range such as 2-4",
-        ),
-    ] = None,
-    idempotency_key: Annotated[
-        str | None,
-        Header(
-            min_length=1,
-            max_length=200,
-            description="retrying with the same key returns the first recording; the "
-            "same key with another request is 422",
-        ),
-    ] = None,
-) -> JSONResponse:
-    """A multipart form (`file`, `title`, `language`, `task`, `prompt`, `speakers`) or the audio
-    itself as the body. The recording is stored (on disk, or whole in the object
-    store) and its record committed before the answer; 503 with Retry-After when
-    the store is unavailable."""
-    rid, status = await store_upload(
-        request,
-        db,
-        config,
-        owner,
-        idempotency_key,
-        title,
-        language,
-        filename,
-        task,
-        prompt,
-        speakers=speakers,
-    )
-    return await card_response(db, owner, rid, status)
 
 
 async def store_upload(
@@ -404,79 +249,3 @@ async def accept(
         return first["id"], 200
     into.keep()
     return rid, 201
-
-
-# --- the archive ---
-
-
-@router.get(
-    "/v1/recordings",
-    summary="My recordings, newest first",
-    response_model=None,
-    responses={200: {"model": CardPage}, **documented_errors(400)},
-)
-async def list_recordings(
-    owner: Owner,
-    db: Db,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
-) -> JSONResponse:
-    found = await records_page(db, owner, decode_cursor(cursor) if cursor else None, limit)
-    more = found.more_after
-    return JSONResponse(
-        {
-            "items": [with_links(c) for c in found.cards],
-            "next_cursor": None if more is None else encode_cursor(*more),
-        }
-    )
-
-
-@router.get(
-    "/v1/recordings/{recording_id}",
-    summary="The record card",
-    response_model=None,
-    responses={200: {"model": Card}, **documented_errors(404)},
-)
-async def get_card(owner: Owner, db: Db, recording_id: str) -> JSONResponse:
-    return JSONResponse(await owned_card(db, owner, recording_id))
-
-
-@router.patch(
-    "/v1/recordings/{recording_id}",
-    summary="Edit title, summary, topics",
-    response_model=None,
-    responses={200: {"model": Card}, **documented_errors(400, 404, 408, 413)},
-)
-async def edit(owner: Owner, db: Db, recording_id: str, body: Edit) -> JSONResponse:
-    rid = await owned(db, owner, recording_id)
-    changed = sorted(body.model_fields_set)
-    if changed:
-        await edit_owner_fields(
-            db,
-            owner,
-            rid,
-            title=body.title,
-            summary=body.summary,
-            topics=body.topics,
-            detail={"by": "owner", "owner_id": owner, "fields": changed},
-        )
-    return JSONResponse(await owned_card(db, owner, rid))
-
-
-@router.delete(
-    "/v1/recordings/{recording_id}",
-    status_code=204,
-    summary="Delete a recording",
-    response_model=None,
-    responses={204: {"description": "deleted"}, **documented_errors(404)},
-)
-async def delete(owner: Owner, db: Db, config: Settings, recording_id: str) -> Response:
-    """The record, its transcript, corrections and share links, and its stored bytes are
-    gone, the quota freed at once; journaled `deleted` (origin `human`). A step working
-    on it has its result refused. Another owner's or an unknown id: 404, changing
-    nothing."""
-    rid = parse_id(recording_id)
-    gone = [] if rid is None else await delete_own(db, blobs_of(config), owner, [rid], via="api")
-    if not gone:
-        raise not_found()
-    return Response(status_code=204)

@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
+from transcriber.http.api.shapes import EventPage
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db
 from transcriber.http.errors import documented_errors
 from transcriber.http.owned_cards import owned
-from transcriber.http.shapes import EventPage
 from transcriber.records.archive import journal_page
 from transcriber.stops import owner_detail
 

@@ -10,10 +10,10 @@ from fastapi.responses import JSONResponse, Response
 from actors import describe
 from actors.log import event
 from transcriber.audio.devices import recognizer_info
+from transcriber.http.api.shapes import Health
 from transcriber.http.deps import Db, Settings
 from transcriber.http.errors import ApiError, Error
 from transcriber.http.middleware import is_loopback, loopback_host
-from transcriber.http.shapes import Health
 from transcriber.pipeline.operator import check_database
 from transcriber.pipeline.prometheus import render_metrics
 

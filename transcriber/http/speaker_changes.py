@@ -1,25 +1,15 @@
-"""The owner's say on who spoke, through the API: a name for a speaker diarization found
-(`PUT /v1/recordings/{id}/speakers/{label}`) and a segment moved to another speaker
-(`PUT /v1/recordings/{id}/segments/{index}/speaker`). The page's forms call the same
-`rename` and `reassign`. Every rendering of the transcript shows them (transcripts.py)."""
-
-from __future__ import annotations
+"""The owner's say on who spoke, whichever face it comes through (the API's routes, the
+page's forms): a name for a speaker diarization found (`rename`) and a segment given
+to another speaker (`reassign`). Every rendering of the transcript shows them
+(`transcriber.http.downloads`)."""
 
 import uuid
-from typing import Annotated, Any
-
-from fastapi import APIRouter
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from transcriber.db.database import Database
-from transcriber.http.auth import Owner
-from transcriber.http.deps import Db
-from transcriber.http.errors import ApiError, documented_errors
-from transcriber.http.owned_cards import owned
+from transcriber.http.errors import ApiError
 from transcriber.records.archive import transcript
 from transcriber.records.speaker_names import (
-    NAME_MAX,
     BadSpeaker,
     check_name,
     choose_speaker,
@@ -29,23 +19,7 @@ from transcriber.records.speaker_names import (
     speaker_number,
 )
 
-router = APIRouter()
-
 NOT_DIARIZED = "the record's speakers were not told apart (speakers off, or not yet)"
-
-
-class SpeakerName(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: Annotated[str | None, Field(max_length=4 * NAME_MAX)] = Field(
-        description="the speaker's name; empty or null: back to the label diarization gave"
-    )
-
-
-class SegmentSpeaker(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    speaker: Annotated[str | None, Field(max_length=4 * NAME_MAX)] = Field(
-        description="the speaker's label (Speaker 2) or name; null: the one diarization found"
-    )
 
 
 async def _diarized(db: Database, owner: int, rid: uuid.UUID) -> dict[str, Any]:
@@ -104,35 +78,3 @@ async def reassign(
     )
     who = None if n is None else said.names.get(n) or default_label(n)
     return {"segment": index, "speaker": who}
-
-
-@router.put(
-    "/v1/recordings/{recording_id}/speakers/{label}",
-    summary="Name a speaker",
-    response_model=None,
-    responses=documented_errors(400, 404, 408, 409, 413),
-)
-async def put_speaker_name(
-    owner: Owner, db: Db, recording_id: str, label: str, body: SpeakerName
-) -> JSONResponse:
-    rid = await owned(db, owner, recording_id)
-    try:
-        return JSONResponse(await rename(db, owner, rid, label, body.name, "api"))
-    except BadSpeaker as e:
-        raise ApiError(422, str(e)) from None
-
-
-@router.put(
-    "/v1/recordings/{recording_id}/segments/{index}/speaker",
-    summary="Give a segment to a speaker",
-    response_model=None,
-    responses=documented_errors(400, 404, 408, 409, 413),
-)
-async def put_segment_speaker(
-    owner: Owner, db: Db, recording_id: str, index: int, body: SegmentSpeaker
-) -> JSONResponse:
-    rid = await owned(db, owner, recording_id)
-    try:
-        return JSONResponse(await reassign(db, owner, rid, index, body.speaker, "api"))
-    except BadSpeaker as e:
-        raise ApiError(422, str(e)) from None

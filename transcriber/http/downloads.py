@@ -1,24 +1,20 @@
-"""A finished record's transcript, as plain text, SRT, VTT, JSON, or a document
-(Markdown, DOCX: title, date, duration, paragraphs with timecodes and speakers): the
-owner's corrections applied (the recognizer's text with `?machine=true`), and on a
-diarized record the speakers with the owner's names and choices (always: who spoke is
-not the recognizer's text)."""
+"""A finished record's transcript as every face hands it out (the API's routes, the
+page's downloads, the share view's): plain text, SRT, VTT, JSON, or a document
+(Markdown, DOCX: title, date, duration, paragraphs with timecodes and speakers); the
+owner's corrections applied (the recognizer's text with `machine`), and on a diarized
+record the speakers with the owner's names and choices (always: who spoke is not the
+recognizer's text)."""
 
 import datetime as dt
 import uuid
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
 from transcriber.audio.speakers import Turn, assign
 from transcriber.db.database import Database
 from transcriber.formats import DocumentHead, render, to_docx, to_markdown
-from transcriber.http.auth import Owner
-from transcriber.http.deps import Db
-from transcriber.http.errors import documented_errors
-from transcriber.http.owned_cards import TRANSCRIPT_PATHS, owned_card
-from transcriber.http.shapes import Card, Transcript
+from transcriber.http.owned_cards import owned_card
 from transcriber.records.archive import transcript
 from transcriber.records.corrections import corrected, corrections_of
 from transcriber.records.speaker_names import default_label, owner_speakers
@@ -67,10 +63,6 @@ RESPONSE_CLASSES: dict[str, type[Response]] = {
     "markdown": MarkdownResponse,
     "docx": DocxResponse,
 }
-
-router = APIRouter()
-
-MACHINE = Query(description="true: the recognizer's text, without the owner's corrections")
 
 
 async def transcript_response(
@@ -136,34 +128,3 @@ async def owner_transcript(
     found = {turn.speaker for turn in turns} | set(said.choices.values())
     labels = {said.names.get(n) or default_label(n): default_label(n) for n in sorted(found)}
     return text, segments, labels
-
-
-def transcript_route(kind: str) -> None:
-    path = f"/v1/recordings/{{recording_id}}/{TRANSCRIPT_PATHS[kind]}"
-    response_class = RESPONSE_CLASSES[kind]
-    ok: dict[str, Any] = {"description": f"the transcript as {FORMAT_OF[kind]}"}
-    if kind == "json":
-        ok["model"] = Transcript
-
-    async def get_transcript(
-        owner: Owner, db: Db, recording_id: str, machine: Annotated[bool, MACHINE] = False
-    ) -> Response:
-        return await transcript_response(db, owner, recording_id, kind, machine=machine)
-
-    router.get(
-        path,
-        summary=f"The transcript ({FORMAT_OF[kind]})",
-        response_model=None,
-        name=f"transcript_{kind}",
-        # For the schema: JSON is documented by its model, the rest as text.
-        response_class=JSONResponse if kind == "json" else response_class,
-        responses={
-            200: ok,
-            409: {"model": Card, "description": "not transcribed (yet): the card"},
-            **documented_errors(404),
-        },
-    )(get_transcript)
-
-
-for _kind in TRANSCRIPT_PATHS:
-    transcript_route(_kind)

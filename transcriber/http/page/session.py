@@ -9,7 +9,7 @@ browsers refuse there. Every request checks the stored hash of the token signed 
 with by the API's own token lookup, so rotating or revoking the token ends the session.
 
 The API's `middleware.Guard` lets the page's paths through without a bearer token
-(`page.is_page_path`); the session is checked here, by a dependency, before a route
+(`page.FACE.authenticates`); the session is checked here, by a dependency, before a route
 reads any of the body.
 
 `PageOwner` is the page's counterpart of `Owner`: it yields the same owner id. The

@@ -1,4 +1,5 @@
-"""The documented shapes of the answers (for the OpenAPI document) and of the edit body."""
+"""The API's pydantic shapes: its answers (for the OpenAPI document) and its bodies (an
+edit, a speaker's name, a new share link)."""
 
 import datetime as dt
 import uuid
@@ -6,11 +7,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from transcriber.http.owned_cards import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
+from transcriber.http.share_links import MAX_DAYS
 from transcriber.http.uploads import TITLE_MAX, check_text
-
-SUMMARY_MAX = 20_000
-TOPICS_MAX = 50
-TOPIC_MAX = 100
+from transcriber.records.shares import NOTE_MAX
+from transcriber.records.speaker_names import NAME_MAX
 
 
 class Links(BaseModel):
@@ -129,3 +130,26 @@ class Edit(BaseModel):
     title: Annotated[str, _valid("title", TITLE_MAX)] = Field(default=LEFT_OUT)
     summary: Annotated[str, _valid("summary", SUMMARY_MAX, lines=True)] = Field(default=LEFT_OUT)
     topics: Annotated[list[Topic], Field(max_length=TOPICS_MAX)] = Field(default=LEFT_OUT)
+
+
+class SpeakerName(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str | None, Field(max_length=4 * NAME_MAX)] = Field(
+        description="the speaker's name; empty or null: back to the label diarization gave"
+    )
+
+
+class SegmentSpeaker(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    speaker: Annotated[str | None, Field(max_length=4 * NAME_MAX)] = Field(
+        description="the speaker's label (Speaker 2) or name; null: the one diarization found"
+    )
+
+
+class NewShare(BaseModel):
+    """A new link: a note (who it is for), and how many days it lasts (none: until
+    revoked)."""
+
+    model_config = ConfigDict(extra="forbid")
+    note: str = Field(default="", max_length=NOTE_MAX)
+    expires_in_days: float | None = Field(default=None, gt=0, le=MAX_DAYS)

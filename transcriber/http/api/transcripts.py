@@ -1,0 +1,49 @@
+"""The API's routes of a finished record's transcript (`/v1/recordings/{id}/text`,
+`transcript.srt`, …), one per rendering of `transcriber.http.downloads`."""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse, Response
+
+from transcriber.http.api.shapes import Card, Transcript
+from transcriber.http.auth import Owner
+from transcriber.http.deps import Db
+from transcriber.http.downloads import FORMAT_OF, RESPONSE_CLASSES, transcript_response
+from transcriber.http.errors import documented_errors
+from transcriber.http.owned_cards import TRANSCRIPT_PATHS
+
+router = APIRouter()
+
+MACHINE = Query(description="true: the recognizer's text, without the owner's corrections")
+
+
+def transcript_route(kind: str) -> None:
+    path = f"/v1/recordings/{{recording_id}}/{TRANSCRIPT_PATHS[kind]}"
+    response_class = RESPONSE_CLASSES[kind]
+    ok: dict[str, Any] = {"description": f"the transcript as {FORMAT_OF[kind]}"}
+    if kind == "json":
+        ok["model"] = Transcript
+
+    async def get_transcript(
+        owner: Owner, db: Db, recording_id: str, machine: Annotated[bool, MACHINE] = False
+    ) -> Response:
+        return await transcript_response(db, owner, recording_id, kind, machine=machine)
+
+    router.get(
+        path,
+        summary=f"The transcript ({FORMAT_OF[kind]})",
+        response_model=None,
+        name=f"transcript_{kind}",
+        # For the schema: JSON is documented by its model, the rest as text.
+        response_class=JSONResponse if kind == "json" else response_class,
+        responses={
+            200: ok,
+            409: {"model": Card, "description": "not transcribed (yet): the card"},
+            **documented_errors(404),
+        },
+    )(get_transcript)
+
+
+for _kind in TRANSCRIPT_PATHS:
+    transcript_route(_kind)

@@ -1,0 +1,156 @@
+"""The owner's changes on the record page: the title, summary and topics (a form), and
+one segment's text corrected or restored (the page's script)."""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+
+from transcriber.http import i18n
+from transcriber.http.deps import Db
+from transcriber.http.errors import ApiError
+from transcriber.http.owned_cards import (
+    SUMMARY_MAX,
+    TOPIC_MAX,
+    TOPICS_MAX,
+    parse_id,
+)
+from transcriber.http.page.html import (
+    html,
+    lang_of,
+    mine,
+    not_found_page,
+)
+from transcriber.http.page.record import record_context
+from transcriber.http.page.session import (
+    CSRF_FIELD,
+    ChangingSession,
+    Session,
+    check_csrf,
+)
+from transcriber.http.uploads import TITLE_MAX, check_text
+from transcriber.records.archive import (
+    edit_owner_fields,
+    transcript,
+)
+from transcriber.records.corrections import (
+    CORRECTION_MAX,
+    BadCorrection,
+    check_correction,
+    clear_correction,
+    set_correction,
+)
+
+router = APIRouter(include_in_schema=False)
+
+
+def field_errors(
+    lang: i18n.Lang, title: str, summary: str, topics_text: str
+) -> tuple[dict[str, str], list[str]]:
+    """Each refused field's reason in the reader's language. The checks are the API's
+    (`check_text`); only the words are the page's."""
+    _ = lang.gettext
+    errors: dict[str, str] = {}
+
+    def refused(value: str, what: str, limit: int, lines: bool = False) -> str | None:
+        try:
+            check_text(value, what, limit, lines=lines)
+        except ValueError:
+            if len(value) > limit:
+                return _("%(what)s is longer than %(limit)d characters") % {
+                    "what": what,
+                    "limit": limit,
+                }
+            return _("%(what)s contains characters that cannot be stored") % {"what": what}
+        return None
+
+    for name, what, value, limit, lines in (
+        ("title", _("The title"), title, TITLE_MAX, False),
+        ("summary", _("The summary"), summary, SUMMARY_MAX, True),
+    ):
+        if (why := refused(value, what, limit, lines)) is not None:
+            errors[name] = why
+    topics = [t.strip() for t in topics_text.split(",") if t.strip()]
+    if len(topics) > TOPICS_MAX:
+        errors["topics"] = _("At most %(n)d topics") % {"n": TOPICS_MAX}
+    for topic in topics:
+        if (why := refused(topic, _("A topic"), TOPIC_MAX)) is not None:
+            errors["topics"] = why
+    return errors, topics
+
+
+@router.post("/recordings/{recording_id}/edit")
+async def edit(request: Request, db: Db, session: Session, recording_id: str) -> Response:
+    """The owner's fields from the record page's form: title, summary, topics (comma
+    separated). Refused values come back in the form, each with its reason."""
+    form = await request.form()
+    check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
+    card = await mine(db, session.owner, recording_id)
+    if card is None:
+        return not_found_page(request, session)
+    values = {k: str(form.get(k, "")) for k in ("title", "summary", "topics")}
+    errors, topics = field_errors(
+        lang_of(request), values["title"], values["summary"], values["topics"]
+    )
+    if errors:
+        context = await record_context(db, session.owner, card, session.csrf)
+        return html(request, "record.html", 422, **{**context, "errors": errors, "values": values})
+    await edit_owner_fields(
+        db,
+        session.owner,
+        card["id"],
+        title=values["title"],
+        summary=values["summary"],
+        topics=topics,
+        detail={
+            "by": "owner",
+            "owner_id": session.owner,
+            "via": "page",
+            "fields": ["summary", "title", "topics"],
+        },
+    )
+    return RedirectResponse(f"/recordings/{card['id']}", status_code=303)
+
+
+def correction_refused(lang: i18n.Lang, form: Any) -> str:
+    """Why `check_correction` refused the form's text, in the reader's language: it
+    refuses a text too long or one with control characters."""
+    text = str(form.get("text", ""))
+    if len(text) > CORRECTION_MAX:
+        return lang.gettext(
+            "the text is %(n)d characters long; a segment may have at most %(max)d"
+        ) % {"n": len(text), "max": CORRECTION_MAX}
+    bad = sorted({c for c in text if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")})[:3]
+    return lang.gettext(
+        "the text contains control characters (%(names)s); a segment is a single line of plain text"
+    ) % {"names": ", ".join(f"U+{ord(c):04X}" for c in bad)}
+
+
+@router.post("/recordings/{recording_id}/segments/{index}")
+async def correct(
+    request: Request, db: Db, session: ChangingSession, recording_id: str, index: int
+) -> JSONResponse:
+    """The owner's text for segment `index`, from the record page's script (form field
+    `text`, or `restore` to go back to the machine's): JSON with the text now shown, or
+    `{"error": ...}` (422) saying why the text was refused."""
+    rid = parse_id(recording_id)
+    t = None if rid is None else await transcript(db, session.owner, rid)
+    if rid is None or t is None or not 0 <= index < len(t["segments"]):
+        raise ApiError(404, "no such segment")
+    form = await request.form()
+    machine_text = t["segments"][index]["text"]
+    detail = {"by": "owner", "owner_id": session.owner, "segment": index}
+    try:
+        text = "" if form.get("restore") else check_correction(str(form.get("text", "")))
+    except BadCorrection:
+        return JSONResponse({"error": correction_refused(lang_of(request), form)}, status_code=422)
+    if text in ("", machine_text.strip()):
+        await clear_correction(db, session.owner, rid, index, {**detail, "restored": True})
+        return JSONResponse(
+            {"text": machine_text, "machine_text": machine_text, "corrected": False}
+        )
+    await set_correction(db, session.owner, rid, index, text, detail)
+    return JSONResponse({"text": text, "machine_text": machine_text, "corrected": True})

@@ -1,0 +1,73 @@
+"""The owner's page's templates (`templates/` beside this module) and static files
+(`static/`), rendered in the reader's language by `transcriber.http.rendering`; and the
+little every screen of the page shares: the owner's record or nothing, and the page
+that says so."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+
+from transcriber.db.database import Database
+from transcriber.http import i18n, rendering
+from transcriber.http.errors import ApiError
+from transcriber.http.owned_cards import SUMMARY_MAX, owned_card
+from transcriber.http.page import text
+from transcriber.http.uploads import TITLE_MAX
+from transcriber.records.corrections import CORRECTION_MAX
+from transcriber.records.shares import NOTE_MAX
+
+HERE = Path(__file__).resolve().parent
+
+rendering.add_static(HERE / "static")
+
+
+def page_globals(lang: i18n.Lang) -> dict[str, Any]:
+    """What the page's templates read besides the words every screen has."""
+    return {
+        "state_of": text.state_of,
+        "stop_words": functools.partial(text.stop_words, lang),
+        "progress_words": functools.partial(text.progress_words, lang),
+        "state_words": functools.partial(text.words_of, lang, text.STATE_WORDS),
+        "milestone_words": functools.partial(text.words_of, lang, text.MILESTONE_WORDS),
+        "event_words": functools.partial(text.words_of, lang, text.EVENT_WORDS),
+        "origin_words": functools.partial(text.words_of, lang, text.ORIGIN_WORDS),
+        "CORRECTION_MAX": CORRECTION_MAX,
+        "TITLE_MAX": TITLE_MAX,
+        "SUMMARY_MAX": SUMMARY_MAX,
+        "NOTE_MAX": NOTE_MAX,
+    }
+
+
+TEMPLATES = rendering.templates(HERE / "templates")
+for _code, _env in TEMPLATES.items():
+    _env.globals.update(page_globals(i18n.LANGS[_code]))
+
+SECURITY_HEADERS = rendering.SECURITY_HEADERS
+lang_of = rendering.lang_of
+
+
+def html(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """Template `name` of the page in the request's language (`rendering.html`)."""
+    return rendering.html(TEMPLATES, request, name, status, **context)
+
+
+def record_path(recording_id: Any) -> str:
+    return f"/recordings/{recording_id}"
+
+
+def not_found_page(request: Request, session: Any) -> HTMLResponse:
+    return html(request, "not_found.html", 404, csrf=session.csrf)
+
+
+async def mine(db: Database, owner: int, recording_id: str) -> dict[str, Any] | None:
+    """The card of the owner's record `recording_id`, else None (unknown, malformed or
+    someone else's: the page answers all three alike). Cancellation: a plain read."""
+    try:
+        return await owned_card(db, owner, recording_id)
+    except ApiError:
+        return None

@@ -1,0 +1,33 @@
+"""The page's upload: one file of the upload form, sent by the page's script, taken in
+as the API's are (`transcriber.http.accepting`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from transcriber.http.accepting import store_upload
+from transcriber.http.deps import Db, Settings
+from transcriber.http.owned_cards import (
+    owned_card,
+)
+from transcriber.http.page.session import (
+    ChangingSession,
+)
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.post("/upload")
+async def upload(
+    request: Request, db: Db, config: Settings, session: ChangingSession
+) -> JSONResponse:
+    """One file of the upload form, sent by the page's script: `multipart/form-data`
+    with `file`, `title`, `language`, like the API's upload. 201 with the card, or the
+    reason it was refused in words (`{"error": ...}`)."""
+    # The session (cookie, origin and anti-forgery header) was checked by the
+    # dependency before anything of the body is read; the API's bounds apply as to any
+    # upload (429, 507).
+    rid, _ = await store_upload(request, db, config, session.owner, None, via="page")
+    card = await owned_card(db, session.owner, rid)
+    return JSONResponse({**card, "page": f"/recordings/{rid}"}, status_code=201)
