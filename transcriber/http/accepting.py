@@ -16,7 +16,7 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.errors import ApiError
 from transcriber.http.uploads import receive
-from transcriber.intake import Accepted, Described, Limits, Sink, accept
+from transcriber.intake import Accepted, Described, Fill, Limits, Sink, accept
 from transcriber.storage.configured import blobs_of
 
 
@@ -63,13 +63,11 @@ async def store_upload(
                 speakers=speakers,
             )
 
-    limits = Limits.of(config, request.app.state.max_upload_bytes)
-    with request.app.state.upload_slots.take(owner):
-        try:
-            got = await accept(db, blobs_of(config), owner, fill, via=via, limits=limits, key=key)
-        except ClientDisconnect:
-            event(logging.INFO, "upload_interrupted", owner=owner, via=via)
-            raise ApiError(400, "the upload was interrupted") from None
+    try:
+        got = await accept_request(request, db, config, owner, fill, via=via, key=key)
+    except ClientDisconnect:
+        event(logging.INFO, "upload_interrupted", owner=owner, via=via)
+        raise ApiError(400, "the upload was interrupted") from None
     event(
         logging.INFO,
         "upload_accepted" if got.created else "upload_replayed",
@@ -79,3 +77,22 @@ async def store_upload(
         via=via,
     )
     return got
+
+
+async def accept_request(
+    request: Request,
+    db: Database,
+    config: Config,
+    owner: int,
+    fill: Fill,
+    *,
+    via: str,
+    key: str | None,
+) -> Accepted:
+    """`owner`'s recording that `fill` streams from the request's body, through the
+    intake within this application's limits, while one of the owner's uploads at once
+    is taken (429 when none is left). A connection cut meanwhile is ClientDisconnect,
+    for the face to answer in its shape. Cancellation: see `accept`."""
+    limits = Limits.of(config, request.app.state.max_upload_bytes)
+    with request.app.state.upload_slots.take(owner):
+        return await accept(db, blobs_of(config), owner, fill, via=via, limits=limits, key=key)

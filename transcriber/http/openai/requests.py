@@ -17,6 +17,7 @@ from actors.log import event
 from transcriber.audio.speakers_model import WeightsMissing
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.http.accepting import accept_request
 from transcriber.http.openai.answers import AudioRequest
 from transcriber.http.openai.errors import OpenAIError
 from transcriber.http.openai.speakers import (
@@ -36,9 +37,8 @@ from transcriber.http.uploads import (
     is_form,
     receive_form,
 )
-from transcriber.intake import Described, Limits, Sink, TooLarge, accept
+from transcriber.intake import Described, Sink, TooLarge
 from transcriber.options import RecognitionOptions
-from transcriber.storage.configured import blobs_of
 
 WHISPER_1 = "whisper-1"
 
@@ -213,14 +213,10 @@ async def receive_request(
         # granularities, model) does not.
         return Described(clean_filename(form.filename), None, asked.language, asked.options)
 
-    limits = Limits.of(config, request.app.state.max_upload_bytes)
-    with request.app.state.upload_slots.take(owner):
-        try:
-            got = await accept(
-                db, blobs_of(config), owner, fill, via="openai", limits=limits, key=key
-            )
-        except ClientDisconnect:
-            raise OpenAIError(400, "the upload was interrupted", code="invalid_request") from None
+    try:
+        got = await accept_request(request, db, config, owner, fill, via="openai", key=key)
+    except ClientDisconnect:
+        raise OpenAIError(400, "the upload was interrupted", code="invalid_request") from None
     assert asked is not None  # `accept` returns only after `fill` did
     event(
         logging.INFO,
