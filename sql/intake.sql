@@ -1,7 +1,8 @@
 ---------------------------------------------------------------------------------------
--- Intake: a new record at `received` with its `accepted` event, from the command line
--- (transcriber/storage/intake.py) or an upload by HTTP (transcriber/records/uploaded.py).
--- Both wake an idle worker on `transcriber_work` (see queue.sql).
+-- Intake: a new record at `received` with its `accepted` event, whichever door it came by
+-- (transcriber/intake/: the API, the page, the OpenAI endpoint, the command line, all by
+-- `accept_upload`; `accept` is the benchmarks' and the tests' shortcut). Both wake an
+-- idle worker on `transcriber_work` (see queue.sql).
 ---------------------------------------------------------------------------------------
 
 -- name: accept
@@ -23,15 +24,16 @@ SELECT rec.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) I
 FROM rec, event
 
 -- name: accept_upload
--- `accept` for an HTTP upload, with the owner's optional Idempotency-Key ($7), the
--- recognition options ($8, as `accept`'s $7) and the request's fingerprint ($9). A key
+-- `accept` for a recording through the intake (transcriber/intake/accepting.py), with
+-- the owner's optional Idempotency-Key ($7), the recognition options ($8, as `accept`'s
+-- $7) and the request's fingerprint ($9; NULL: never folded into another record). A key
 -- the owner used before inserts nothing and returns no row: the caller then reads the
 -- first record with `recording_by_key`. Without a key, the same fingerprint of the
 -- same owner conflicts instead (sql/0008): the caller reads the first record with
--- `recording_by_fingerprint`. Like `accept`, it
--- wakes an idle worker on `transcriber_work`. $10: the door it came in by, journaled as
--- the event's `via` ('api': the API's upload route, 'page': the owner's page,
--- 'openai': the OpenAI-compatible endpoint).
+-- `recording_by_fingerprint`. Like `accept`, it wakes an idle worker on
+-- `transcriber_work`. $10: the door it came in by, journaled as the event's `via`
+-- ('api': the API's upload route, 'page': the owner's page, 'openai': the
+-- OpenAI-compatible endpoint, 'cli': the command line).
 WITH rec AS (
     INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
                             idempotency_key, options, idempotency_fingerprint)

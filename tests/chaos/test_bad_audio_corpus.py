@@ -17,10 +17,10 @@ from tests.helpers import generated_audio
 from tests.helpers.pg_pipeline import state
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.intake import accept_file
 from transcriber.pipeline.audio_steps import audio_steps
 from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue, Saved
-from transcriber.storage.intake import accept_file
 
 REASONS = {
     "empty_file",

@@ -577,7 +577,7 @@ async def test_event_numbers_are_per_record(
 # The code an owner's request runs: the routes and the owner's archive they call (the
 # operator's reads of any record are in transcriber.pipeline.operator, which no route
 # acting for an owner calls).
-OWNER_FACING_CODE = (ROOT / "transcriber" / "http", ROOT / "transcriber" / "records")
+OWNER_FACING_CODE = tuple(ROOT / "transcriber" / p for p in ("http", "records", "intake"))
 BY_NAME = frozenset({"fetch", "fetchrow", "fetchval", "execute"})
 # Queries the HTTP code runs that read or write no owner's record, and why.
 NOT_OWNER_FACING = {

@@ -47,12 +47,12 @@ from transcriber.audio.threads import Control, Stopped, run_in_thread
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.formats import render
+from transcriber.intake import accept_file
 from transcriber.pipeline import operator
 from transcriber.pipeline.audio_steps import audio_steps
 from transcriber.pipeline.oneshot import transcribe_file
 from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue
-from transcriber.storage.intake import accept_file
 from transcriber.storage.local import LocalBlobs
 from transcriber.wer import word_error_rate
 

@@ -25,6 +25,7 @@ from tests.helpers.pg_pipeline import noop, state
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http import create_app, serving
+from transcriber.intake import accept_file
 from transcriber.milestones import RECEIVED
 from transcriber.owners import add_owner
 from transcriber.pipeline import operator
@@ -32,7 +33,6 @@ from transcriber.pipeline.audio_steps import audio_steps, normalize_step
 from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.pipeline.step_table import step_table
-from transcriber.storage.intake import accept_file
 from transcriber.storage.local import LocalBlobs
 
 MiB = 1 << 20

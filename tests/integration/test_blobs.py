@@ -22,11 +22,11 @@ from tests.helpers.pg_pipeline import at, db_now, noop, state
 from transcriber.audio import recognize
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.intake import accept_file
 from transcriber.pipeline.audio_steps import normalize_step
 from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.pipeline.step_table import step_table
 from transcriber.storage.blobs import NewAudio, audio_name
-from transcriber.storage.intake import accept_file
 from transcriber.storage.local import LocalBlobs
 
 

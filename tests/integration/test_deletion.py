@@ -26,6 +26,7 @@ from tests.helpers.pg_pipeline import journal
 from tests.integration.test_page import transcribed_with_audio
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.intake import accept_file
 from transcriber.owners import NewOwner
 from transcriber.pipeline.audio_steps import audio_steps, normalize_step
 from transcriber.pipeline.deletions import delete_expired
@@ -36,7 +37,6 @@ from transcriber.records.corrections import set_correction
 from transcriber.records.deletion import delete_own
 from transcriber.storage.blobs import NewAudio
 from transcriber.storage.configured import blobs_of
-from transcriber.storage.intake import accept_file
 from transcriber.storage.s3 import S3Blobs
 
 

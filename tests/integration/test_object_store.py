@@ -25,11 +25,11 @@ from tests.helpers.raw_http import (
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http import create_app, serving
+from transcriber.intake import accept_file
 from transcriber.owners import add_owner
 from transcriber.pipeline.audio_steps import audio_steps
 from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.storage.configured import blobs_of
-from transcriber.storage.intake import accept_file
 from transcriber.storage.s3 import PART_SIZE, S3Blobs
 
 

@@ -35,6 +35,7 @@ from transcriber.audio.processes import ProcessRecognizer
 from transcriber.audio.recognize import ModelUnavailable
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.intake import accept_file
 from transcriber.options import BadOptions, RecognitionOptions
 from transcriber.owners import add_owner
 from transcriber.pipeline.audio_steps import audio_steps
@@ -43,7 +44,6 @@ from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.pipeline.prometheus import render_metrics
 from transcriber.pipeline.step_table import step_table
-from transcriber.storage.intake import accept_file
 
 
 def scenario(title: str) -> pytest.MarkDecorator:

@@ -18,13 +18,13 @@ from tests.helpers.pg_pipeline import state
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.intake import accept_file
 from transcriber.milestones import RECOGNIZED, TRANSCRIBED
 from transcriber.options import RecognitionOptions
 from transcriber.pipeline import operator
 from transcriber.pipeline.audio_steps import audio_steps, diarize_step
 from transcriber.pipeline.operator import card
 from transcriber.pipeline.pg_queue import PgQueue
-from transcriber.storage.intake import accept_file
 
 
 def scenario(title: str) -> pytest.MarkDecorator:

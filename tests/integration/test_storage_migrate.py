@@ -17,10 +17,10 @@ from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.intake import accept_file
 from transcriber.pipeline.audio_steps import audio_steps
 from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.storage.configured import blobs_of
-from transcriber.storage.intake import accept_file
 from transcriber.storage.s3 import S3Blobs
 from transcriber.storage.to_object_store import migrate_to_store
 

@@ -39,9 +39,9 @@ def submit(
     ] = False,
 ) -> None:
     """Accept files as recordings for the daemon to transcribe; prints each id."""
+    from transcriber.intake import accept_file
     from transcriber.owners import local_owner, owner_named
     from transcriber.pipeline.operator import card
-    from transcriber.storage.intake import accept_file
 
     config = Config.from_env()
     options = recognition_options(task, speakers)

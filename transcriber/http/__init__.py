@@ -3,7 +3,8 @@ own trio process. One package per face — `api` (the JSON API), `openai` (the
 OpenAI-compatible endpoint), `page` (the owner's page and the share view), `ops` (the
 operator's screen) — over the core beside them, which the faces share: the application
 that assembles them (`app`, `faces`), serving, middleware, errors, deps and auth,
-sessions, i18n and rendering, uploads taken in (`uploads`, `quotas`, `accepting`),
+sessions, i18n and rendering, uploads turned into calls of the domain intake
+(`uploads`, `quotas`, `accepting`; transcriber.intake bounds, stores and commits them),
 waiting, and what every face shows of an owner's records (`owned_cards`, `downloads`,
 `share_links`, `speaker_changes`). Faces import the core, never each other, and the
 core imports no face but in `app` (pyproject.toml's import contracts).

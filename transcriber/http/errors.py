@@ -18,6 +18,7 @@ from actors import describe
 from actors.log import event
 from transcriber.db.database import DatabaseBusy, DatabaseUnreachable, connection_lost
 from transcriber.http.uploads import UploadRefused
+from transcriber.intake import KeyReused, NoRoom, Refused, TooLarge, Unconfirmed
 from transcriber.storage.blobs import StorageError
 
 NOT_FOUND = "no such recording"
@@ -51,6 +52,19 @@ class ApiError(Exception):
         self.status = status
         self.message = message
         self.headers = headers
+
+
+REFUSAL_STATUS: tuple[tuple[type[Refused], int], ...] = (
+    (TooLarge, 413),
+    (KeyReused, 422),
+    (Unconfirmed, 503),
+    (NoRoom, 507),
+)
+"""The answer to each way the intake refuses a recording."""
+
+
+def refusal_status(refused: Refused) -> int:
+    return next(status for kind, status in REFUSAL_STATUS if isinstance(refused, kind))
 
 
 def not_found() -> ApiError:
@@ -174,6 +188,12 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) ->
     @app.exception_handler(UploadRefused)
     async def refused(request: Request, exc: UploadRefused) -> JSONResponse:
         return error_response(request, exc.status, exc.message)
+
+    @app.exception_handler(Refused)
+    async def intake_refused(request: Request, exc: Refused) -> JSONResponse:
+        after = exc.retry_after
+        headers = None if after is None else {"Retry-After": str(after)}
+        return error_response(request, refusal_status(exc), exc.message, headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

@@ -1,6 +1,7 @@
-"""Receiving an HTTP upload into the store (transcriber.storage.blobs): streamed under a
-generated name, counted against the size limit as it arrives, durable before a record
-may point at it, and removed again if no record ever does."""
+"""Reading an HTTP upload's body into the intake's sink (transcriber.intake): a form or
+the audio itself, streamed as it arrives, refused as soon as it passes its bound, and what
+the client said about it (title, language, filename, recognition options) checked. The
+intake stores, bounds and commits it."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ import re
 import unicodedata
 from collections.abc import AsyncIterable, Callable, Mapping
 
-import attrs
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
+from transcriber.intake import Described, Sink, TooLarge
 from transcriber.options import RecognitionOptions
-from transcriber.storage.blobs import Incoming
 
 FORM_SLACK = 1 << 20
 """What a multipart body may carry besides the file (boundaries, headers, the text
@@ -44,18 +44,6 @@ class UploadRefused(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
-
-
-@attrs.frozen
-class Upload:
-    """A received upload, durable in the store, with what the client said about it."""
-
-    ref: str
-    size: int
-    filename: str | None
-    title: str | None
-    language: str | None
-    options: RecognitionOptions = attrs.field(factory=RecognitionOptions)
 
 
 # --- values the client sends --------------------------------------------------------
@@ -155,11 +143,10 @@ def disposition_filename(header: str | None) -> str | None:
 # --- reading the request body -----------------------------------------------------------
 
 
-async def receive_raw(chunks: AsyncIterable[bytes], into: Incoming, limit: int) -> None:
-    """The body itself is the audio. Refuses with 413 as soon as it passes `limit`."""
+async def receive_raw(chunks: AsyncIterable[bytes], into: Sink) -> None:
+    """The body itself is the audio; the sink refuses it as soon as it passes its limit
+    (TooLarge)."""
     async for chunk in chunks:
-        if into.size + len(chunk) > limit:
-            raise UploadRefused(413, f"the upload is larger than {limit} bytes")
         await into.write(chunk)
 
 
@@ -328,7 +315,7 @@ def _decode_header(raw: bytes) -> str:
 async def receive_form(
     chunks: AsyncIterable[bytes],
     content_type: str,
-    into: Incoming,
+    into: Sink,
     limit: int,
     text_fields: frozenset[str] = _Form.TEXT_FIELDS,
     ignored: frozenset[str] = frozenset(),
@@ -336,8 +323,9 @@ async def receive_form(
 ) -> _Form:
     """A multipart/form-data body with one `file` part and optional text fields of
     these names (by default those of `POST /v1/recordings`), those in `ignored` taken
-    but not kept, those in `long_fields` within their own bounds (`_Form`). Refuses with
-    413 as soon as the file passes `limit`."""
+    but not kept, those in `long_fields` within their own bounds (`_Form`). The file is
+    refused as soon as it passes `limit`: the body by this function, the file by the sink
+    (TooLarge)."""
     _, params = parse_options_header(content_type)
     boundary = params.get(b"boundary")
     if not boundary or len(boundary) > 200:
@@ -348,10 +336,8 @@ async def receive_form(
     async for chunk in chunks:
         received += len(chunk)
         if received > limit + slack:
-            raise UploadRefused(413, f"the upload is larger than {limit} bytes")
+            raise TooLarge(f"the upload is larger than {limit} bytes")
         for data in form.feed(chunk):
-            if into.size + len(data) > limit:
-                raise UploadRefused(413, f"the upload is larger than {limit} bytes")
             await into.write(data)
     if not form.ended:
         raise UploadRefused(400, "malformed multipart body: it ended before its last boundary")
@@ -375,7 +361,7 @@ async def receive(
     content_type: str,
     content_length: str | None,
     disposition: str | None,
-    into: Incoming,
+    into: Sink,
     limit: int,
     title: str | None,
     language: str | None,
@@ -383,18 +369,18 @@ async def receive(
     task: str | None = None,
     prompt: str | None = None,
     speakers: str | None = None,
-) -> Upload:
-    """Read a whole upload — a form or a raw audio body — into `into` and fsync it.
+) -> Described:
+    """Read a whole upload — a form or a raw audio body — into `into`; what it is.
 
     `title`, `language`, `filename`, `task` and `prompt` come from the query; a form's
     own fields win.
-    Raises UploadRefused: 400 empty or malformed, 413 too large (as soon as it is),
-    415 neither a form nor audio, 422 a field is invalid.
+    Raises TooLarge as soon as it is larger than `limit`, UploadRefused: 400 empty or
+    malformed, 415 neither a form nor audio, 422 a field is invalid.
     """
     declared = _content_length(content_length)
     if is_form(content_type):
         if declared is not None and declared > limit + FORM_SLACK:
-            raise UploadRefused(413, f"the upload is larger than {limit} bytes")
+            raise TooLarge(f"the upload is larger than {limit} bytes")
         form = await receive_form(chunks, content_type, into, limit)
         title = form.fields.get("title", title)
         language = form.fields.get("language", language)
@@ -404,8 +390,8 @@ async def receive(
         filename = form.filename if form.filename is not None else filename
     elif is_audio(content_type):
         if declared is not None and declared > limit:
-            raise UploadRefused(413, f"the upload is larger than {limit} bytes")
-        await receive_raw(chunks, into, limit)
+            raise TooLarge(f"the upload is larger than {limit} bytes")
+        await receive_raw(chunks, into)
         filename = filename if filename is not None else disposition_filename(disposition)
     else:
         raise UploadRefused(
@@ -415,16 +401,12 @@ async def receive(
         )
     if into.size == 0:
         raise UploadRefused(400, "the upload is empty")
-    upload = Upload(
-        into.ref,
-        into.size,
+    return Described(
         clean_filename(filename),
         _refuse_invalid(clean_title, title),
         _refuse_invalid(clean_language, language),
         recognition_options(task, prompt, speakers),
     )
-    await into.finish()
-    return upload
 
 
 def _content_length(value: str | None) -> int | None:

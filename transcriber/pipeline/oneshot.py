@@ -13,11 +13,11 @@ import trio
 from actors import StepTable
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.intake import accept_file
 from transcriber.options import RecognitionOptions
 from transcriber.owners import local_owner
 from transcriber.pipeline.operator import card
 from transcriber.pipeline.runner import Pipeline
-from transcriber.storage.intake import accept_file
 
 
 @attrs.frozen

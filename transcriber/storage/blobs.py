@@ -164,19 +164,6 @@ class Blobs:
         refusal or a cancellation — removes whatever was written."""
         raise NotImplementedError
 
-    async def store_file(self, src: Path) -> tuple[str, int]:
-        """Copy the local file `src` in as a new upload; its ref and size.
-
-        Cancellation: whatever was copied is removed.
-        """
-        async with self.incoming() as into:
-            async with await trio.open_file(src, "rb") as f:
-                while chunk := await f.read(CHUNK):
-                    await into.write(chunk)
-            await into.finish()
-            into.keep()
-        return into.ref, into.size
-
     async def remove(self, ref: str) -> None:
         """Remove what `ref` names, if this store holds it (a record never pointed at
         it). Cancellation: runs to its end, shielded."""

@@ -139,7 +139,7 @@ async def upload(
     itself as the body. The recording is stored (on disk, or whole in the object
     store) and its record committed before the answer; 503 with Retry-After when
     the store is unavailable."""
-    rid, status = await store_upload(
+    got = await store_upload(
         request,
         db,
         config,
@@ -152,7 +152,7 @@ async def upload(
         prompt,
         speakers=speakers,
     )
-    return await card_response(db, owner, rid, status)
+    return await card_response(db, owner, got.id, 201 if got.created else 200)
 
 
 # --- the archive ---

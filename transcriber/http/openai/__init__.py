@@ -19,7 +19,7 @@ here are bounded as those to `POST /v1/recordings` are: the owner's uploads at o
 and any answer about a record the client must not send again (stopped, still working,
 the service stopping), carries `x-should-retry: false`, which OpenAI's SDKs obey; a
 retry that comes anyway (another client, a cut connection) names the first record
-(`transcriber.http.accepting.accept`: the same owner, bytes and fields).
+(`transcriber.intake.accept`: the same owner, bytes and fields).
 
 `requests` reads and takes in a request, `outcome` waits for its record, `answers`
 shapes the answer, `speakers` names the known speakers, `errors` answers in OpenAI's

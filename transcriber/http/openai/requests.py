@@ -1,6 +1,6 @@
 """A request to the OpenAI endpoint taken in: its form's fields read and checked
 (`parse_request`, 400 naming the field that is wrong), its file stored and its record
-committed as any upload's (`receive_request`, `transcriber.http.accepting`)."""
+committed by the intake, as any upload's (`receive_request`, `transcriber.intake`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from actors.log import event
 from transcriber.audio.speakers_model import WeightsMissing
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.http.accepting import Hashed, accept
+from transcriber.http.accepting import accept_request
 from transcriber.http.openai.answers import AudioRequest
 from transcriber.http.openai.errors import OpenAIError
 from transcriber.http.openai.speakers import (
@@ -28,20 +28,17 @@ from transcriber.http.openai.speakers import (
     parse_known,
     reference_voices,
 )
-from transcriber.http.quotas import audio_fits, room_refusals, upload_room
 from transcriber.http.uploads import (
     FORM_SLACK,
     PROMPT_MAX,
-    Upload,
-    UploadRefused,
     check_text,
     clean_filename,
     clean_language,
     is_form,
     receive_form,
 )
+from transcriber.intake import Described, Sink, TooLarge
 from transcriber.options import RecognitionOptions
-from transcriber.storage.configured import blobs_of
 
 WHISPER_1 = "whisper-1"
 
@@ -170,10 +167,10 @@ async def receive_request(
     request: Request, owner: int, db: Database, config: Config, task: str
 ) -> tuple[uuid.UUID, AudioRequest]:
     """Store the form's file and commit its record; the record's id and the request.
-    The same request again (the same owner, bytes and fields, or the same
-    Idempotency-Key) names the first record (`accept`). Bounded as `POST /v1/recordings`
-    is: one of the owner's upload slots while it is
-    received (429), the owner's quota and the disk's room (507).
+    Through the intake, as `POST /v1/recordings`: the same request again (the same
+    owner, bytes and fields, or the same Idempotency-Key) names the first record
+    (`accept`); one of the owner's upload slots while it is received (429), the owner's
+    quota and the disk's room (507).
 
     Cancellation: as `POST /v1/recordings`: before the commit nothing is kept; the commit
     itself is shielded.
@@ -189,64 +186,48 @@ async def receive_request(
         raise OpenAIError(
             400, f"Idempotency-Key must be 1 to {KEY_MAX} characters", code="invalid_request"
         )
-    with request.app.state.upload_slots.take(owner):
-        room = await upload_room(db, config, owner, request.app.state.max_upload_bytes)
-        try:
-            with room_refusals(room, owner):
-                declared = request.headers.get("content-length")
-                if (
-                    declared is not None
-                    and declared.isdigit()
-                    and int(declared) > room.limit + FORM_SLACK
-                ):
-                    raise UploadRefused(413, f"the file is larger than {room.limit} bytes")
-                async with (
-                    blobs_of(config).incoming() as into,
-                    contextlib.aclosing(request.stream()) as body,
-                ):
-                    hashed = Hashed(into)
-                    # `Hashed` writes as `Incoming` does, which is all the form asks.
-                    form = await receive_form(
-                        body,
-                        content_type,
-                        hashed,  # type: ignore[arg-type]
-                        room.limit,
-                        fields,
-                        DROPPED_FIELDS,
-                        LONG_FIELDS if task == "transcribe" else None,
-                    )
-                    if hashed.size == 0:
-                        raise OpenAIError(400, "the file is empty", code="empty_file", param="file")
-                    asked = parse_request(task, form.fields, form.lists)
-                    if asked.known and asked.response_format == DIARIZED:
-                        asked = attrs.evolve(asked, voices=await known_voices(asked))
-                    await hashed.finish()
-                    up = Upload(
-                        into.ref,
-                        hashed.size,
-                        clean_filename(form.filename),
-                        None,
-                        asked.language,
-                        asked.options,
-                    )
-                    await audio_fits(room, up.ref)
-                    # What the record is made of decides; how the answer is shaped
-                    # (response_format, granularities, model) does not.
-                    rid, status = await accept(
-                        db, owner, up, key, hashed.fingerprint(up), into, via="openai"
-                    )
-        except ClientDisconnect:
-            raise OpenAIError(400, "the upload was interrupted", code="invalid_request") from None
+    asked: AudioRequest | None = None
+
+    async def fill(into: Sink) -> Described:
+        nonlocal asked
+        assert into.limit is not None  # an HTTP door always has its limits
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > into.limit + FORM_SLACK:
+            raise TooLarge(f"the file is larger than {into.limit} bytes")
+        async with contextlib.aclosing(request.stream()) as body:
+            form = await receive_form(
+                body,
+                content_type,
+                into,
+                into.limit,
+                fields,
+                DROPPED_FIELDS,
+                LONG_FIELDS if task == "transcribe" else None,
+            )
+        if into.size == 0:
+            raise OpenAIError(400, "the file is empty", code="empty_file", param="file")
+        asked = parse_request(task, form.fields, form.lists)
+        if asked.known and asked.response_format == DIARIZED:
+            asked = attrs.evolve(asked, voices=await known_voices(asked))
+        # What the record is made of decides; how the answer is shaped (response_format,
+        # granularities, model) does not.
+        return Described(clean_filename(form.filename), None, asked.language, asked.options)
+
+    try:
+        got = await accept_request(request, db, config, owner, fill, via="openai", key=key)
+    except ClientDisconnect:
+        raise OpenAIError(400, "the upload was interrupted", code="invalid_request") from None
+    assert asked is not None  # `accept` returns only after `fill` did
     event(
         logging.INFO,
-        "openai_accepted" if status == 201 else "openai_replayed",
-        id=rid,
+        "openai_accepted" if got.created else "openai_replayed",
+        id=got.id,
         owner=owner,
-        size=up.size,
+        size=got.size,
         task=task,
         model=asked.model,
     )
-    return rid, asked
+    return got.id, asked
 
 
 async def known_voices(asked: AudioRequest) -> list[tuple[str, Any]]:

@@ -28,6 +28,6 @@ async def upload(
     # The session (cookie, origin and anti-forgery header) was checked by the
     # dependency before anything of the body is read; the API's bounds apply as to any
     # upload (429, 507).
-    rid, _ = await store_upload(request, db, config, session.owner, None, via="page")
+    rid = (await store_upload(request, db, config, session.owner, None, via="page")).id
     card = await owned_card(db, session.owner, rid)
     return JSONResponse({**card, "page": f"/recordings/{rid}"}, status_code=201)

@@ -1,0 +1,55 @@
+"""What a door writes a recording into, and what it says about it: the bytes go on into
+the store as they come, counted against the room they have and hashed on the way, so
+that the same request sent again is known by its fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import attrs
+
+from transcriber.intake.refusals import TooLarge
+from transcriber.options import RecognitionOptions
+from transcriber.storage.blobs import Incoming
+
+
+@attrs.frozen
+class Described:
+    """What the sender said about a recording: its file's name (data only, never a path),
+    a title, a language hint and how to recognize it."""
+
+    filename: str | None
+    title: str | None
+    language: str | None
+    options: RecognitionOptions = attrs.field(factory=RecognitionOptions)
+
+
+@attrs.define(eq=False)
+class Sink:
+    """Where a door writes a recording's bytes: on to `into` (None: nowhere, for a
+    retry that is only compared with the first request), at most `limit` bytes (None:
+    no bound; past it TooLarge, before the bytes are written)."""
+
+    into: Incoming | None
+    limit: int | None
+    size: int = 0
+    _digest: Any = attrs.field(factory=hashlib.sha256)
+
+    async def write(self, data: bytes) -> None:
+        if self.limit is not None and self.size + len(data) > self.limit:
+            raise TooLarge(f"the upload is larger than {self.limit} bytes")
+        self._digest.update(data)
+        self.size += len(data)
+        if self.into is not None:
+            await self.into.write(data)
+
+    def fingerprint(self, told: Described) -> bytes:
+        """What identifies the request: what it said, its size and its content."""
+        asked = [told.title, told.language, told.filename, self.size, self._digest.hexdigest()]
+        if told.options != RecognitionOptions():
+            # Only when asked for, so a default request keeps the fingerprint it had
+            # before uploads took options.
+            asked.append(told.options.to_json())
+        return hashlib.sha256(json.dumps(asked).encode()).digest()
