@@ -10,6 +10,8 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -27,10 +29,15 @@ def install(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 def test_without_root_it_refuses_with_one_line() -> None:
-    command = [str(INSTALL)]
-    if os.geteuid() == 0:  # become nobody: the refusal is about who runs it
-        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    with tempfile.TemporaryDirectory() as scratch:
+        # A copy that nobody (the user) can read: the checkout may lie in a closed folder.
+        os.chmod(scratch, 0o755)
+        script = Path(scratch) / "install"
+        shutil.copy(INSTALL, script)
+        command = [str(script)]
+        if os.geteuid() == 0:  # become nobody: the refusal is about who runs it
+            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=scratch)
     assert result.returncode == 1
     assert result.stderr.startswith("install: run as root (sudo deploy/install)"), result.stderr
 
@@ -115,7 +122,10 @@ def test_a_staged_install_then_an_upgrade_keeps_the_data(tmp_path: Path) -> None
     # The operator's data: a setting and an owner in the home's database.
     settings.write_text(settings.read_text() + "TRANSCRIBER_SPEAKERS=auto\n")
     kept_settings = settings.read_text()
-    owner = staged(root, "owner", "add", "alice", home=home)
+    # As root the embedded database of a home in a closed folder lies outside it, under
+    # /var/lib/transcriber-embedded, and outlives this test: a name no earlier run used.
+    name = f"alice-{uuid.uuid4().hex[:8]}"
+    owner = staged(root, "owner", "add", name, home=home)
     assert owner.returncode == 0, owner.stderr
 
     second = install("--root", str(root), "--no-compile")
@@ -127,5 +137,5 @@ def test_a_staged_install_then_an_upgrade_keeps_the_data(tmp_path: Path) -> None
     assert f"kept {settings}" in second.stderr
     listed = staged(root, "owner", "list", home=home)
     assert listed.returncode == 0, listed.stderr
-    assert "alice" in listed.stdout
+    assert name in listed.stdout
     verify_unit(root, tmp_path)
