@@ -71,7 +71,11 @@ async def test_options_reach_the_recognize_step(
     for _ in range(4):  # normalize, then recognize, each record
         assert await worker.work_once()
     assert [RecognitionOptions.from_json(o) for o in seen] == [chosen, RecognitionOptions()]
-    assert seen == [{"task": "translate", "prompt": "Kubernetes, Postgres", "temperature": 0.3}, {}]
+    # Stored as every way in stores them: the task always (as the API's uploads do).
+    assert seen == [
+        {"task": "translate", "prompt": "Kubernetes, Postgres", "temperature": 0.3},
+        {"task": "transcribe"},
+    ]
 
 
 @scenario("Options no recognizer could use are refused")
