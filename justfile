@@ -48,7 +48,7 @@ stopped *args:
     transcriber stopped "$@"
 
 # Static checks: lint and format, types, import contracts, module size, declared imports
-# (see README)
+# (docs/development.md)
 lint:
     #!/usr/bin/env bash
     # Every tool runs, even after one fails; the recipe fails if any did.

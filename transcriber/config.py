@@ -33,7 +33,7 @@ class Config:
     max_upload_bytes: int = 2 * 1024**3
     cpu_threads: int = 2
     """CTranslate2 threads per recognition. Measured on 2 cores, a queue of files: 2
-    workers × 2 threads recognized the most audio per CPU second (see the README)."""
+    workers × 2 threads recognized the most audio per CPU second (docs/configuration.md)."""
     decoding: str = "batched"
     """batched (VAD-segmented, faster-whisper's BatchedInferencePipeline) or sequential."""
     batch_size: int = 8

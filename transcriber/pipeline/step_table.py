@@ -47,7 +47,7 @@ def step_table(
             milestone=NORMALIZED,
             next_milestone=TRANSCRIBED if diarize is None else RECOGNIZED,
             run=recognize,
-            # Base on these 2 cores takes ~0.09 s a second of audio (README); the
+            # Base on these 2 cores takes ~0.09 s a second of audio (bench-audio); the
             # largest model, ~20 times the work, ~1.7 s. 3 s a second of audio leaves
             # it room and cuts a hung attempt of the longest record accepted (4 h,
             # TRANSCRIBER_MAX_DURATION_S) at 12.25 h, not at 40 h as 10 s did.

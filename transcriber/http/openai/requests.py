@@ -78,7 +78,7 @@ IGNORED_FIELDS = frozenset(
     }
 )
 """OpenAI's fields for its newer models that no Whisper recognizer can honour: taken, so
-a client that always sends them works, and otherwise unused (see the README)."""
+a client that always sends them works, and otherwise unused (docs/api.md)."""
 
 
 DROPPED_FIELDS = IGNORED_FIELDS - {"stream"}
