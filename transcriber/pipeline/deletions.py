@@ -26,7 +26,8 @@ RETENTION_EVERY_S = 3600.0
 REMOVALS_EVERY_S = 300.0
 """How often, on average, each daemon finishes the deletions whose bytes are not all
 removed (`finish_removals`): a deletion whose process died, or whose store was away,
-has its bytes gone within minutes. A round that finds nothing is one indexed read."""
+has its bytes gone within minutes. A round that finds nothing is one read of a table
+empty but for the deletions that did not finish."""
 REMOVALS_JITTER = 0.5
 """Each pause is REMOVALS_EVERY_S times a random factor from 1 - this to 1 + this, so
 daemons started together do not read (and race on) the same rows in step."""
