@@ -35,7 +35,7 @@ from transcriber.pipeline.deletions import keep_removing
 from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.pipeline.step_table import step_table
 from transcriber.records.deletion import delete_own, finish_removals
-from transcriber.storage.blobs import Blobs
+from transcriber.storage.blobs import Blobs, StorageError
 from transcriber.storage.configured import blobs_of
 from transcriber.storage.intake import accept_file
 
@@ -170,6 +170,33 @@ async def test_a_deletion_that_dies_is_finished_by_the_next_round(
     assert stored.left() == []
     assert await removals(db) == []
     assert await finish_removals(db, blobs_of(stored.config)) == []  # nothing left to do
+
+
+class Away(Blobs):
+    """A store that cannot be reached: every removal fails as the real one's would."""
+
+    def __init__(self, real: Blobs) -> None:
+        self.home = real.home
+        self.min_free_bytes = real.min_free_bytes
+
+    async def remove(self, ref: str) -> None:
+        raise StorageError("object store: could not connect")
+
+    async def remove_record_files(self, record_id: Any) -> list[str]:
+        raise StorageError("object store: could not connect")
+
+
+@scenario("A store away at the deletion leaves its bytes to the next removal round")
+async def test_a_store_away_leaves_the_bytes_to_the_next_round(
+    db: Database, owner_id: int, stored: Stored
+) -> None:
+    rid = await normalized_record(db, stored.config, owner_id)
+    upload, audio = await refs_of(db, rid)
+    [gone] = await delete_own(db, Away(blobs_of(stored.config)), owner_id, [rid], via="api")
+    assert gone.kept == [upload, audio] and gone.claims_kept and not gone.finished
+    assert len(stored.left()) == 2 and await removals(db) == [(rid,)]
+    [done] = await finish_removals(db, blobs_of(stored.config))  # the store is back
+    assert done.finished and stored.left() == [] and await removals(db) == []
 
 
 @scenario("Every daemon finishes unfinished removals at start and periodically")
