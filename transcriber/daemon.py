@@ -21,9 +21,9 @@ from transcriber.config import Config
 from transcriber.db.connect import open_session
 from transcriber.db.database import Database
 from transcriber.pipeline import daemons
-from transcriber.pipeline.deletions import keep_retention
+from transcriber.pipeline.deletions import keep_removing, keep_retention
 from transcriber.pipeline.runner import Pipeline
-from transcriber.storage.blobs import StorageError
+from transcriber.storage.blobs import Blobs, StorageError
 from transcriber.storage.configured import blobs_of
 
 
@@ -124,6 +124,23 @@ async def database_answers(db: Database) -> bool:
     return False
 
 
+async def sweep_strays(db: Database, store: Blobs) -> None:
+    """The start-up sweep, in every daemon: what no record names — uploads a killed
+    process stored but never committed (or `submit` stored before its commit failed),
+    audio a claim published and could not remove after its commit was refused, part
+    files, scratch copies and multipart uploads of a process that is gone — once older
+    than an hour (`STRAY_AGE_S`: an upload may be stored before its commit). Deleted
+    records' bytes are not its job: `keep_removing` removes them at once, whatever
+    their age. Cancellation: what was removed stays removed."""
+    try:
+        removed = await store.sweep_strays(db)
+    except StorageError as e:  # the store is away: sweep at the next start
+        event(logging.WARNING, "sweep_skipped", error=str(e))
+        removed = []
+    if removed:
+        event(logging.WARNING, "swept_strays", files=len(removed))
+
+
 async def serve(
     config: Config,
     options: ServeOptions,
@@ -152,18 +169,13 @@ async def serve(
             pipeline = Pipeline(db, steps, workers=options.workers)
             async with trio.open_nursery() as nursery:
                 url = app = None
+                # Deletions whose bytes are not all removed (the process that deleted
+                # died, its store was away), now and every few minutes, in every daemon.
+                await nursery.start(keep_removing, db, store)
+                await sweep_strays(db, store)
                 if options.http is not None:
                     from transcriber.http import create_app
 
-                    # Uploads a killed process wrote but never recorded, audio of claims
-                    # that lost their commit.
-                    try:
-                        removed = await store.sweep_strays(db)
-                    except StorageError as e:  # the store is away: sweep next start
-                        event(logging.WARNING, "sweep_skipped", error=str(e))
-                        removed = []
-                    if removed:
-                        event(logging.WARNING, "swept_strays", files=len(removed))
                     host, port = options.http
                     app = create_app(db, config)
                     nursery.start_soon(app.state.waiting.follow_journal, db)

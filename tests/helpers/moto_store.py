@@ -5,10 +5,11 @@ same port is a store that went away and came back with its data."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -54,6 +55,46 @@ class MotoStore:
         name = f"t-{uuid.uuid4().hex[:20]}"
         self.client().create_bucket(Bucket=name)
         return name
+
+
+@attrs.define(eq=False)
+class HeldDeletes:
+    """Around moto's WSGI application: the `nth` DeleteObject request (1-based) and every
+    one after it (boto's own retries) are held — `entered` set — until `release`, then
+    answered 500 without being done. A process removing a record's bytes is parked at a
+    known point, to be killed there."""
+
+    app: Callable[..., Iterable[bytes]]
+    nth: int
+    seen: int = 0
+    entered: threading.Event = attrs.field(factory=threading.Event)
+    release: threading.Event = attrs.field(factory=threading.Event)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        if environ["REQUEST_METHOD"] == "DELETE":
+            with self._lock:
+                self.seen += 1
+                held = self.seen >= self.nth
+            if held:
+                self.entered.set()
+                self.release.wait(120)
+                start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
+                return [b"<Error><Code>InternalError</Code><Message>held</Message></Error>"]
+        return self.app(environ, start_response)
+
+
+@contextlib.contextmanager
+def held_deletes(store: MotoStore, nth: int) -> Iterator[HeldDeletes]:
+    """`HeldDeletes` in front of `store` for the block; released and taken away after."""
+    server = store.server._server
+    held = HeldDeletes(server.app, nth)
+    server.app = held
+    try:
+        yield held
+    finally:
+        held.release.set()
+        server.app = held.app
 
 
 def moto_store() -> Iterator[MotoStore]:

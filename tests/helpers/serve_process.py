@@ -53,10 +53,13 @@ async def serve_process(
         )
     try:
         with trio.fail_after(120):
-            while not (ready := re.search(r"ready .*http=(\S+)", log.read_text())):
+            # `--no-api`: ready without an address (the url is then "").
+            while not (
+                ready := re.search(r"\bevent=ready\b(?:[^\n]*http=(\S+))?", log.read_text())
+            ):
                 assert proc.poll() is None, log.read_text()
                 await trio.sleep(0.05)
-        yield ServeProcess(ready.group(1).strip('"'), proc, log)
+        yield ServeProcess((ready.group(1) or "").strip('"'), proc, log)
     finally:
         with trio.CancelScope(shield=True):
             try:

@@ -176,7 +176,9 @@ def delete(
         for d in gone:
             typer.echo(f"deleted {d.id} ({d.size_bytes} bytes, {len(d.files)} files)")
             for ref in d.kept:
-                typer.echo(f"transcriber: {ref} stays until the next start's sweep", err=True)
+                typer.echo(
+                    f"transcriber: {ref} stays until a daemon's next removal round", err=True
+                )
         unknown = [i for i in ids if i not in {d.id for d in gone}]
         for rid in unknown:
             typer.echo(f"transcriber: no record {rid}", err=True)

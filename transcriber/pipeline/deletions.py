@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import random
 import uuid
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -15,13 +16,21 @@ import trio
 
 from actors.log import event
 from transcriber.db.database import Database
-from transcriber.records.deletion import Deleted, remove_bytes
+from transcriber.records.deletion import Deleted, finish_removals, remove_bytes
 from transcriber.storage.blobs import Blobs
 
 RETENTION_BATCH = 100
 """Records one retention statement deletes at most."""
 RETENTION_EVERY_S = 3600.0
 """How often the daemon looks for records past the retention."""
+REMOVALS_EVERY_S = 300.0
+"""How often, on average, each daemon finishes the deletions whose bytes are not all
+removed (`finish_removals`): a deletion whose process died, or whose store was away,
+has its bytes gone within minutes. A round that finds nothing is one read of a table
+empty but for the deletions that did not finish."""
+REMOVALS_JITTER = 0.5
+"""Each pause is REMOVALS_EVERY_S times a random factor from 1 - this to 1 + this, so
+daemons started together do not read (and race on) the same rows in step."""
 
 
 async def delete_any(
@@ -31,7 +40,7 @@ async def delete_any(
     in the answer), journaled with origin `human` and the operator's name `by`.
     Cancellation: one statement, committed or not; then see `remove_bytes`."""
     rows = await db.fetch("delete_records", list(ids), "human", {"by": "operator", "operator": by})
-    return await remove_bytes(store, rows)
+    return await remove_bytes(db, store, rows)
 
 
 async def delete_expired(
@@ -48,7 +57,7 @@ async def delete_expired(
     done: list[Deleted] = []
     while ids := [r["id"] for r in await db.fetch("records_older_than", cutoff, RETENTION_BATCH)]:
         rows = await db.fetch("delete_records", ids, "pipeline", detail)
-        done += await remove_bytes(store, rows)
+        done += await remove_bytes(db, store, rows)
     return done
 
 
@@ -68,6 +77,40 @@ async def keep_retention(
             if gone:
                 event(logging.INFO, "retention_deleted", records=len(gone), days=days)
         await trio.sleep(every_s)
+
+
+async def keep_removing(
+    db: Database,
+    store: Blobs,
+    every_s: float = REMOVALS_EVERY_S,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> NoReturn:
+    """The daemon's removal rounds: `finish_removals` at once (`task_status.started`
+    after it, so a daemon says it is ready with the deletions it found finished), then
+    every `every_s`, jittered. Every daemon runs it, with or without the API or
+    workers. A round that fails (the database away) is logged and tried again at the
+    next; a store that is away leaves its rows for the next.
+
+    Cancellation: ends it (the daemon's shutdown) between rounds or inside one, each
+    record's removal whole or left for the next round (`finish_removals`)."""
+    while True:
+        try:
+            done = await finish_removals(db, store)
+        except Exception as e:  # the next round tries again
+            event(logging.WARNING, "removals_failed", error=str(e))
+        else:
+            if done:
+                event(
+                    logging.WARNING,  # a deletion that did not finish by itself
+                    "removals_finished",
+                    records=sum(d.finished for d in done),
+                    left=sum(not d.finished for d in done),
+                    files=sum(len(d.files) for d in done),
+                )
+        task_status.started()
+        task_status = trio.TASK_STATUS_IGNORED
+        await trio.sleep(every_s * random.uniform(1 - REMOVALS_JITTER, 1 + REMOVALS_JITTER))
 
 
 async def deletions(db: Database, limit: int = 100) -> list[dict[str, Any]]:

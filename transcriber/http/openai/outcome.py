@@ -10,6 +10,7 @@ import trio
 from fastapi import Request
 
 from transcriber.db.database import Database
+from transcriber.http.errors import ApiError
 from transcriber.http.openai.errors import waiting_of
 from transcriber.http.owned_cards import owned_card
 from transcriber.http.waiting import Waiting
@@ -20,11 +21,16 @@ STOPPING = "stopping"
 TIMED_OUT = "timed_out"
 
 
+GONE = "gone"
+"""The record was deleted while the request waited for it."""
+
+
 async def outcome(
     db: Database, owner: int, rid: uuid.UUID, wait_s: float, waiting: Waiting
 ) -> dict[str, Any] | str:
     """The owner's record's card (as the owner reads it) once it is transcribed or
-    stopped; STOPPING when the service stops first, TIMED_OUT after `wait_s`.
+    stopped; STOPPING when the service stops first, TIMED_OUT after `wait_s`, GONE when
+    it is deleted meanwhile.
 
     Reads the card whenever the journal has news, and at growing intervals besides
     (see Waiting). Cancellation: nothing to undo; the record goes on.
@@ -33,7 +39,14 @@ async def outcome(
     with trio.move_on_after(wait_s):
         while True:
             news = waiting.next_news()
-            c = await owned_card(db, owner, rid)  # deleted meanwhile: 404, as any other
+            try:
+                c = await owned_card(db, owner, rid)
+            except ApiError as e:
+                # Returned, not raised: raised, it would leave the waiting nursery of
+                # `outcome_unless_gone` as an ExceptionGroup, a 500.
+                if e.status == 404:
+                    return GONE
+                raise
             if c["done"] or c["stopped"]:
                 return c
             await waiting.pause(news, poll)

@@ -19,7 +19,7 @@ from transcriber.http.errors import MAY_RETRY, NO_RETRY, RETRY_AFTER
 from transcriber.http.middleware import SLOT
 from transcriber.http.openai.answers import answer
 from transcriber.http.openai.errors import OpenAIError, OpenAIRoute, waiting_of
-from transcriber.http.openai.outcome import STOPPING, TIMED_OUT, outcome_unless_gone
+from transcriber.http.openai.outcome import GONE, STOPPING, TIMED_OUT, outcome_unless_gone
 from transcriber.http.openai.requests import (
     TRANSCRIPTION_FIELDS,
     TRANSLATION_FIELDS,
@@ -68,6 +68,18 @@ def stopped_error(c: dict[str, Any], headers: dict[str, str]) -> OpenAIError:
         code=stop["reason"],
         param="file",
         headers=headers,
+    )
+
+
+def deleted_error(rid: Any, headers: dict[str, str]) -> OpenAIError:
+    """The record the request waited for was deleted meanwhile (by its owner, the
+    operator or retention): 404, as for any record that is not there. Not to be retried:
+    a retry would upload it again."""
+    return OpenAIError(
+        404,
+        f"recording {rid} was deleted while this request waited for it",
+        code="not_found",
+        headers={**headers, **NO_RETRY},
     )
 
 
@@ -122,10 +134,14 @@ async def recognize(
             code="still_working",
             headers={**headers, **NO_RETRY},
         )
+    if found == GONE:
+        raise deleted_error(rid, headers)
     assert isinstance(found, dict)
     if found["stopped"]:
         raise stopped_error(found, {**headers, **NO_RETRY})
     t = await transcript(db, owner, rid)
+    if t is None:  # deleted between its card and its transcript
+        raise deleted_error(rid, headers)
     named = await known_names(db, config, owner, rid, t, asked.voices) if t else {}
     return answer(found, t, asked, headers, named)
 
