@@ -20,11 +20,23 @@ def use_logger(name: str) -> None:
     _log = logging.getLogger(name)
 
 
+def _escaped(c: str) -> str:
+    if c == "\n":
+        return "\\n"
+    if c in '\\"':
+        return "\\" + c
+    if c.isprintable():
+        return c
+    return f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+
+
 def value(v: Any) -> str:
-    """One logfmt value: quoted and escaped when it holds spaces, quotes or newlines."""
+    """One logfmt value: quoted and escaped when it holds spaces, quotes, newlines or
+    a character Python does not print (controls, bidi overrides, noncharacters: they
+    would drive or reorder the terminal the line is read in), those as `\\uXXXX`."""
     text = str(v)
-    if text == "" or any(c in text for c in ' ="\n'):
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if text == "" or any(c in ' ="\n' or not c.isprintable() for c in text):
+        return '"' + "".join(_escaped(c) for c in text) + '"'
     return text
 
 

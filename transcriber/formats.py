@@ -9,6 +9,10 @@ where the speaker changes, named. Without speakers a document's paragraph ends a
 pause (PARAGRAPH_PAUSE_S) or when it has run PARAGRAPH_MAX_S, so a long recording reads
 as paragraphs, not as a list of sentences.
 
+Text goes into each format escaped for it, whoever wrote it: a subtitle cue's text is
+one line without `-->` (VTT's `&`, `<`, `>` as character references), Markdown's markup
+characters are backslashed, DOCX leaves out what XML forbids, JSON holds it as data.
+
 DOCX is written with python-docx: the one maintained library that writes real Word
 files (styles, runs, core properties) from Python without a converter process (pandoc,
 LibreOffice) or a template to ship; its only dependency is lxml.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -81,16 +86,54 @@ def to_text(text: str, segments: Sequence[dict[str, Any]]) -> str:
     )
 
 
+# --- subtitles --------------------------------------------------------------------------
+#
+# A cue is its timing line, then its text up to a blank line; a line holding `-->` is a
+# timing line to every parser, and in VTT `<` opens a tag and `&` a character reference.
+# So whatever a segment's text or a speaker's name holds (the recognizer's text, the
+# owner's corrections and names, stored before any of today's checks), each cue's text
+# is one line, `-->` never appears in it, and VTT's markup characters are escaped.
+
+LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+"""Every line break a subtitle parser might split on (CR and LF, the ones Python's
+str.splitlines knows besides): each becomes a space in a cue."""
+
+
+def cue_line(text: str) -> str:
+    """`text` as one line of a cue: each line break a space, and a text of nothing but
+    spaces empty (a line of spaces is blank to many SRT parsers, and would end the cue)."""
+    line = LINE_BREAK.sub(" ", text)
+    return line if line.strip() else ""
+
+
+def srt_text(text: str) -> str:
+    """A cue's text for SRT, which has no escapes: one line, and each `-->` written
+    `->` (again until none is left, so `--->` cannot leave one behind). `->` is the same
+    arrow in plain ASCII, which every player's font has; the JSON and the documents keep
+    the text as it is. `<` and `&` stay: SRT's few tags (`<i>`, `<b>`, `<font>`) style a
+    cue, but cannot add or end one."""
+    line = cue_line(text)
+    while "-->" in line:
+        line = line.replace("-->", "->")
+    return line
+
+
+def vtt_text(text: str) -> str:
+    """A cue's text (or a voice tag's name) for VTT: one line, and `&`, `<`, `>` as the
+    character references WebVTT defines (`&amp;`, `&lt;`, `&gt;`): no tag can open, and
+    with `>` escaped no `-->` is left."""
+    return cue_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _said(s: dict[str, Any]) -> str:
-    return f"{s['speaker']}: {s['text']}" if s.get("speaker") else s["text"]
+    text = srt_text(str(s["text"]))
+    return f"{srt_text(s['speaker'])}: {text}" if s.get("speaker") else text
 
 
 def _voice(s: dict[str, Any]) -> str:
-    # A cue's voice tag names who speaks it; `>` and `&` would end or break the tag.
-    if not s.get("speaker"):
-        return str(s["text"])
-    name = s["speaker"].replace("&", "&amp;").replace(">", "&gt;")
-    return f"<v {name}>{s['text']}"
+    # A cue's voice tag names who speaks it, escaped as the text is (`>` would end it).
+    text = vtt_text(str(s["text"]))
+    return f"<v {vtt_text(s['speaker'])}>{text}" if s.get("speaker") else text
 
 
 def to_srt(text: str, segments: Sequence[dict[str, Any]]) -> str:
@@ -221,25 +264,39 @@ def to_markdown(head: DocumentHead, segments: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+XML_FORBIDDEN = re.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""What XML 1.0 may not hold (its `Char` production): C0 controls but tab and line
+breaks, surrogates, U+FFFE and U+FFFF."""
+
+
+def xml_text(text: str) -> str:
+    """`text` without the characters XML 1.0 forbids. Owner fields refuse them
+    (transcriber.records.owner_text), but a text stored before that, or the recognizer's,
+    may hold one, and lxml refuses to write it: the document leaves it out rather than
+    fail."""
+    return XML_FORBIDDEN.sub("", text)
+
+
 def to_docx(head: DocumentHead, segments: Sequence[dict[str, Any]]) -> bytes:
     """A Word document: the title as its heading (and core property), the date,
     duration and language under it, then a paragraph per `paragraphs` with its
-    timecode (and speaker) in bold."""
+    timecode (and speaker) in bold. Every text goes through `xml_text`."""
     import docx  # python-docx; imported here, so the rest of the service never loads lxml
 
     document = docx.Document()
-    document.core_properties.title = head.title
+    title = xml_text(head.title)
+    document.core_properties.title = title
     if head.created_at is not None:
         document.core_properties.created = head.created_at
-    document.add_heading(head.title, level=1)
+    document.add_heading(title, level=1)
     if line := head_line(head):
-        document.add_paragraph().add_run(line).italic = True
+        document.add_paragraph().add_run(xml_text(line)).italic = True
     for p in paragraphs(segments):
         para = document.add_paragraph()
         para.add_run(f"[{timecode(p.start)}] ").bold = True
         if p.speaker:
-            para.add_run(f"{p.speaker}: ").bold = True
-        para.add_run(p.text)
+            para.add_run(f"{xml_text(p.speaker)}: ").bold = True
+        para.add_run(xml_text(p.text))
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()

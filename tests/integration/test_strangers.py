@@ -17,7 +17,7 @@ from tests.helpers.raw_http import exchange, request_head, until
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http import create_app, serving
-from transcriber.http.page import SIGNIN_FORM_MAX
+from transcriber.http.sessions import SIGNIN_FORM_MAX
 from transcriber.owners import NewOwner
 
 FORM = "application/x-www-form-urlencoded"

@@ -37,7 +37,6 @@ PREFIX = "TRANSCRIBER_"
 NAME = re.compile(r"TRANSCRIBER_[A-Z0-9][A-Z0-9_]*")
 
 
-
 # --- the variables the code reads ----------------------------------------------------------
 
 

@@ -38,6 +38,11 @@ SESSION_EXPIRED = "your session has ended; sign in again"
 FORGED = "refused: this request did not come from this site's own page"
 SECRET_MAX = 200
 """Characters of a cookie's secret worth looking up (ours are 43)."""
+SIGNIN_FORM_MAX = 4096
+"""Bytes of a sign-in form (`sign_in_form`), the page's and the operator's screen's: a
+token (about 50 characters), where to go next (at most 2000) and the form's own
+encoding. Read before anything vouches for its sender, so it is kept small: each face
+names its sign-in path in its `body_caps` (`middleware.Guard` refuses more with 413)."""
 
 
 class Signed(Protocol):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import email.message
 import re
-import unicodedata
 from collections.abc import AsyncIterable, Callable, Mapping
 
 from python_multipart.exceptions import MultipartParseError
@@ -15,6 +14,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 
 from transcriber.intake import Described, Sink, TooLarge
 from transcriber.options import RecognitionOptions
+from transcriber.records.owner_text import check_text as check_text  # openai.requests' too
 
 FORM_SLACK = 1 << 20
 """What a multipart body may carry besides the file (boundaries, headers, the text
@@ -47,37 +47,6 @@ class UploadRefused(Exception):
 
 
 # --- values the client sends --------------------------------------------------------
-
-
-LINE_BREAKS = frozenset("\n\r\t")
-"""The control characters a text of several lines (a summary, a prompt) may hold."""
-
-
-def check_text(value: str, what: str, max_chars: int, *, lines: bool = False) -> str:
-    """`value` if PostgreSQL can store it as text, it holds no control character (but
-    line breaks and tabs where `lines`) and it is not too long; else ValueError with a
-    message for the client. A control character in an owner's field would break the
-    subtitle files, the terminals and the logs it ends up in."""
-    if len(value) > max_chars:
-        raise ValueError(f"{what} is longer than {max_chars} characters")
-    if "\x00" in value:
-        raise ValueError(f"{what} contains a NUL character")
-    bad = sorted(
-        {
-            c
-            for c in value
-            if unicodedata.category(c) in ("Cc", "Zl", "Zp") and not (lines and c in LINE_BREAKS)
-        }
-    )
-    if bad:
-        names = ", ".join(f"U+{ord(c):04X}" for c in bad[:3])
-        allowed = " (line breaks and tabs are fine)" if lines else ""
-        raise ValueError(f"{what} contains control characters ({names}){allowed}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{what} is not valid Unicode") from None
-    return value
 
 
 def clean_title(value: str | None) -> str | None:

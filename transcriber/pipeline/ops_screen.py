@@ -31,13 +31,24 @@ SILENT_BEATS = 3
 """A daemon is marked silent once this many of its beats are missing."""
 
 
+OLDER_MAX_S = 10 * 365 * 86400
+"""The longest "stopped at least this long ago" a filter may ask: ten years, longer
+than any record has been kept, and far inside what PostgreSQL's `interval` holds (past
+that, or NaN or infinity, the query fails)."""
+
+
+def _older(_: Any, __: Any, value: float | None) -> None:
+    if value is not None and not 0 <= value <= OLDER_MAX_S:  # NaN fails both
+        raise ValueError(f"older_than_s must be 0 to {OLDER_MAX_S} seconds, not {value}")
+
+
 @attrs.frozen
 class StoppedFilter:
     reason: str | None = None
     milestone: str | None = None
     owner: str | None = None
-    older_than_s: float | None = None
-    """Only records stopped at least this long ago."""
+    older_than_s: float | None = attrs.field(default=None, validator=_older)
+    """Only records stopped at least this long ago (0 to OLDER_MAX_S; ValueError else)."""
     search: str | None = None
     """A record id, an owner's name, or part of a file name."""
 

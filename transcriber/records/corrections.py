@@ -8,37 +8,41 @@ how it applies, and the queries that read and write it.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from transcriber.db.database import Database
+from transcriber.records.owner_text import refused_in, what_is_held
 
 CORRECTION_MAX = 2000
 """Characters of one corrected segment: a segment is a sentence or two of speech."""
 
 
 class BadCorrection(ValueError):
-    """The text cannot be a segment's text; the message says why, for the owner."""
+    """The text cannot be a segment's text; the message says why, for the owner, and
+    `chars` which characters it may not hold (none: it is too long)."""
+
+    def __init__(self, message: str, chars: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.chars = chars or []
 
 
 def check_correction(text: str) -> str:
-    """The correction as stored (surrounding spaces trimmed), or BadCorrection.
+    """The correction as stored (surrounding spaces trimmed), or BadCorrection naming
+    the refused characters (`chars`).
 
-    Control characters are refused, line breaks included: a segment is one cue of a
-    subtitle file, where a blank line would end the cue and a stray control character
-    breaks players.
+    What an owner's text may not hold is refused (transcriber.records.owner_text), line
+    breaks included: a segment is one cue of a subtitle file, where a blank line would
+    end the cue and a stray control character breaks players.
     """
     if len(text) > CORRECTION_MAX:
         raise BadCorrection(
             f"the text is {len(text)} characters long; a segment may have at most {CORRECTION_MAX}"
         )
-    bad = sorted({c for c in text if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")})
-    if bad:
-        names = ", ".join(f"U+{ord(c):04X}" for c in bad[:3])
+    if bad := refused_in(text):
         raise BadCorrection(
-            f"the text contains control characters ({names}); "
-            "a segment is a single line of plain text"
+            f"the text contains {what_is_held(bad)}; a segment is a single line of plain text",
+            bad,
         )
     return text.strip()
 

@@ -11,12 +11,12 @@ owner names a speaker, and the queries; transcriber.audio.speakers.assign applie
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
 
 import attrs
 
 from transcriber.db.database import Database
+from transcriber.records.owner_text import refused_in, what_is_held
 
 NAME_MAX = 80
 """Characters of a speaker's name: a person's name, or a role ("Interviewer")."""
@@ -27,12 +27,14 @@ _LABEL = re.compile(r"^\s*(?:speaker\s*)?(\d{1,2})\s*$", re.IGNORECASE)
 
 
 class BadSpeaker(ValueError):
-    """The name or speaker cannot be used; the message says why, for the owner, and
-    `taken` whether it is because another speaker is called so (the page's words)."""
+    """The name or speaker cannot be used; the message says why, for the owner, `taken`
+    whether it is because another speaker is called so, and `chars` the characters a
+    name may not hold that it does (the page's words)."""
 
-    def __init__(self, message: str, *, taken: bool = False) -> None:
+    def __init__(self, message: str, *, taken: bool = False, chars: list[str] | None = None):
         super().__init__(message)
         self.taken = taken
+        self.chars = chars or []
 
 
 @attrs.frozen
@@ -66,8 +68,10 @@ def check_name(text: str, speaker: int, names: dict[int, str]) -> str | None:
     name = " ".join(text.split())
     if len(name) > NAME_MAX:
         raise BadSpeaker(f"the name is {len(name)} characters long; at most {NAME_MAX}")
-    if any(unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") for c in text):
-        raise BadSpeaker("the name contains control characters; it is one line of plain text")
+    if bad := refused_in(text):
+        raise BadSpeaker(
+            f"the name contains {what_is_held(bad)}; it is one line of plain text", chars=bad
+        )
     if name in ("", default_label(speaker)):
         return None
     m = _LABEL.match(name)

@@ -9,7 +9,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from transcriber.http.owned_cards import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
 from transcriber.http.share_links import MAX_DAYS
-from transcriber.http.uploads import TITLE_MAX, check_text
+from transcriber.http.uploads import TITLE_MAX
+from transcriber.records.owner_text import check_text
 from transcriber.records.shares import NOTE_MAX
 from transcriber.records.speaker_names import NAME_MAX
 

@@ -17,7 +17,8 @@ takes of it (`transcriber.http.faces`).
 
 from transcriber.http.faces import Face
 from transcriber.http.ops import screens, sign_in
-from transcriber.http.ops.session import PREFIX
+from transcriber.http.ops.session import PREFIX, SIGNIN_PATH
+from transcriber.http.sessions import SIGNIN_FORM_MAX
 
 
 def is_ops_path(path: str) -> bool:
@@ -26,4 +27,9 @@ def is_ops_path(path: str) -> bool:
     return path == PREFIX or path.startswith(PREFIX + "/")
 
 
-FACE = Face("ops", (sign_in.router, screens.router), authenticates=is_ops_path)
+BODY_CAPS = {("POST", SIGNIN_PATH): SIGNIN_FORM_MAX}
+"""(method, path) → bytes of a body read whole that is capped below the API's own: the
+sign-in form, which a stranger sends, as the page's (the screen's other forms are sent
+with an operator's session)."""
+
+FACE = Face("ops", (sign_in.router, screens.router), authenticates=is_ops_path, body_caps=BODY_CAPS)

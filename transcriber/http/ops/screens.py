@@ -16,8 +16,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from actors.log import event
 from transcriber.http.deps import Db
+from transcriber.http.errors import ApiError
 from transcriber.http.ops.html import html
 from transcriber.http.ops.session import PREFIX, OperatorSession
+from transcriber.http.rendering import lang_of
 from transcriber.http.sessions import CSRF_FIELD, check_csrf
 from transcriber.milestones import MILESTONES
 from transcriber.pipeline import ops_screen
@@ -72,15 +74,29 @@ async def glance_page(
 # --- stopped records -------------------------------------------------------------------
 
 
+OLDER_MAX_MIN = ops_screen.OLDER_MAX_S // 60
+"""The most minutes `older` may say: ten years (ops_screen.OLDER_MAX_S)."""
+
+
+class BadOlder(ValueError):
+    """`older` is not a number of minutes from 0 to OLDER_MAX_MIN."""
+
+
 def stopped_filter(
     reason: str | None, milestone: str | None, owner: str | None, older: str | None, q: str | None
 ) -> StoppedFilter:
+    """The filter the form's fields say; BadOlder when `older` is not 0 to OLDER_MAX_MIN
+    minutes (NaN, infinity, `1e308` and negative numbers included): a filter typed wrong
+    is refused, not dropped, so "resume all" never resumes more than the operator asked."""
     older_s = None
-    if older:
+    if older and older.strip():
         try:
-            older_s = max(float(older) * 60, 0.0)
+            minutes = float(older)
         except ValueError:
-            older_s = None
+            raise BadOlder(older) from None
+        if not 0 <= minutes <= OLDER_MAX_MIN:  # NaN fails both
+            raise BadOlder(older)
+        older_s = minutes * 60
     return StoppedFilter(
         reason=reason or None,
         milestone=milestone or None,
@@ -104,19 +120,33 @@ async def stopped_page(
     older: Annotated[str | None, Query(max_length=20)] = None,
     q: Text = None,
 ) -> HTMLResponse:
-    wanted = stopped_filter(reason, milestone, owner, older, q)
-    records = await ops_screen.stopped_records(db, wanted)
+    older_error = None
+    try:
+        wanted = stopped_filter(reason, milestone, owner, older, q)
+    except BadOlder:
+        wanted = stopped_filter(reason, milestone, owner, None, q)
+        older_error = older_refused(request)
+    records = [] if older_error else await ops_screen.stopped_records(db, wanted)
     return html(
         request,
         "ops_stopped.html",
+        422 if older_error else 200,
         records=records,
         wanted=wanted,
         older=older or "",
+        older_error=older_error,
         milestones=MILESTONES,
         list_max=ops_screen.LIST_MAX,
         csrf=session.csrf,
         operator=session.name,
     )
+
+
+def older_refused(request: Request) -> str:
+    lang = lang_of(request)
+    return lang.gettext("Give the minutes as a number from 0 to %(max)s (ten years).") % {
+        "max": lang.number(OLDER_MAX_MIN)
+    }
 
 
 REFUSED_SHOWN = 100
@@ -133,9 +163,15 @@ async def resume(request: Request, db: Db, session: OperatorSession) -> Response
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
     if form.get("all"):
-        wanted = stopped_filter(
-            *(str(form.get(k, "")) or None for k in ("reason", "milestone", "owner", "older", "q"))
-        )
+        try:
+            wanted = stopped_filter(
+                *(
+                    str(form.get(k, "")) or None
+                    for k in ("reason", "milestone", "owner", "older", "q")
+                )
+            )
+        except BadOlder:
+            raise ApiError(422, older_refused(request)) from None
         ids = [r["id"] for r in await ops_screen.stopped_records(db, wanted)]
     else:
         found = (parse_id(str(v)) for v in form.getlist("id")[: ops_screen.LIST_MAX])

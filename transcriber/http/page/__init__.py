@@ -37,16 +37,13 @@ from transcriber.http.page import (
     upload,
 )
 from transcriber.http.page.session import SIGNIN_PATH, session_of
+from transcriber.http.sessions import SIGNIN_FORM_MAX
 
 _PAGE_PATH = re.compile(r"/(?:|signin|signout|upload|delete|recordings/[^/]+(?:/.*)?)")
 
 STREAMED = frozenset({("POST", "/upload")})
 """(method, path) of the page's routes that stream their body under their own cap."""
 
-SIGNIN_FORM_MAX = 4096
-"""Bytes of the sign-in form: a token (about 50 characters), where to go next (at most
-2000) and the form's own encoding. Read before anything vouches for its sender, so it
-is kept small (`middleware.Guard` refuses more with 413)."""
 BODY_CAPS = {("POST", SIGNIN_PATH): SIGNIN_FORM_MAX}
 """(method, path) → bytes of a body read whole that is capped below the API's own."""
 

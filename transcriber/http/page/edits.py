@@ -3,7 +3,6 @@ one segment's text corrected or restored (the page's script)."""
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -31,7 +30,7 @@ from transcriber.http.page.session import (
     Session,
     check_csrf,
 )
-from transcriber.http.uploads import TITLE_MAX, check_text
+from transcriber.http.uploads import TITLE_MAX
 from transcriber.records.archive import (
     edit_owner_fields,
     transcript,
@@ -43,6 +42,7 @@ from transcriber.records.corrections import (
     clear_correction,
     set_correction,
 )
+from transcriber.records.owner_text import RefusedText, check_text, described, is_control
 
 router = APIRouter(include_in_schema=False)
 
@@ -58,13 +58,16 @@ def field_errors(
     def refused(value: str, what: str, limit: int, lines: bool = False) -> str | None:
         try:
             check_text(value, what, limit, lines=lines)
-        except ValueError:
-            if len(value) > limit:
+        except RefusedText as e:
+            if e.too_long:
                 return _("%(what)s is longer than %(limit)d characters") % {
                     "what": what,
                     "limit": limit,
                 }
-            return _("%(what)s contains characters that cannot be stored") % {"what": what}
+            return _("%(what)s contains characters it may not hold: %(names)s") % {
+                "what": what,
+                "names": described(e.chars),
+            }
         return None
 
     for name, what, value, limit, lines in (
@@ -115,18 +118,23 @@ async def edit(request: Request, db: Db, session: Session, recording_id: str) ->
     return RedirectResponse(f"/recordings/{card['id']}", status_code=303)
 
 
-def correction_refused(lang: i18n.Lang, form: Any) -> str:
+def correction_refused(lang: i18n.Lang, form: Any, e: BadCorrection) -> str:
     """Why `check_correction` refused the form's text, in the reader's language: it
-    refuses a text too long or one with control characters."""
+    refuses a text too long or one with characters an owner's text may not hold."""
     text = str(form.get("text", ""))
-    if len(text) > CORRECTION_MAX:
+    if not e.chars:
         return lang.gettext(
             "the text is %(n)d characters long; a segment may have at most %(max)d"
         ) % {"n": len(text), "max": CORRECTION_MAX}
-    bad = sorted({c for c in text if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")})[:3]
+    if all(is_control(c) for c in e.chars):
+        return lang.gettext(
+            "the text contains control characters (%(names)s); "
+            "a segment is a single line of plain text"
+        ) % {"names": described(e.chars)}
     return lang.gettext(
-        "the text contains control characters (%(names)s); a segment is a single line of plain text"
-    ) % {"names": ", ".join(f"U+{ord(c):04X}" for c in bad)}
+        "the text contains characters it may not hold (%(names)s); "
+        "a segment is a single line of plain text"
+    ) % {"names": described(e.chars)}
 
 
 @router.post("/recordings/{recording_id}/segments/{index}")
@@ -145,8 +153,10 @@ async def correct(
     detail = {"by": "owner", "owner_id": session.owner, "segment": index}
     try:
         text = "" if form.get("restore") else check_correction(str(form.get("text", "")))
-    except BadCorrection:
-        return JSONResponse({"error": correction_refused(lang_of(request), form)}, status_code=422)
+    except BadCorrection as e:
+        return JSONResponse(
+            {"error": correction_refused(lang_of(request), form, e)}, status_code=422
+        )
     if text in ("", machine_text.strip()):
         await clear_correction(db, session.owner, rid, index, {**detail, "restored": True})
         return JSONResponse(

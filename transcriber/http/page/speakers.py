@@ -26,6 +26,7 @@ from transcriber.http.page.session import (
     check_csrf,
 )
 from transcriber.http.speaker_changes import reassign, rename
+from transcriber.records.owner_text import described
 from transcriber.records.speaker_names import NAME_MAX, BadSpeaker
 
 router = APIRouter(include_in_schema=False)
@@ -35,6 +36,10 @@ def speaker_refused(lang: i18n.Lang, e: BadSpeaker) -> str:
     """Why a speaker's name or a segment's speaker was refused, in the reader's language."""
     if e.taken:
         return lang.gettext("Another speaker already has that name.")
+    if e.chars:
+        return lang.gettext("The name contains characters it may not hold: %(names)s") % {
+            "names": described(e.chars)
+        }
     return lang.gettext("A name is one line of plain text, at most %(max)d characters.") % {
         "max": NAME_MAX
     }
