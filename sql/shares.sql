@@ -10,9 +10,14 @@
 
 -- name: share_add
 -- A new link to the owner's ($1) record $2: $3 the secret's sha256, $4 the note, $5 its
--- expiry (NULL: none). No row: not theirs.
+-- expiry (NULL: none). No row: not theirs, or the owner revoked meanwhile. The owner's
+-- row is locked FOR SHARE until the commit: a revoke (sql/owners.sql `owner_revoke`)
+-- waits for this link and then ends it, or this waits for the revoke and makes none.
 INSERT INTO shares (recording_id, secret_hash, note, expires_at)
-SELECT r.id, $3, $4, $5 FROM recordings r WHERE r.owner_id = $1 AND r.id = $2
+SELECT r.id, $3, $4, $5
+  FROM recordings r JOIN owners o ON o.id = r.owner_id
+ WHERE r.owner_id = $1 AND r.id = $2 AND o.revoked_at IS NULL
+   FOR SHARE OF o
 RETURNING id, note, created_at, expires_at, revoked_at, opened, last_opened_at
 
 -- name: owner_shares

@@ -100,11 +100,23 @@ async def revoke(db: Database, name: str, *, by: str) -> int:
     """`name`'s token stops working at once and every share link they made ends for
     good (a later `rotate_token` reinstates the owner, not the links), each journaled
     `share_revoked` with origin `human` and `by`; their records stay as they are. The
-    number of links ended. Cancellation: one statement."""
-    row = await db.fetchrow("owner_revoke", name, {"by": by})
-    if row is None:
+    number of links ended. A link being made meanwhile is ended too, or not made.
+    Cancellation: one transaction, committed or not (calling again is safe)."""
+    revoked, ended = db.sql("owner_revoke"), db.sql("owner_revoke_shares")
+
+    async def work(con: asyncpg.Connection) -> int | None:
+        async with con.transaction():
+            owner = await con.fetchval(revoked, name)
+            if owner is None:
+                return None
+            # A statement of its own, after the owner's row lock: it sees a link whose
+            # making held that lock (sql/shares.sql `share_add`), committed meanwhile.
+            return int(await con.fetchval(ended, owner, {"by": by}))
+
+    links = await db.run(work)
+    if links is None:
         raise NoSuchOwner(name)
-    return int(row["links"])
+    return links
 
 
 LOCAL_OWNER = "local"

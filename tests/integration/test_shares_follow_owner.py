@@ -7,9 +7,12 @@ journaled as human; what a stranger, an owner and a forged form get there."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import httpx
 import pytest
+import trio
+import trio_asyncio
 
 from tests.helpers.api_clients import client
 from tests.helpers.cli_process import cli
@@ -21,8 +24,9 @@ from transcriber.db.database import Database
 from transcriber.http.ops import session as ops_sign_in
 from transcriber.http.page import session as page_sign_in
 from transcriber.operators import NewOperator, add_operator
-from transcriber.owners import NewOwner
+from transcriber.owners import NewOwner, revoke, rotate_token
 from transcriber.pipeline import operator_shares
+from transcriber.records.shares import add_share, secret_hash
 
 
 def scenario(title: str) -> pytest.MarkDecorator:
@@ -216,6 +220,11 @@ async def test_ops_shares_screen(
         for private in ("for Bob", "Board meeting", "Hello, shared world.", secret):
             assert private not in page.text
         assert page.headers["cache-control"] == "no-store"
+        # What the screen echoes is escaped; its counts are bounded.
+        echoed = await c.get("/ops/shares", params={"owner": '"><script>x()</script>'})
+        assert echoed.status_code == 200 and "<script>x()" not in echoed.text
+        for bad in ("-1", "1001", "abc"):
+            assert (await c.get("/ops/shares", params={"ended": bad})).status_code == 422
 
         # A forged form and one from another site are refused, and change nothing.
         forged = await c.post("/ops/shares/revoke", data={"csrf": "wrong", "id": link["id"]})
@@ -288,3 +297,90 @@ async def test_share_admin_is_the_operators(
     assert not [e for e in await journal(db, uuid.UUID(rid)) if e["kind"] == "share_revoked"]
     # The owner's own API has no way to another owner's, nor to any list of every link.
     assert (await as_ann.get("/v1/shares")).status_code == 404
+
+
+async def wait_for_lock_waiters(db: Database, n: int) -> None:
+    """Until `n` sessions of this database wait on a lock: the race is then set up."""
+    sql = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND wait_event_type = 'Lock'"
+    )
+    with trio.fail_after(10):
+        while await db.run(lambda con: con.fetchval(sql)) < n:
+            await trio.sleep(0.005)
+
+
+@scenario("A link made while its owner is revoked is ended with the others, or not made")
+async def test_a_link_made_during_the_owners_revoke(
+    db: Database,
+    db_url: str,
+    config: Config,
+    base_url: str,
+    ann: NewOwner,
+    as_ann: httpx.AsyncClient,
+) -> None:
+    rid = uuid.UUID(await corrected_record(db, config, ann, as_ann))
+    secret = "made-while-revoking-" + "x" * 30
+
+    # A link in the making (its token was good when the request began): its statement
+    # ran, its transaction is not committed when the revoke comes.
+    async def making(ran: trio.Event, release: trio.Event) -> None:
+        async def work(con: Any) -> None:
+            async with con.transaction():
+                row = await con.fetchrow(
+                    db.sql("share_add"), ann.id, rid, secret_hash(secret), "", None
+                )
+                assert row is not None
+                ran.set()
+                await trio_asyncio.trio_as_aio(release.wait)()
+
+        await db.run(work)
+
+    ran, release = trio.Event(), trio.Event()
+    ended: list[int] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(making, ran, release)
+        await ran.wait()
+
+        async def revoking() -> None:
+            ended.append(await revoke(db, "ann", by="test"))
+
+        nursery.start_soon(revoking)
+        await wait_for_lock_waiters(db, 1)  # the revoke waits for the link's commit
+        release.set()
+    assert ended == [1]  # it saw the link committed meanwhile, and ended it
+    rotated = await rotate_token(db, "ann")
+    async with client(base_url) as anyone:
+        assert (await anyone.get(f"/s/{secret}")).status_code == 404
+
+    # The other way round: the revoke's owner row first, a link asked for meanwhile
+    # waits for it and is not made.
+    await db.run(lambda con: con.execute("UPDATE shares SET revoked_at = now()"))
+    asked: list[Any] = []
+
+    async def revoking_held(locked: trio.Event, release: trio.Event) -> None:
+        async def work(con: Any) -> None:
+            async with con.transaction():
+                owner = await con.fetchval(db.sql("owner_revoke"), "ann")
+                locked.set()
+                await trio_asyncio.trio_as_aio(release.wait)()
+                await con.fetchval(db.sql("owner_revoke_shares"), owner, {"by": "test"})
+
+        await db.run(work)
+
+    locked, release = trio.Event(), trio.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(revoking_held, locked, release)
+        await locked.wait()
+
+        async def asking() -> None:
+            asked.append(await add_share(db, rotated.owner.id, rid, note="", expires_at=None))
+
+        nursery.start_soon(asking)
+        await wait_for_lock_waiters(db, 1)
+        release.set()
+    assert asked == [None]
+    live = await db.run(
+        lambda con: con.fetchval("SELECT count(*) FROM shares WHERE revoked_at IS NULL")
+    )
+    assert live == 0
