@@ -102,16 +102,15 @@ async def revoke(db: Database, name: str, *, by: str) -> int:
     `share_revoked` with origin `human` and `by`; their records stay as they are. The
     number of links ended. A link being made meanwhile is ended too, or not made.
     Cancellation: one transaction, committed or not (calling again is safe)."""
-    revoked, ended = db.sql("owner_revoke"), db.sql("owner_revoke_shares")
 
     async def work(con: asyncpg.Connection) -> int | None:
         async with con.transaction():
-            owner = await con.fetchval(revoked, name)
+            owner = await con.fetchval(db.sql("owner_revoke"), name)
             if owner is None:
                 return None
             # A statement of its own, after the owner's row lock: it sees a link whose
             # making held that lock (sql/shares.sql `share_add`), committed meanwhile.
-            return int(await con.fetchval(ended, owner, {"by": by}))
+            return int(await con.fetchval(db.sql("owner_revoke_shares"), owner, {"by": by}))
 
     links = await db.run(work)
     if links is None:
