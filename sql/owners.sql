@@ -37,10 +37,40 @@ SELECT o.id, o.name, o.created_at, o.revoked_at, count(r.id) AS recordings,
  ORDER BY o.name
 
 -- name: owner_revoke
--- The owner's token stops working at once; their records stay. NULL: no such owner.
+-- The owner's ($1, a name) token stops working at once; their records stay. No row: no
+-- such owner. The first statement of the revoke's transaction: this row's lock waits for
+-- a link being made (`share_add` locks the row FOR SHARE), so `owner_revoke_shares`,
+-- the second statement, with a snapshot of its own, sees that link too.
 UPDATE owners SET revoked_at = coalesce(revoked_at, now()) WHERE name = $1 RETURNING id
+
+-- name: owner_revoke_shares
+-- Every link of the revoked owner ($1, an id) ends for good, each journaled on its
+-- record as `share_revoked` with origin `human` and detail $2 (who) with the link's id:
+-- `owner_rotate` reinstates the owner, not the links (sql/0019). `links`: those ended.
+WITH gone AS (
+    UPDATE shares s SET revoked_at = now()
+      FROM recordings r
+     WHERE r.id = s.recording_id AND r.owner_id = $1 AND s.revoked_at IS NULL
+    RETURNING s.id, s.recording_id, r.milestone
+), event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, detail)
+    SELECT recording_id, 'human', 'share_revoked', milestone,
+           $2::jsonb || jsonb_build_object('share', id, 'why', 'owner_revoked')
+      FROM gone
+    RETURNING id, kind
+)
+SELECT (SELECT count(*) FROM gone) AS links,
+       (SELECT count(pg_notify('transcriber_journal', id || ' ' || kind)) FROM event) AS notified
 
 -- name: owner_rotate
 -- A new token hash in place of the old one (which stops working at once); a revoked
--- owner is reinstated by it. NULL: no such owner.
-UPDATE owners SET token_hash = $2, revoked_at = NULL WHERE name = $1 RETURNING id
+-- owner is reinstated by it. Their live links stay: rotation is a new token, not a new
+-- person (docs/security.md). No row: no such owner; `links`: their live links.
+WITH owner AS (
+    UPDATE owners SET token_hash = $2, revoked_at = NULL WHERE name = $1 RETURNING id
+)
+SELECT owner.id,
+       (SELECT count(*) FROM shares s JOIN recordings r ON r.id = s.recording_id
+         WHERE r.owner_id = owner.id AND s.revoked_at IS NULL
+           AND (s.expires_at IS NULL OR s.expires_at > now())) AS links
+  FROM owner

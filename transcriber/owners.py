@@ -72,20 +72,50 @@ async def owner_named(db: Database, name: str) -> int | None:
     return None if row is None else int(row["id"])
 
 
-async def rotate_token(db: Database, name: str) -> NewOwner:
+@attrs.frozen
+class Rotated:
+    """A new token, and how many live share links the owner keeps through it."""
+
+    owner: NewOwner
+    live_links: int
+
+
+async def rotate_token(db: Database, name: str) -> Rotated:
     """A new token for `name`; the old one stops working with this commit (every
-    request looks its token up afresh). A revoked owner is reinstated by it."""
+    request looks its token up afresh). A revoked owner is reinstated by it.
+
+    Their live share links stay: rotation is a new token, not a new person, and a link
+    is the owner's word to someone else, not a use of the token (rotating a token that
+    may be lost must not break every link its owner gave out). A link made with a token
+    used by someone else is ended by `revoke` (every link, for good) or one by one by
+    the operator (`transcriber share revoke`). Cancellation: one statement."""
     token = new_token()
-    owner_id = await db.fetchval("owner_rotate", name, token_hash(token))
-    if owner_id is None:
+    row = await db.fetchrow("owner_rotate", name, token_hash(token))
+    if row is None:
         raise NoSuchOwner(name)
-    return NewOwner(owner_id, name, token)
+    return Rotated(NewOwner(row["id"], name, token), int(row["links"]))
 
 
-async def revoke(db: Database, name: str) -> None:
-    """`name`'s token stops working at once; their records stay as they are."""
-    if await db.fetchval("owner_revoke", name) is None:
+async def revoke(db: Database, name: str, *, by: str) -> int:
+    """`name`'s token stops working at once and every share link they made ends for
+    good (a later `rotate_token` reinstates the owner, not the links), each journaled
+    `share_revoked` with origin `human` and `by`; their records stay as they are. The
+    number of links ended. A link being made meanwhile is ended too, or not made.
+    Cancellation: one transaction, committed or not (calling again is safe)."""
+
+    async def work(con: asyncpg.Connection) -> int | None:
+        async with con.transaction():
+            owner = await con.fetchval(db.sql("owner_revoke"), name)
+            if owner is None:
+                return None
+            # A statement of its own, after the owner's row lock: it sees a link whose
+            # making held that lock (sql/shares.sql `share_add`), committed meanwhile.
+            return int(await con.fetchval(db.sql("owner_revoke_shares"), owner, {"by": by}))
+
+    links = await db.run(work)
+    if links is None:
         raise NoSuchOwner(name)
+    return links
 
 
 LOCAL_OWNER = "local"

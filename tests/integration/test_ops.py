@@ -84,6 +84,8 @@ OPS_ROUTES = [
     ("GET", "/ops/records/{rid}"),
     ("POST", "/ops/resume"),
     ("GET", f"/ops/resumed/{uuid.UUID(int=1)}"),
+    ("GET", "/ops/shares"),
+    ("POST", "/ops/shares/revoke"),
     ("POST", "/ops/signout"),
 ]
 

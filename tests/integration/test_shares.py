@@ -6,8 +6,11 @@ in a fresh Chromium profile."""
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import re
 import uuid
+import zipfile
 
 import httpx
 import pytest
@@ -16,7 +19,7 @@ from tests.helpers.api_clients import client, uploaded
 from tests.integration.test_page import signed_in, transcribed_with_audio
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.http.page import shares as page_module
+from transcriber.http.page import new_share as page_module
 from transcriber.owners import NewOwner
 from transcriber.records.corrections import set_correction
 
@@ -226,3 +229,140 @@ async def test_the_shared_view_speaks_the_readers_language(
         refused = await russian.get(f"/s/{secret_of(gone['url'])}")
         assert refused.status_code == 404 and "Эта ссылка недействительна" in refused.text
         assert_shared_headers(refused)
+
+
+DOWNLOAD_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
+EXTS = ("txt", "srt", "vtt", "json", "md", "docx")
+
+
+NAMED = [
+    {
+        "start": 0.0,
+        "end": 1.5,
+        "text": " My name is John.",
+        "words": [
+            {"start": 0.0, "end": 0.3, "word": " My", "probability": 0.9},
+            {"start": 0.3, "end": 0.6, "word": " name", "probability": 0.9},
+            {"start": 0.6, "end": 0.9, "word": " is", "probability": 0.9},
+            {"start": 0.9, "end": 1.5, "word": " John.", "probability": 0.9},
+        ],
+    },
+    {
+        "start": 1.5,
+        "end": 3.25,
+        "text": " Goodbye.",
+        "words": [{"start": 1.5, "end": 3.25, "word": " Goodbye.", "probability": 0.9}],
+    },
+]
+
+
+@scenario("A shared download is the corrected text, whatever it asks for")
+async def test_a_shared_download_never_gives_the_machine_text(
+    db: Database, config: Config, base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
+    rid = (await uploaded(as_ann, title="Interview"))["id"]
+    await transcribed_with_audio(db, config, segments=NAMED, text="My name is John. Goodbye.")
+    await set_correction(db, ann.id, uuid.UUID(rid), 0, "My name is withheld.", {"by": "owner"})
+    # The owner's own downloads still offer the recognizer's text.
+    async with signed_in(base_url, ann) as page:
+        owner_machine = await page.get(f"/recordings/{rid}/transcript.txt?machine=true")
+        assert "John" in owner_machine.text
+        assert "John" in (await page.get(f"/recordings/{rid}/transcript.json")).text
+    secret = secret_of((await as_ann.post(f"/v1/recordings/{rid}/shares", json={})).json()["url"])
+    async with client(base_url) as anyone:
+        for ext in EXTS:
+            for query in ("?machine=true", "?machine=1", "?machine=yes", ""):
+                r = await anyone.get(f"/s/{secret}/transcript.{ext}{query}")
+                assert r.status_code == 200, (ext, query)
+                body = (
+                    zipfile.ZipFile(io.BytesIO(r.content)).read("word/document.xml").decode()
+                    if ext == "docx"
+                    else r.text
+                )
+                assert "withheld" in body and "Goodbye." in body, (ext, query)
+                assert "John" not in body, (ext, query)
+                assert ".machine" not in r.headers["content-disposition"]
+        shown = json.loads((await anyone.get(f"/s/{secret}/transcript.json")).text)
+        first, second = shown["segments"]
+        assert first["corrected"] is True and "machine_text" not in first and "words" not in first
+        assert second["words"] == NAMED[1]["words"]  # an uncorrected segment keeps its words
+        view = await anyone.get(f"/s/{secret}")
+        assert "withheld" in view.text and "John" not in view.text
+
+
+@scenario("The page's share form refuses the days the API refuses")
+async def test_the_page_form_refuses_bad_days(
+    db: Database, config: Config, base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
+    rid = await corrected_record(db, config, ann, as_ann)
+
+    async def links() -> int:
+        return int(await db.run(lambda con: con.fetchval("SELECT count(*) FROM shares")))
+
+    bad = ("-1", "0", "99999", "abc", "nan", "inf", "-inf", "1e308", "3650.5")
+    for days in bad:
+        r = await as_ann.post(f"/v1/recordings/{rid}/shares", json={"expires_in_days": days})
+        assert r.status_code == 422, (days, r.status_code)
+    async with signed_in(base_url, ann) as page:
+        for days in bad:
+            r = await page.post(
+                f"/recordings/{rid}/shares",
+                data={"csrf": page.csrf, "note": "for Bob", "days": days},  # type: ignore[attr-defined]
+            )
+            assert r.status_code == 422, (days, r.status_code)
+            assert 'id="share-days-error"' in r.text and 'aria-invalid="true"' in r.text
+            assert 'value="for Bob"' in r.text  # what was typed stays
+            assert "set-cookie" not in r.headers and await links() == 0
+        long_note = await page.post(
+            f"/recordings/{rid}/shares",
+            data={"csrf": page.csrf, "note": "x" * 201},  # type: ignore[attr-defined]
+        )
+        assert long_note.status_code == 422 and 'id="share-note-error"' in long_note.text
+        assert await links() == 0
+        for days in ("", "0.5", "3650"):
+            r = await page.post(
+                f"/recordings/{rid}/shares",
+                data={"csrf": page.csrf, "days": days},  # type: ignore[attr-defined]
+            )
+            assert r.status_code == 303, (days, r.text)
+    made = (await as_ann.get(f"/v1/recordings/{rid}/shares")).json()["items"]
+    assert [s["expires_at"] is not None for s in made] == [False, True, True]
+
+
+@scenario("Shared answers carry the owner's download headers, and no cache keeps them")
+async def test_shared_answers_headers(
+    db: Database, config: Config, base_url: str, ann: NewOwner, as_ann: httpx.AsyncClient
+) -> None:
+    rid = await corrected_record(db, config, ann, as_ann)
+    link = (await as_ann.post(f"/v1/recordings/{rid}/shares", json={})).json()
+    base = f"/s/{secret_of(link['url'])}"
+    async with signed_in(base_url, ann) as page, client(base_url) as anyone:
+        for ext in EXTS:
+            mine = await page.get(f"/recordings/{rid}/transcript.{ext}")
+            theirs = await anyone.get(f"{base}/transcript.{ext}")
+            assert (mine.status_code, theirs.status_code) == (200, 200)
+            for r in (mine, theirs):
+                assert r.headers["content-security-policy"] == DOWNLOAD_CSP, ext
+                assert r.headers["cache-control"] == "private, no-store", ext
+                assert r.headers["x-content-type-options"] == "nosniff"
+            assert_shared_headers(theirs)
+        # The audio: never stored, seeking by ranges still works.
+        whole = await anyone.get(f"{base}/audio")
+        part = await anyone.get(f"{base}/audio", headers={"Range": "bytes=100-199"})
+        head = await anyone.head(f"{base}/audio")
+        assert (whole.status_code, part.status_code, head.status_code) == (200, 206, 200)
+        assert part.content == whole.content[100:200]
+        assert part.headers["content-range"] == f"bytes 100-199/{len(whole.content)}"
+        for r in (whole, part, head):
+            assert r.headers["cache-control"] == "no-store"
+            assert r.headers["accept-ranges"] == "bytes"
+            assert "sandbox" in r.headers["content-security-policy"]
+            assert_shared_headers(r)
+        # The view itself and its refusal: the page's own policy, never stored.
+        view = await anyone.get(base)
+        assert view.headers["cache-control"] == "no-store"
+        assert "default-src 'self'" in view.headers["content-security-policy"]
+        assert (await as_ann.delete(f"/v1/recordings/{rid}/shares/{link['id']}")).status_code == 204
+        for path in ("", "/audio", "/transcript.txt"):
+            gone = await anyone.get(base + path)
+            assert gone.status_code == 404 and gone.headers["cache-control"] == "no-store"

@@ -20,6 +20,7 @@ from transcriber.cli import (
 )
 from transcriber.cli.ops_commands import operator_app
 from transcriber.cli.owner_commands import owner_app
+from transcriber.cli.share_commands import share_app
 from transcriber.cli.storage_commands import storage_app
 
 app = typer.Typer(
@@ -29,6 +30,7 @@ app = typer.Typer(
 )
 app.add_typer(owner_app, name="owner")
 app.add_typer(operator_app, name="operator")
+app.add_typer(share_app, name="share")
 app.add_typer(storage_app, name="storage")
 for command in (
     operator_commands.migrate,

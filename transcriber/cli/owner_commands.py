@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from transcriber.cli.running import Refused, with_database
+from transcriber.cli.running import Refused, operator_name, with_database
 from transcriber.db.database import Database
 from transcriber.owners import (
     NewOwner,
     NoSuchOwner,
     OwnerExists,
     OwnerSummary,
+    Rotated,
     add_owner,
     list_owners,
     revoke,
@@ -57,27 +58,36 @@ def owner_list() -> None:
 
 @owner_app.command("revoke")
 def owner_revoke(name: str) -> None:
-    """Stop NAME's token at once; their recordings and journal stay for the operator
-    (`rotate` gives them a new token)."""
+    """Stop NAME's token at once and end every share link they made, for good (journaled
+    as human); their recordings and journal stay for the operator (`rotate` gives them
+    a new token, not their links back)."""
 
-    async def work(db: Database) -> None:
+    async def work(db: Database) -> int:
         try:
-            await revoke(db, name)
+            return await revoke(db, name, by=operator_name())
         except NoSuchOwner:
             raise Refused(f"no owner {name!r}") from None
 
-    with_database(work)
-    typer.echo(f"owner {name} revoked: their token no longer works")
+    links = with_database(work)
+    typer.echo(f"owner {name} revoked: their token no longer works, {links} share links ended")
 
 
 @owner_app.command("rotate")
 def owner_rotate(name: str) -> None:
-    """Give NAME a new token (printed once); the old one stops working at once."""
+    """Give NAME a new token (printed once); the old one stops working at once. Their
+    live share links stay (a new token, not a new person): if the old token was used by
+    someone else, `revoke` first, or end their links with `transcriber share`."""
 
-    async def work(db: Database) -> NewOwner:
+    async def work(db: Database) -> Rotated:
         try:
             return await rotate_token(db, name)
         except NoSuchOwner:
             raise Refused(f"no owner {name!r}") from None
 
-    show_token(with_database(work))
+    rotated = with_database(work)
+    show_token(rotated.owner)
+    typer.echo(
+        f"{rotated.live_links} live share links of {name} stay; "
+        f"`transcriber share list --owner {name}` lists them",
+        err=True,
+    )

@@ -62,6 +62,7 @@ ERROR_SHAPES = ErrorShapes(
         for prefix in face.error_prefixes
     ),
     no_retry=tuple(prefix for face in FACES for prefix in face.no_retry),
+    not_stored=tuple(prefix for face in FACES for prefix in face.not_stored),
 )
 """The faces that answer errors in another shape than the API's own: OpenAI's clients
 read OpenAI's (`middleware.Guard` and the application's handlers both use it)."""

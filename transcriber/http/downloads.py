@@ -3,7 +3,11 @@ page's downloads, the share view's): plain text, SRT, VTT, JSON, or a document
 (Markdown, DOCX: title, date, duration, paragraphs with timecodes and speakers); the
 owner's corrections applied (the recognizer's text with `machine`), and on a diarized
 record the speakers with the owner's names and choices (always: who spoke is not the
-recognizer's text)."""
+recognizer's text).
+
+Every download says its own headers (`DOWNLOAD_HEADERS`), whoever's face hands it out:
+a transcript is one owner's data, opened by itself it is a document with no powers, and
+no cache keeps it (a shared one must stop with its link)."""
 
 import datetime as dt
 import uuid
@@ -55,6 +59,18 @@ class RenderedJsonResponse(Response):
     media_type = "application/json"
 
 
+DOWNLOAD_HEADERS = {
+    # Opened by itself (a transcript.txt in a tab), data, never a page with powers: no
+    # script, no style, no frame, in a sandbox.
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
+    # One owner's text: no shared cache keeps it, nor the browser (a revoked link or a
+    # deleted record leaves nothing behind to read).
+    "Cache-Control": "private, no-store",
+    "X-Content-Type-Options": "nosniff",
+}
+"""What every transcript download and its not-yet answer (409) carry."""
+
+
 RESPONSE_CLASSES: dict[str, type[Response]] = {
     "text": TextResponse,
     "srt": SrtResponse,
@@ -66,20 +82,31 @@ RESPONSE_CLASSES: dict[str, type[Response]] = {
 
 
 async def transcript_response(
-    db: Database, owner: int, recording_id: str | uuid.UUID, kind: str, *, machine: bool = False
+    db: Database,
+    owner: int,
+    recording_id: str | uuid.UUID,
+    kind: str,
+    *,
+    machine: bool = False,
+    shared: bool = False,
 ) -> Response:
     """The owner's record's transcript as `kind` (a key of TRANSCRIPT_PATHS), corrected
-    unless `machine`; 409 with the card until it is transcribed; 404 if the record is
-    not the owner's. Cancellation: plain reads."""
+    unless `machine`; `shared`: as a link shows it to others (`shown_to_others`); 409
+    with the card until it is transcribed; 404 if the record is not the owner's.
+    Cancellation: plain reads."""
     c = await owned_card(db, owner, recording_id)
     if not c["readable"]:
-        return JSONResponse(c, status_code=409)
+        return JSONResponse(c, status_code=409, headers=DOWNLOAD_HEADERS)
     t = await transcript(db, owner, c["id"])
-    text, segments, labels = await owner_transcript(db, owner, c["id"], t, machine=machine)
+    text, segments, labels = await owner_transcript(
+        db, owner, c["id"], t, machine=machine and not shared
+    )
+    if shared:
+        segments = shown_to_others(segments)
     if kind in ("markdown", "docx"):
         head = document_head(c, t)
         body = to_markdown(head, segments) if kind == "markdown" else to_docx(head, segments)
-        return RESPONSE_CLASSES[kind](body)
+        return RESPONSE_CLASSES[kind](body, headers=DOWNLOAD_HEADERS)
     extra = (
         {}
         if kind != "json"
@@ -91,7 +118,25 @@ async def transcript_response(
             "labels": labels,
         }
     )
-    return RESPONSE_CLASSES[kind](render(FORMAT_OF[kind], text, segments, **extra))
+    return RESPONSE_CLASSES[kind](
+        render(FORMAT_OF[kind], text, segments, **extra), headers=DOWNLOAD_HEADERS
+    )
+
+
+HIDDEN_BEHIND_A_CORRECTION = ("machine_text", "words")
+
+
+def shown_to_others(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The segments as a link shows them: the owner's text only. A corrected segment
+    loses what the recognizer heard there — its `machine_text` and its `words` (the
+    recognizer's words, with their times) — so a name the owner corrected away before
+    sharing is not shared; it keeps `corrected: true`, its times and speaker."""
+    return [
+        {k: v for k, v in s.items() if k not in HIDDEN_BEHIND_A_CORRECTION}
+        if s.get("corrected")
+        else s
+        for s in segments
+    ]
 
 
 def document_head(card: dict[str, Any], t: dict[str, Any] | None) -> DocumentHead:

@@ -110,9 +110,10 @@ def api_error_body(status: int, message: str) -> dict[str, Any]:
 @attrs.frozen
 class ErrorShapes:
     """The error body of each area of the API, by the path it lives under (a path equal
-    to a prefix or below it); the API's own `{"error": "..."}` elsewhere. Used by the
-    application's handlers and by the middleware that answers before them, so a client
-    reads one shape whichever layer refused it."""
+    to a prefix or below it); the API's own `{"error": "..."}` elsewhere; and the
+    headers each area's answers carry (`headers`). Used by the application's handlers
+    and by the middleware that answers before them, so a client reads one shape
+    whichever layer refused it."""
 
     areas: tuple[tuple[str, ErrorShape], ...] = ()
     no_retry: tuple[str, ...] = ()
@@ -126,14 +127,22 @@ class ErrorShapes:
                 return shape
         return api_error_body
 
+    not_stored: tuple[str, ...] = ()
+    """Prefixes of the areas whose every answer is one owner's data (`Face.not_stored`):
+    each says `NOT_STORED`, whichever layer answers, unless it says its own."""
+
     def headers(self, path: str, status: int) -> dict[str, str]:
-        """What every error answer of `status` at `path` carries besides its own."""
+        """What every answer of `status` at `path` carries besides its own."""
+        found: dict[str, str] = {}
+        if any(_under(path, prefix) for prefix in self.not_stored):
+            found.update(NOT_STORED)
         if status >= 500 and any(_under(path, prefix) for prefix in self.no_retry):
-            return dict(NO_RETRY)
-        return {}
+            found.update(NO_RETRY)
+        return found
 
 
 NO_RETRY = {"x-should-retry": "false"}
+NOT_STORED = {"cache-control": "private, no-store"}
 
 
 def _under(path: str, prefix: str) -> bool:

@@ -49,6 +49,9 @@ class Face:
     - `error_prefixes` and `error_body`: where its errors take another shape than the
       API's own `{"error": ...}`, and that shape (`errors.ErrorShapes`);
     - `no_retry`: prefixes whose clients retry a 5xx on their own unless told not to;
+    - `not_stored`: prefixes whose every answer is one owner's data, which no cache
+      may keep: `Cache-Control: private, no-store` on each, whichever layer answers (a
+      401 of the guard, an error, a success), unless the answer says its own;
     - `session_owner`: the owner a request to one of its paths with a body is vouched
       for by (its session), or None (`middleware.Guard` serves strangers' bodies out of
       a budget of their own).
@@ -63,4 +66,5 @@ class Face:
     error_prefixes: tuple[str, ...] = ()
     error_body: ErrorShape | None = None
     no_retry: tuple[str, ...] = ()
+    not_stored: tuple[str, ...] = ()
     session_owner: Callable[[Database, dict[str, Any]], Awaitable[int | None]] | None = None

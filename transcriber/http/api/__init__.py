@@ -25,4 +25,6 @@ FACE = Face(
     ),
     public=frozenset({"/healthz", "/metrics"}),
     streamed=frozenset({("POST", "/v1/recordings")}),
+    # An owner's cards, journals, transcripts and links: never kept by a cache.
+    not_stored=("/v1/recordings",),
 )

@@ -40,4 +40,5 @@ FACE = Face(
     error_prefixes=PREFIXES,
     error_body=error_body,
     no_retry=PREFIXES,
+    not_stored=PREFIXES,  # an owner's transcripts, as the API's
 )

@@ -1,6 +1,7 @@
 """The operator's screen at /ops: the pipeline at a glance (updated live), the daemons
 and what their workers hold, the stopped records filtered, searched and resumed, one
-record's metadata, stop flag and whole journal.
+record's metadata, stop flag and whole journal, every owner's share links (ids, owners,
+times, states; never a note) and revoking them.
 
 Operators are not owners: they sign in with an operator's token (`transcriber operator
 add`) to a session of their own kind (`session`), and nothing here serves audio or
@@ -11,12 +12,12 @@ the charts are inline SVG (`html`). In the reader's language as the owner's page
 and the filters (milestones, stop reasons, journal kinds and origins) are shown as they
 are, a stop reason with its plain words beside it.
 
-`sign_in` signs in and out, `screens` has the rest; `FACE` is what the application
-takes of it (`transcriber.http.faces`).
+`sign_in` signs in and out, `shares` lists and revokes share links, `screens` has the
+rest; `FACE` is what the application takes of it (`transcriber.http.faces`).
 """
 
 from transcriber.http.faces import Face
-from transcriber.http.ops import screens, sign_in
+from transcriber.http.ops import screens, shares, sign_in
 from transcriber.http.ops.session import PREFIX, SIGNIN_PATH
 from transcriber.http.sessions import SIGNIN_FORM_MAX
 
@@ -32,4 +33,9 @@ BODY_CAPS = {("POST", SIGNIN_PATH): SIGNIN_FORM_MAX}
 sign-in form, which a stranger sends, as the page's (the screen's other forms are sent
 with an operator's session)."""
 
-FACE = Face("ops", (sign_in.router, screens.router), authenticates=is_ops_path, body_caps=BODY_CAPS)
+FACE = Face(
+    "ops",
+    (sign_in.router, screens.router, shares.router),
+    authenticates=is_ops_path,
+    body_caps=BODY_CAPS,
+)

@@ -22,12 +22,12 @@ from transcriber.http.page.html import (
     not_found_page,
     record_path,
 )
+from transcriber.http.page.new_share import NEW_SHARE_COOKIE, new_share_of
 from transcriber.http.page.session import (
     PageOwner,
     Session,
     is_https,
 )
-from transcriber.http.page.shares import NEW_SHARE_COOKIE, new_share_of
 from transcriber.records.archive import (
     journal_page,
     transcript,
@@ -87,6 +87,7 @@ async def record_context(
         "values": None,
         "shares": await shares_of(db, owner, card["id"]),
         "new_share": None,
+        "share_values": None,
     }
 
 

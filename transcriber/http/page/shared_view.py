@@ -4,21 +4,26 @@ downloads — and nothing else: no edit, no other record.
 
 The shared view is never indexed (`X-Robots-Tag: noindex` and its meta twin) and never
 tells the next site where it came from (`Referrer-Policy: no-referrer`): its address is
-the capability. An unknown, revoked or expired link, or one of a deleted record, answers
-the same 404.
+the capability. An unknown, revoked or expired link, one of a deleted record, or one of
+an owner whose token is revoked, answers the same 404 (sql/shares.sql `share_find`).
+
+A link gives what its owner shows, always: the corrected text (there is no `machine`
+download here, and no recognizer's text or words under a corrected segment), with the
+headers of the owner's own downloads and audio (a sandboxed CSP; nothing a cache keeps,
+so nothing is read from one after the link is revoked).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from transcriber.db.database import Database
 from transcriber.http.deps import Db, Settings
-from transcriber.http.downloads import owner_transcript, transcript_response
+from transcriber.http.downloads import owner_transcript, shown_to_others, transcript_response
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import (
     owned_card,
@@ -44,11 +49,21 @@ router = APIRouter(include_in_schema=False)
 _SHARE_PATH = re.compile(r"/s/[A-Za-z0-9_-]{20,100}(?:/audio|/transcript\.[a-z]+)?")
 
 
-SHARED_HEADERS = {
-    **SECURITY_HEADERS,
+LINK_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Robots-Tag": "noindex, nofollow",
 }
+"""What every answer under a link carries besides its own kind's headers."""
+
+SHARED_HEADERS = {**SECURITY_HEADERS, **LINK_HEADERS}
+"""The shared view's page (and its refusal): the page's headers, and the link's."""
+
+SHARED_AUDIO_CACHE = "no-store"
+"""The shared audio is never stored by the browser: a link is revoked at once, and a
+copy kept would still play. `no-store` rather than `private, no-cache`: revalidating
+would need validators this route does not keep, and `no-cache` still writes the bytes
+to the disk cache. A player seeking asks for ranges (206) each time, which is all
+`no-store` costs."""
 
 
 def is_share_path(path: str) -> bool:
@@ -79,6 +94,7 @@ async def shared_context(db: Database, shared: Shared, secret: str) -> dict[str,
         t = await transcript(db, shared.owner, shared.recording_id)
         # Corrected, and with the owner's names of the speakers, as every rendering.
         _, segments, _ = await owner_transcript(db, shared.owner, shared.recording_id, t)
+        segments = shown_to_others(segments)
     return {
         "card": card,
         "segments": segments,
@@ -109,23 +125,25 @@ async def shared_audio(request: Request, db: Db, config: Settings, secret: str) 
     if audio is None:
         return refused(request)
     response = audio_response(request, audio)
-    response.headers.update({k: v for k, v in SHARED_HEADERS.items() if k != "Cache-Control"})
+    response.headers.update(LINK_HEADERS)
+    response.headers["Cache-Control"] = SHARED_AUDIO_CACHE
     return response
 
 
 @router.get("/s/{secret}/transcript.{ext}", include_in_schema=False)
-async def shared_download(
-    request: Request, db: Db, secret: str, ext: str, machine: Annotated[bool, Query()] = False
-) -> Response:
+async def shared_download(request: Request, db: Db, secret: str, ext: str) -> Response:
+    """The corrected transcript, always: a link shares what its owner shows, so the
+    recognizer's text behind a correction is not offered (`machine` is not read, and a
+    corrected segment has neither `machine_text` nor the recognizer's `words`)."""
     shared = await open_share(db, secret, count=False)
     if shared is None or ext not in DOWNLOADS:
         return refused(request)
     response = await transcript_response(
-        db, shared.owner, shared.recording_id, DOWNLOADS[ext], machine=machine
+        db, shared.owner, shared.recording_id, DOWNLOADS[ext], shared=True
     )
     if response.status_code != 200:
         return refused(request)
-    response.headers.update(SHARED_HEADERS)
-    name = f"{shared.recording_id}{'.machine' if machine else ''}.{ext}"
+    response.headers.update(LINK_HEADERS)  # the download's own CSP and caching stay
+    name = f"{shared.recording_id}.{ext}"
     response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

@@ -1,74 +1,71 @@
-"""The record page's share forms: a new read-only link (shown once, after a redirect)
-and a link revoked. The view a link opens is `shared_view`."""
+"""The record page's share forms: a new read-only link (shown once, after a redirect,
+`new_share`) and a link revoked. The view a link opens is `shared_view`."""
 
 from __future__ import annotations
 
-from typing import Any
+import math
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from transcriber.db.database import Database
+from transcriber.http import i18n
 from transcriber.http.deps import Db
 from transcriber.http.owned_cards import (
     parse_id,
 )
 from transcriber.http.page.html import (
+    html,
+    lang_of,
     mine,
     not_found_page,
     record_path,
 )
+from transcriber.http.page.new_share import carry_new_share
+from transcriber.http.page.record import record_context
 from transcriber.http.page.session import (
     CSRF_FIELD,
     Session,
     check_csrf,
-    is_https,
 )
-from transcriber.http.share_links import MAX_DAYS, expiry, link_of
+from transcriber.http.share_links import MAX_DAYS, expiry
 from transcriber.http.uploads import check_text
 from transcriber.records.shares import (
     NOTE_MAX,
     add_share,
-    open_share,
     revoke_share,
 )
 
 router = APIRouter(include_in_schema=False)
 
 
-NEW_SHARE_COOKIE = "transcriber_new_share"
-"""Carries a link just made from the form's POST to the record page's GET it redirects
-to (Post/Redirect/Get: a reload then reads the page again instead of making another
-link). Scoped to that record's page, HttpOnly, SameSite=Strict, short-lived, and read
-once; the page shows it only while it is a live link of that very record of the
-signed-in owner, so a forged one shows nothing it would not anyway."""
-
-
-NEW_SHARE_MAX_AGE_S = 300
-
-
-def carry_new_share(response: Response, request: Request, recording_id: Any, secret: str) -> None:
-    response.set_cookie(
-        NEW_SHARE_COOKIE,
-        secret,
-        max_age=NEW_SHARE_MAX_AGE_S,
-        path=record_path(recording_id),
-        httponly=True,
-        samesite="strict",
-        secure=is_https(request),
-    )
-
-
-async def new_share_of(request: Request, db: Database, owner: int, recording_id: Any) -> str | None:
-    """The link the form just made for this record, carried by NEW_SHARE_COOKIE, if it
-    is still a live link of the owner's record. Cancellation: a plain read."""
-    secret = request.cookies.get(NEW_SHARE_COOKIE)
-    if not secret or len(secret) > 200:
-        return None
-    shared = await open_share(db, secret, count=False)
-    if shared is None or (shared.owner, str(shared.recording_id)) != (owner, str(recording_id)):
-        return None
-    return link_of(request, secret)
+def share_errors(lang: i18n.Lang, note: str, days_text: str) -> tuple[dict[str, str], float | None]:
+    """Each refused field of the share form (`share_note`, `share_days`) with its
+    reason in the reader's language, and the days asked for (None: until revoked). The
+    bounds are the API's (`NewShare`): a note of at most NOTE_MAX characters that
+    `check_text` takes, days more than 0 and at most MAX_DAYS, empty for none."""
+    _ = lang.gettext
+    errors: dict[str, str] = {}
+    try:
+        check_text(note, "the note", NOTE_MAX)
+    except ValueError:
+        errors["share_note"] = (
+            _("The note is longer than %(limit)d characters") % {"limit": NOTE_MAX}
+            if len(note) > NOTE_MAX
+            else _("The note contains characters that cannot be stored")
+        )
+    days: float | None = None
+    if days_text:
+        try:
+            days = float(days_text)
+        except ValueError:
+            days = math.nan
+        if not 0 < days <= MAX_DAYS:  # NaN and infinities fail this too
+            errors["share_days"] = _(
+                "The days a link lasts are a number more than 0 and at most %(max)d; "
+                "leave it empty for a link that lasts until revoked"
+            ) % {"max": MAX_DAYS}
+            days = None
+    return errors, days
 
 
 @router.post("/recordings/{recording_id}/shares", include_in_schema=False)
@@ -77,24 +74,21 @@ async def page_make_share(
 ) -> Response:
     """A new link from the record page's form (`note`, `days`: empty for none), then a
     redirect (303) to the record page, which shows the new link this once: reloading
-    that page reads it again and makes no second link."""
+    that page reads it again and makes no second link. A refused note or number of days
+    makes no link: the record page again (422), the form with its reason."""
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
     card = await mine(db, session.owner, recording_id)
     if card is None:
         return not_found_page(request, session)
-    note = str(form.get("note", "")).strip()[:NOTE_MAX]
-    try:
-        days = float(str(form.get("days", "")).strip() or "nan")
-    except ValueError:
-        days = float("nan")
-    days_or_none = days if 0 < days <= MAX_DAYS else None
-    try:
-        check_text(note, "the note", NOTE_MAX)
-    except ValueError:
-        note = ""
+    values = {k: str(form.get(k, "")).strip() for k in ("note", "days")}
+    errors, days = share_errors(lang_of(request), values["note"], values["days"])
+    if errors:
+        context = await record_context(db, session.owner, card, session.csrf)
+        shown = {**context, "errors": errors, "share_values": values}
+        return html(request, "record.html", 422, **shown)
     made = await add_share(
-        db, session.owner, card["id"], note=note, expires_at=expiry(days_or_none)
+        db, session.owner, card["id"], note=values["note"], expires_at=expiry(days)
     )
     if made is None:
         return not_found_page(request, session)

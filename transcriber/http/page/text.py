@@ -79,6 +79,7 @@ EVENT_WORDS = {
     "resumed": N_("resumed"),
     "corrected": N_("corrected"),
     "edited": N_("edited"),
+    "share_revoked": N_("share link revoked"),
 }
 ORIGIN_WORDS = {"pipeline": N_("pipeline"), "human": N_("human")}
 
