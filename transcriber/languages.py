@@ -30,3 +30,36 @@ def language_name(language: str | None) -> str | None:
     if language is None:
         return None
     return NAMES.get(language.lower(), language)
+
+
+DETECT = ("", "auto")
+"""What asks the recognizer to detect the language, as a hint."""
+
+WHERE_LISTED = "docs/api.md, Languages, lists them"
+"""Where a sender sees the codes the recognizer takes."""
+
+
+class UnknownLanguage(ValueError):
+    """A language hint the recognizer has no model for: refused where the recording
+    comes in, since every recognition attempt would fail on it."""
+
+    def __init__(self, code: str):
+        super().__init__(
+            f"language {code!r} is not one the recognizer knows: give one of Whisper's "
+            f"codes such as en, ru or de ({WHERE_LISTED}), or leave it empty or auto "
+            "to detect it",
+        )
+        self.code = code
+
+
+def language_hint(value: str | None) -> str | None:
+    """A sender's language hint as stored: one of Whisper's codes (`NAMES`, any case;
+    `Ru` → `ru`), None for none, empty or `auto` (detect it); UnknownLanguage for
+    anything else (`rus`, `xx`, `russian`). A record stored with another before this
+    check keeps it: its recognition stops, as any it cannot do."""
+    if value is None or value.strip().lower() in DETECT:
+        return None
+    code = value.strip().lower()
+    if code not in NAMES:
+        raise UnknownLanguage(value)
+    return code

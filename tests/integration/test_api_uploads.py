@@ -10,6 +10,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast
 
 import httpx
 import pytest
@@ -22,6 +23,7 @@ from tests.helpers.api_clients import (
     upload,
     uploaded,
 )
+from tests.helpers.interleaved import Interleaved
 from tests.helpers.raw_http import (
     CHUNK,
     MiB,
@@ -36,6 +38,7 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http import create_app, serving
 from transcriber.owners import NewOwner
+from transcriber.records.deletion import delete_own
 from transcriber.storage.local import LocalBlobs
 
 
@@ -275,3 +278,25 @@ async def test_concurrent_uploads_with_one_key_make_one_recording(
     assert await count_recordings(db) == 1
     [stored] = store_files(config)
     assert stored.read_bytes() == b"x" * 1000 + b"the same end"
+
+
+@intake("A repeat racing the first record's deletion makes a fresh record")
+async def test_a_repeat_racing_the_first_records_deletion_is_never_a_500(
+    db: Database, config: Config, ann: NewOwner
+) -> None:
+    """Seen over HTTP: the repeat's insert met the first record, its owner's deletion
+    committed before the repeat read it, and the answer was 500."""
+    first_ids: list[str] = []
+
+    async def owner_deletes_the_first() -> None:
+        await delete_own(db, LocalBlobs(config.home), ann.id, [uuid.UUID(first_ids[0])], via="api")
+
+    racing = Interleaved(db, {("recording_by_fingerprint", 1): owner_deletes_the_first})
+    async with serving(create_app(cast(Database, racing), config)) as url:
+        async with client(url, ann) as c:
+            first_ids.append((await uploaded(c, b"RIFF same", title="same"))["id"])
+            r = await upload(c, b"RIFF same", title="same")
+            assert r.status_code == 201, r.text
+            assert r.json()["id"] != first_ids[0]
+            assert (await c.get(f"/v1/recordings/{first_ids[0]}")).status_code == 404
+    assert await count_recordings(db) == 1 and len(store_files(config)) == 1

@@ -9,17 +9,22 @@ import errno
 import hashlib
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, cast
 
 import asyncpg
 import pytest
 
 from tests.helpers import generated_audio
 from tests.helpers.api_clients import count_recordings, store_files
+from tests.helpers.interleaved import Interleaved
 from tests.helpers.pg_pipeline import journal, state
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.http.errors import refusal_status
 from transcriber.intake import (
+    Conflicted,
     Described,
     KeyReused,
     Limits,
@@ -30,7 +35,9 @@ from transcriber.intake import (
     accept,
     accept_file,
 )
+from transcriber.intake.accepting import COMMIT_ATTEMPTS
 from transcriber.options import RecognitionOptions
+from transcriber.records.deletion import delete_own
 from transcriber.storage.local import LocalBlobs
 
 ROOMY = Limits(max_bytes=1000, owner_max_bytes=10**9, owner_max_audio_hours=500)
@@ -192,3 +199,74 @@ async def test_fingerprints_kept_before_the_intake_still_match() -> None:
     told = Described("a.ogg", "a title", "en")
     before = [told.title, told.language, told.filename, 5, hashlib.sha256(b"bytes").hexdigest()]
     assert sink.fingerprint(told) == hashlib.sha256(json.dumps(before).encode()).digest()
+
+
+@pytest.mark.scenario("intake", "A repeat racing the first record's deletion makes a fresh record")
+async def test_an_unkeyed_repeat_whose_first_record_goes_after_the_conflict_is_a_new_record(
+    db: Database, owner_id: int, config: Config, blobs: LocalBlobs
+) -> None:
+    first = await accept(db, blobs, owner_id, sending(b"same bytes"), via="page", limits=ROOMY)
+
+    async def owner_deletes_it() -> None:
+        await delete_own(db, blobs, owner_id, [first.id], via="page")
+
+    # The repeat's insert conflicts with the first record; its owner's deletion commits
+    # before the repeat reads which record that was.
+    racing = Interleaved(db, {("recording_by_fingerprint", 1): owner_deletes_it})
+    again = await accept(
+        cast(Database, racing), blobs, owner_id, sending(b"same bytes"), via="page", limits=ROOMY
+    )
+    assert again.created and again.id != first.id
+    assert await count_recordings(db) == 1
+    assert [p.read_bytes() for p in store_files(config)] == [b"same bytes"]
+    assert (await journal(db, again.id))[0]["kind"] == "accepted"
+
+
+@pytest.mark.scenario("intake", "A repeat racing the first record's deletion makes a fresh record")
+async def test_a_keyed_repeat_whose_first_record_goes_after_the_conflict_is_a_new_record(
+    db: Database, owner_id: int, config: Config, blobs: LocalBlobs
+) -> None:
+    made: list[uuid.UUID] = []
+
+    async def the_first_commits() -> None:
+        got = await accept(db, blobs, owner_id, sending(b"first"), via="api", key="k")
+        made.append(got.id)
+
+    async def owner_deletes_it() -> None:
+        await delete_own(db, blobs, owner_id, made, via="api")
+
+    # Both requests find the key free; the first commits before the repeat's insert, and
+    # is deleted between that insert's conflict and its read of the key's record.
+    racing = Interleaved(
+        db,
+        {("accept_upload", 1): the_first_commits, ("recording_by_key", 2): owner_deletes_it},
+    )
+    again = await accept(
+        cast(Database, racing), blobs, owner_id, sending(b"first"), via="api", key="k"
+    )
+    assert again.created and again.id not in made
+    assert await count_recordings(db) == 1 and len(store_files(config)) == 1
+
+
+@pytest.mark.scenario("intake", "A repeat racing the first record's deletion makes a fresh record")
+async def test_a_repeat_whose_first_records_keep_going_is_conflicted_never_a_500(
+    db: Database, owner_id: int, config: Config, blobs: LocalBlobs
+) -> None:
+    async def another_commits_and_goes() -> None:
+        # Before each insert, the same request commits; after its conflict, it is gone.
+        got = await accept(db, blobs, owner_id, sending(b"same"), via="api")
+        gone.append(got.id)
+
+    async def it_goes() -> None:
+        await delete_own(db, blobs, owner_id, gone, via="api")
+
+    gone: list[uuid.UUID] = []
+    before: dict[tuple[str, int], Callable[[], Awaitable[Any]]] = {}
+    for n in range(1, COMMIT_ATTEMPTS + 1):
+        before[("accept_upload", n)] = another_commits_and_goes
+        before[("recording_by_fingerprint", n)] = it_goes
+    racing = Interleaved(db, before)
+    with pytest.raises(Conflicted, match="send it again") as refused:
+        await accept(cast(Database, racing), blobs, owner_id, sending(b"same"), via="api")
+    assert await count_recordings(db) == 0 and store_files(config) == []
+    assert refusal_status(refused.value) == 409  # HTTP's answer to it

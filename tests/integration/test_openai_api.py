@@ -271,7 +271,7 @@ async def test_bad_requests_get_openais_errors(
         (400, "response_format", "xml", {"data": {"response_format": "xml"}}),
         (400, "temperature", "from 0 to 1", {"data": {"temperature": "2"}}),
         (400, "temperature", "a number", {"data": {"temperature": "warm"}}),
-        (400, "language", "two- or three-letter", {"data": {"language": "english"}}),
+        (400, "language", "not one the recognizer knows", {"data": {"language": "english"}}),
         (400, "stream", "streaming", {"data": {"stream": "true"}}),
         (400, "timestamp_granularities", "char", {"data": {"timestamp_granularities[]": "char"}}),
         (400, None, "unexpected form field 'voice'", {"data": {"voice": "alloy"}}),

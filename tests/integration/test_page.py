@@ -269,7 +269,9 @@ async def test_refused_uploads_say_why(
                 {"file": ("a.wav", b"RIFF", "audio/wav")},
                 {"language": "english"},
                 422,
-                "language must be a two- or three-letter code such as en or ru",
+                "language 'english' is not one the recognizer knows: give one of Whisper's "
+                "codes such as en, ru or de (docs/api.md, Languages, lists them), or leave it "
+                "empty or auto to detect it",
             ),
             (
                 {"file": ("big.wav", b"x" * 5000, "audio/wav")},

@@ -436,6 +436,35 @@ def test_switch_to_russian_and_it_is_remembered(served: Served, browser: WebDriv
     russian_list(d)
     screenshots(d, served.out, "list-ru")
 
+    # A language hint the recognizer does not know is refused before anything is sent,
+    # in the page's language; the file stays ready for a known one.
+    def ids() -> list[str]:
+        listed = httpx.get(
+            served.url + "/v1/recordings?limit=100",
+            headers={"Authorization": f"Bearer {served.token}"},
+        )
+        return [c["id"] for c in listed.json()["items"]]
+
+    before = ids()
+    memo = served.out / "hint.wav"
+    memo.write_bytes(b"not audio")
+    css(d, "#files").send_keys(str(memo))
+    css(d, "#language").send_keys("rus")
+    css(d, "#upload-start").click()
+    error = wait(d, lambda d: (e := css(d, "#language-error")).is_displayed() and e)
+    assert "распознаватель не знает языка «rus»" in error.text, error.text
+    assert css(d, "#language").get_attribute("aria-invalid") == "true"
+    assert "Отказано" not in css(d, "#queue").text and css(d, "#upload-start").is_enabled()
+    assert ids() == before
+    assert (
+        d.execute_script(
+            "return document.querySelector('#language-codes option[value=ru]').textContent"
+        )
+        == "русский"
+    )
+    css(d, "#queue .remove").click()
+    css(d, "#language").clear()
+
     # The record page, and its script's own messages.
     d.get(f"{served.url}/recordings/{served.record}")
     wait(d, lambda d: css(d, "#transcript-title").text == "Расшифровка")

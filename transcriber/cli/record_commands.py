@@ -10,11 +10,13 @@ import trio
 import typer
 
 from transcriber.cli.running import (
+    LANGUAGE_HELP,
     SPEAKERS_HELP,
     TASK_HELP,
     Refused,
     environment_failures,
     fail,
+    language_option,
     operator_name,
     recognition_options,
     record_id,
@@ -30,7 +32,7 @@ def submit(
     ],
     owner: Annotated[str | None, typer.Option(help="owner name (default: local)")] = None,
     title: Annotated[str | None, typer.Option(help="title of each recording")] = None,
-    language: Annotated[str | None, typer.Option(help="language hint")] = None,
+    language: Annotated[str | None, typer.Option(help=LANGUAGE_HELP)] = None,
     task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
     speakers: Annotated[str | None, typer.Option(help=SPEAKERS_HELP)] = None,
     wait: Annotated[
@@ -44,6 +46,8 @@ def submit(
     from transcriber.pipeline.operator import card
 
     config = Config.from_env()
+    # The service's default hint (TRANSCRIBER_LANGUAGE) is checked as one given here.
+    language = language_option(language or config.language)
     options = recognition_options(task, speakers)
 
     async def work(db: Database) -> int:
@@ -61,7 +65,7 @@ def submit(
                 config,
                 path,
                 owner_id,
-                language=language or config.language,
+                language=language,
                 title=title,
                 options=options,
             )
@@ -89,7 +93,7 @@ def transcribe(
         Path,
         typer.Argument(exists=True, dir_okay=False, readable=True, help="an audio or video file"),
     ],
-    language: Annotated[str | None, typer.Option(help="language hint, e.g. en, ru")] = None,
+    language: Annotated[str | None, typer.Option(help=LANGUAGE_HELP)] = None,
     fmt: Annotated[str, typer.Option("--format", help="txt, srt, vtt or json")] = "txt",
     task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
     speakers: Annotated[str | None, typer.Option(help=SPEAKERS_HELP)] = None,
@@ -104,6 +108,7 @@ def transcribe(
         fail(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}", 1)
     options = recognition_options(task, speakers)
     config = Config.from_env()
+    language = language_option(language or config.language)
     try:
         require_model(config)
     except environment_failures() as e:

@@ -23,11 +23,16 @@ from transcriber.db.connect import open_session
 from transcriber.db.database import Database, DatabaseUnreachable
 from transcriber.db.embedded import EmbeddedFailed
 from transcriber.home import HomeUnusable
+from transcriber.languages import UnknownLanguage, language_hint
 from transcriber.options import BadOptions, RecognitionOptions
 from transcriber.storage.blobs import StorageError
 
 T = TypeVar("T")
 
+LANGUAGE_HELP = (
+    "language hint: one of Whisper's codes such as en, ru or de (docs/api.md lists them); "
+    "empty or auto to detect it"
+)
 TASK_HELP = "transcribe (text in the speech's language) or translate (English text)"
 
 
@@ -125,6 +130,15 @@ def record_id(text: str) -> uuid.UUID:
 SPEAKERS_HELP = (
     "who spoke: off, auto, a count (2) or a range (2-4); default: TRANSCRIBER_SPEAKERS (off)"
 )
+
+
+def language_option(value: str | None) -> str | None:
+    """`--language` as stored: one of the recognizer's codes, None to detect it; exit 2
+    naming it before anything is stored when the recognizer has no such language."""
+    try:
+        return language_hint(value)
+    except UnknownLanguage as e:
+        fail(str(e), 2)
 
 
 def recognition_options(task: str, speakers: str | None = None) -> RecognitionOptions:

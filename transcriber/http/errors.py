@@ -18,7 +18,7 @@ from actors import describe
 from actors.log import event
 from transcriber.db.database import DatabaseBusy, DatabaseUnreachable, connection_lost
 from transcriber.http.uploads import UploadRefused
-from transcriber.intake import KeyReused, NoRoom, Refused, TooLarge, Unconfirmed
+from transcriber.intake import Conflicted, KeyReused, NoRoom, Refused, TooLarge, Unconfirmed
 from transcriber.storage.blobs import StorageError
 
 NOT_FOUND = "no such recording"
@@ -55,6 +55,7 @@ class ApiError(Exception):
 
 
 REFUSAL_STATUS: tuple[tuple[type[Refused], int], ...] = (
+    (Conflicted, 409),
     (TooLarge, 413),
     (KeyReused, 422),
     (Unconfirmed, 503),

@@ -71,6 +71,10 @@ SCRIPT_WORDS = {
     "empty_file": N_("the file is empty"),
     "too_large": N_("the file is larger than the limit of {limit}"),
     "refused": N_("Refused: {why}."),
+    "unknown_language": N_(
+        "the recognizer knows no language “{code}”: choose a code from the list, "
+        "or leave it empty to detect the language"
+    ),
     "uploading": N_("Uploading…"),
     "accepted": N_("Accepted."),
     "open_page": N_("Open its page"),

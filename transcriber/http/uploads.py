@@ -13,6 +13,7 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from transcriber.intake import Described, Sink, TooLarge
+from transcriber.languages import language_hint
 from transcriber.options import RecognitionOptions
 from transcriber.records.owner_text import check_text as check_text  # openai.requests' too
 
@@ -34,8 +35,6 @@ PROMPT_MAX = 1000
 """Characters of a recognition prompt: Whisper reads only the last 224 tokens of it."""
 FILENAME_MAX = 255
 
-_LANGUAGE = re.compile(r"[A-Za-z]{2,3}")
-
 
 class UploadRefused(Exception):
     """The upload cannot be accepted; `status` is the HTTP answer. Nothing is kept."""
@@ -54,13 +53,10 @@ def clean_title(value: str | None) -> str | None:
 
 
 def clean_language(value: str | None) -> str | None:
-    """A language hint is a two- or three-letter code (en, ru, haw), as recognizers take
-    it; anything else would only fail later, at every recognition attempt."""
-    if value is None or value == "":
-        return None
-    if not _LANGUAGE.fullmatch(value):
-        raise ValueError("language must be a two- or three-letter code such as en or ru")
-    return value.lower()
+    """A language hint is one of the recognizer's codes (en, ru, haw), empty or `auto`
+    to detect it (`transcriber.languages.language_hint`); anything else would only fail
+    later, at every recognition attempt, so it is refused here (ValueError naming it)."""
+    return language_hint(value)
 
 
 def clean_filename(value: str | None) -> str | None:
@@ -360,6 +356,9 @@ async def receive(
     elif is_audio(content_type):
         if declared is not None and declared > limit:
             raise TooLarge(f"the upload is larger than {limit} bytes")
+        # A raw body's fields are all in the query: a hint no recognizer takes is
+        # refused before a byte is read.
+        _refuse_invalid(clean_language, language)
         await receive_raw(chunks, into)
         filename = filename if filename is not None else disposition_filename(disposition)
     else:

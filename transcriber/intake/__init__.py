@@ -12,12 +12,21 @@ body, its own size checks before a byte is read, its log events."""
 
 from transcriber.intake.accepting import Accepted, Fill, accept
 from transcriber.intake.local_files import accept_file
-from transcriber.intake.refusals import KeyReused, NoRoom, Refused, TooLarge, TooLong, Unconfirmed
+from transcriber.intake.refusals import (
+    Conflicted,
+    KeyReused,
+    NoRoom,
+    Refused,
+    TooLarge,
+    TooLong,
+    Unconfirmed,
+)
 from transcriber.intake.room import Limits
 from transcriber.intake.sink import Described, Sink
 
 __all__ = [
     "Accepted",
+    "Conflicted",
     "Described",
     "Fill",
     "KeyReused",

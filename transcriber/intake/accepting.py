@@ -14,7 +14,7 @@ import attrs
 import trio
 
 from transcriber.db.database import Database
-from transcriber.intake.refusals import KeyReused, Unconfirmed
+from transcriber.intake.refusals import Conflicted, KeyReused, Unconfirmed
 from transcriber.intake.room import Limits, audio_fits, room_for, room_refusals
 from transcriber.intake.sink import Described, Sink
 from transcriber.storage.blobs import Blobs, Incoming
@@ -84,6 +84,12 @@ async def accept(
             return await _commit(db, owner, into, told, key, fingerprint, via)
 
 
+COMMIT_ATTEMPTS = 3
+"""How often the record is inserted when the first record of the same request goes
+(deleted by its owner) between a conflict and its read: each time the conflict is gone,
+so the next insert makes the record — unless yet another same request beat it again."""
+
+
 async def _commit(
     db: Database,
     owner: int,
@@ -95,7 +101,50 @@ async def _commit(
 ) -> Accepted:
     """Commit the record of the received `into`; the first one instead when `key` was
     used meanwhile by the same request (KeyReused by another), or without a key the
-    same request (`fingerprint`) made a record before."""
+    same request (`fingerprint`) made a record before. When that first record is
+    deleted between the conflict and its read, this request makes a record of its own
+    (Conflicted if the race repeats past COMMIT_ATTEMPTS)."""
+    for _ in range(COMMIT_ATTEMPTS):
+        rid = await _insert(db, owner, into, told, key, fingerprint, via)
+        if rid is not None:
+            into.keep()
+            return Accepted(rid, True, into.size)
+        # Another recording with this key, or without one the same request, committed
+        # first: it is named instead and this file goes.
+        if key is None:
+            assert fingerprint is not None  # without either nothing conflicts
+            first = await db.fetchrow("recording_by_fingerprint", owner, fingerprint)
+        else:
+            first = await _by_key(db, owner, key)
+        if first is not None:
+            if key is not None and not _same_request(first, fingerprint):
+                raise _key_reused(key)
+            return Accepted(first["id"], False, into.size)
+        # The conflict was real when the insert ran, and the row is gone now: its owner
+        # deleted it in between (the deletion commits apart from this statement, so
+        # READ COMMITTED lets it land there). Nothing holds the key or the fingerprint
+        # any longer: insert again.
+    raise Conflicted(
+        "the first record of this same request was being deleted while this one came "
+        "in; send it again",
+    )
+
+
+async def _insert(
+    db: Database,
+    owner: int,
+    into: Incoming,
+    told: Described,
+    key: str | None,
+    fingerprint: bytes | None,
+    via: str,
+) -> uuid.UUID | None:
+    """The id of the record inserted for `into`, or None when its key or fingerprint
+    conflicts with a record committed first.
+
+    Cancellation: shielded with a deadline; a cancel or a broken connection keeps the
+    file (the startup sweep decides), an unconfirmed commit is Unconfirmed.
+    """
     with trio.CancelScope(shield=True) as scope:
         scope.deadline = trio.current_time() + ACCEPT_TIMEOUT_S
         try:
@@ -120,21 +169,7 @@ async def _commit(
     if scope.cancelled_caught:
         into.keep()
         raise Unconfirmed("the database did not confirm the upload in time")
-    if rid is not None:
-        into.keep()
-        return Accepted(rid, True, into.size)
-    # Another recording with this key, or without one the same request, committed
-    # first; this file goes.
-    if key is None:
-        assert fingerprint is not None  # without either nothing conflicts
-        first = await db.fetchrow("recording_by_fingerprint", owner, fingerprint)
-        assert first is not None  # it conflicted, so it is there
-        return Accepted(first["id"], False, into.size)
-    first = await _by_key(db, owner, key)
-    assert first is not None  # keys are never given back
-    if not _same_request(first, fingerprint):
-        raise _key_reused(key)
-    return Accepted(first["id"], False, into.size)
+    return rid
 
 
 async def _by_key(db: Database, owner: int, key: str) -> Any:

@@ -1,5 +1,5 @@
 """Why the intake refuses a recording: typed, with the words for whoever sent it. The
-doors map them to their own answers (HTTP: 413, 422, 503, 507 with Retry-After); a
+doors map them to their own answers (HTTP: 409, 413, 422, 503, 507 with Retry-After); a
 refused recording leaves nothing behind in the store or the database."""
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ class TooLong(NoRoom):
 
 class KeyReused(Refused):
     """The owner's Idempotency-Key was used before by a different request."""
+
+
+class Conflicted(Refused):
+    """The same request's first record kept being deleted while this one came in: the
+    sender may send it again."""
 
 
 class Unconfirmed(Refused):

@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 
 from transcriber.intake.refusals import TooLarge
+from transcriber.languages import language_hint
 from transcriber.options import RecognitionOptions
 from transcriber.storage.blobs import Incoming
 
@@ -22,7 +23,10 @@ class Described:
 
     filename: str | None
     title: str | None
-    language: str | None
+    language: str | None = attrs.field(converter=language_hint)
+    """One of the recognizer's codes, or None to detect it: whatever the door, a hint
+    no recognizer takes is never stored (UnknownLanguage; each door checks it first,
+    to answer in its own words)."""
     options: RecognitionOptions = attrs.field(factory=RecognitionOptions)
 
 

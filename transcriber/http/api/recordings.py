@@ -21,6 +21,7 @@ from transcriber.http.owned_cards import (
     with_links,
 )
 from transcriber.http.uploads import PROMPT_MAX, TITLE_MAX
+from transcriber.languages import NAMES
 from transcriber.options import TASKS
 from transcriber.records.archive import edit_owner_fields, records_page
 from transcriber.records.deletion import delete_own
@@ -45,6 +46,15 @@ SPEAKERS_SCHEMA = {
     "default: the service's TRANSCRIBER_SPEAKERS",
 }
 
+LANGUAGE_SCHEMA = {
+    "type": "string",
+    "enum": ["", "auto", *sorted(NAMES)],
+    "description": "a language hint: one of the recognizer's (Whisper's) codes, such as "
+    "en or ru, in any case; empty or auto to detect it; any other is 422",
+}
+LANGUAGE_MAX = 20
+"""Longer is surely no code: refused before the body is read, like the others."""
+
 UPLOAD_BODY = {
     "required": True,
     "content": {
@@ -55,11 +65,7 @@ UPLOAD_BODY = {
                 "properties": {
                     "file": {"type": "string", "format": "binary"},
                     "title": {"type": "string", "maxLength": TITLE_MAX},
-                    "language": {
-                        "type": "string",
-                        "pattern": "^[A-Za-z]{2,3}$",
-                        "description": "a language hint such as en or ru",
-                    },
+                    "language": LANGUAGE_SCHEMA,
                     "task": TASK_SCHEMA,
                     "prompt": PROMPT_SCHEMA,
                     "speakers": SPEAKERS_SCHEMA,
@@ -98,7 +104,7 @@ router = APIRouter()
             "headers": LOCATION,
             "description": "this Idempotency-Key was used before: the first recording",
         },
-        **documented_errors(400, 408, 413, 415, 429, 503, 507),
+        **documented_errors(400, 408, 409, 413, 415, 429, 503, 507),
     },
 )
 async def upload(
@@ -108,7 +114,12 @@ async def upload(
     config: Settings,
     title: Annotated[str | None, Query(max_length=TITLE_MAX, description="for a raw body")] = None,
     language: Annotated[
-        str | None, Query(pattern="^[A-Za-z]{2,3}$", description="for a raw body")
+        str | None,
+        Query(
+            max_length=LANGUAGE_MAX,
+            description=f"for a raw body: {LANGUAGE_SCHEMA['description']}",
+            json_schema_extra={"enum": LANGUAGE_SCHEMA["enum"]},
+        ),
     ] = None,
     filename: Annotated[str | None, Query(max_length=1000, description="for a raw body")] = None,
     task: Annotated[

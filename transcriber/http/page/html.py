@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 
+from transcriber import languages
 from transcriber.db.database import Database
 from transcriber.http import i18n, rendering
 from transcriber.http.errors import ApiError
@@ -40,7 +41,19 @@ def page_globals(lang: i18n.Lang) -> dict[str, Any]:
         "TITLE_MAX": TITLE_MAX,
         "SUMMARY_MAX": SUMMARY_MAX,
         "NOTE_MAX": NOTE_MAX,
+        "recognizer_languages": recognizer_languages(lang),
     }
+
+
+def recognizer_languages(lang: i18n.Lang) -> list[tuple[str, str]]:
+    """The codes the recognizer takes as a language hint, each named in the page's
+    language where the locale data names it (Whisper's English name otherwise), by name:
+    the upload form offers them and its script refuses any other code before sending."""
+    named = {
+        code: lang.locale.languages.get(code) or english.capitalize()
+        for code, english in languages.NAMES.items()
+    }
+    return sorted(named.items(), key=lambda pair: pair[1].casefold())
 
 
 TEMPLATES = rendering.templates(HERE / "templates")

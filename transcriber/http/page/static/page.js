@@ -180,8 +180,22 @@
     ["dragleave", "drop"].forEach((t) => drop.addEventListener(t, () => drop.classList.remove("over")));
     drop.addEventListener("drop", (e) => { e.preventDefault(); add(e.dataTransfer.files); });
 
+    // The codes the recognizer takes (the form's list); any other is refused before a
+    // byte is sent, in the page's words (the server refuses it too, in English).
+    const codes = new Set(Array.from(document.querySelectorAll("#language-codes option"),
+                                     (o) => o.value));
+
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
+      const language = form.language.value.trim();
+      const hint = language.toLowerCase();
+      const languageError = document.getElementById("language-error");
+      const unknown = hint && hint !== "auto" && !codes.has(hint);
+      // The files stay ready: once the code is right, Upload sends them.
+      languageError.textContent = unknown ? T.t("refused", { why: T.t("unknown_language", { code: language }) }) : "";
+      languageError.hidden = !unknown;
+      form.language.setAttribute("aria-invalid", unknown ? "true" : "false");
+      if (unknown) { form.language.focus(); return; }
       start.disabled = true;
       for (const item of items) {
         if (item.state !== "ready") continue;
@@ -194,7 +208,6 @@
           const body = new FormData();
           const title = item.li.querySelector(".title").value.trim();
           if (title) body.append("title", title);
-          const language = form.language.value.trim();
           if (language) body.append("language", language);
           const speakers = form.speakers.value.trim();
           if (speakers) body.append("speakers", speakers);
