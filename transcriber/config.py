@@ -7,6 +7,7 @@ from pathlib import Path
 
 import attrs
 
+from transcriber.languages import language_hint
 from transcriber.speaker_options import SpeakersOption
 
 
@@ -123,7 +124,9 @@ class Config:
         return cls(
             database_url=get("DATABASE_URL"),
             home=Path(home).expanduser() if home else default_home(),
-            language=get("LANGUAGE"),
+            # Checked as an upload's hint is: a default the recognizer does not know would
+            # fail every record that takes it, minutes after it was accepted.
+            language=language_hint(get("LANGUAGE")),
             model=get("MODEL"),
             recognizer_url=get("RECOGNIZER_URL"),
             recognizer_key=get("RECOGNIZER_KEY"),

@@ -152,3 +152,13 @@ def test_every_hint_the_intake_keeps_is_a_code_of_the_recognizer() -> None:
 def test_the_codes_are_the_recognizers_own() -> None:
     tokenizer = pytest.importorskip("faster_whisper.tokenizer")
     assert set(NAMES) == set(tokenizer._LANGUAGE_CODES)
+
+
+def test_the_service_default_is_checked_as_a_hint_is() -> None:
+    # TRANSCRIBER_LANGUAGE is every hint-less record's hint: refused when the service
+    # starts, not at each record's recognition.
+    for code in UNKNOWN:
+        with pytest.raises(UnknownLanguage):
+            Config.from_env({"TRANSCRIBER_LANGUAGE": code})
+    for given, kept in KNOWN.items():
+        assert Config.from_env({"TRANSCRIBER_LANGUAGE": given}).language == kept
