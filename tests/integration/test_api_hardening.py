@@ -584,6 +584,10 @@ NOT_OWNER_FACING = {
     "owner_by_token": "finds the owner of a token: there is no owner yet",
     "health": "touches no record",
     "sources_referenced": "the startup sweep of the upload store, not a request",
+    # A deletion's bytes, removed by the daemons' rounds (records/deletion.py): the
+    # record, and so its owner, is gone; the to-do rows are every owner's, read by none.
+    "unfinished_removals": "the daemons' removal round, not a request",
+    "removal_done": "the daemons' removal round, not a request",
     # The page's sign-in sessions: no record of an owner is read or written by these.
     "page_session": "finds the session of a cookie's secret: there is no owner yet",
     "page_session_add": "makes a session for the owner whose token was just checked "

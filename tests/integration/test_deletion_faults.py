@@ -29,6 +29,7 @@ from tests.helpers.moto_store import MotoStore, held_deletes, keys
 from tests.helpers.serve_process import serve_process
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.intake import accept_file
 from transcriber.owners import add_owner
 from transcriber.pipeline.audio_steps import normalize_step
 from transcriber.pipeline.deletions import keep_removing
@@ -37,7 +38,6 @@ from transcriber.pipeline.step_table import step_table
 from transcriber.records.deletion import delete_own, finish_removals
 from transcriber.storage.blobs import Blobs, StorageError
 from transcriber.storage.configured import blobs_of
-from transcriber.storage.intake import accept_file
 
 
 def scenario(title: str) -> pytest.MarkDecorator:
