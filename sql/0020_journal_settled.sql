@@ -25,3 +25,12 @@ ALTER TABLE journal ALTER COLUMN xid SET DEFAULT pg_current_xact_id();
 -- The follower of every record's journal reads a range of it from its cursor; one
 -- record's readers find its few rows through journal_by_recording and sort them.
 CREATE INDEX journal_in_order ON journal (xid, id);
+
+-- A speaker's name is the owner's text, as a correction is: the journal is read by
+-- operators (`transcriber journal`, /ops) and outlives the record. A rename journaled
+-- the name; it now journals whether the speaker was named or given its label back, and
+-- the names journaled before go. The one rewrite of journal rows (the journal is
+-- append-only; this takes back text it should never have held).
+UPDATE journal
+   SET detail = (detail - 'name') || jsonb_build_object('named', detail -> 'name' <> 'null')
+ WHERE kind = 'edited' AND detail ? 'name';
