@@ -56,13 +56,14 @@ SELECT id, milestone, stop_reason, stopped_at, stop_error
 -- oldest one still running (sql/0020_journal_settled.sql), so an event still to come is
 -- never behind the cursor. journal_in_order serves every record's, journal_by_recording
 -- one record's.
-SELECT xid::text::bigint AS xid, id, recording_id, at, origin, kind, milestone,
-       claim_token, detail
-  FROM journal
- WHERE (xid, id) > ($1::bigint::text::xid8, $2::bigint)
-   AND xid < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
-   AND ($3::uuid IS NULL OR recording_id = $3)
- ORDER BY xid, id
+-- (The order names the table's column: the output's `xid`, a number, has no index.)
+SELECT j.xid::text::bigint AS xid, j.id, j.recording_id, j.at, j.origin, j.kind,
+       j.milestone, j.claim_token, j.detail
+  FROM journal j
+ WHERE (j.xid, j.id) > ($1::bigint::text::xid8, $2::bigint)
+   AND j.xid < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
+   AND ($3::uuid IS NULL OR j.recording_id = $3)
+ ORDER BY j.xid, j.id
  LIMIT $4
 
 -- name: journal_cursor_since

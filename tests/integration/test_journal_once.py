@@ -172,3 +172,24 @@ async def test_events_paged_while_an_edit_is_held_give_each_event_once(
     assert [e["id"] for e in seen] == [1, 2, 3, 4, 5]
     whole = (await as_ann.get(f"/v1/recordings/{rid}/events")).json()["events"]
     assert whole == seen
+
+
+async def test_the_followers_read_is_a_range_of_an_index(db: Database, owner_id: int) -> None:
+    """journal_after of every record reads journal_in_order from its cursor, in order
+    (no sort), and of one record journal_by_recording: a follower's read does not scan
+    the journal. The planner is told to avoid a scan, and for every record a sort, where
+    an index serves: on a test's few rows it would rather read them all."""
+    await accept(db, owner_id)
+
+    async def plan(con: Any, avoid: Sequence[str], rid: uuid.UUID | None) -> str:
+        async with con.transaction():
+            for setting in avoid:
+                await con.execute(f"SET LOCAL {setting} = off")
+            rows = await con.fetch("EXPLAIN " + db.sql("journal_after"), 0, 0, rid, 1000)
+            return "\n".join(r[0] for r in rows)
+
+    scans = ("enable_seqscan", "enable_bitmapscan")
+    every = await db.run(lambda con: plan(con, (*scans, "enable_sort"), None))
+    one = await db.run(lambda con: plan(con, scans, uuid.uuid4()))
+    assert "Index Scan using journal_in_order" in every and "Sort" not in every, every
+    assert "journal_by_recording" in one, one
