@@ -20,12 +20,15 @@ SELECT t.text, t.segments, t.language, t.model, t.turns, t.speaker_count
 -- name: owner_journal
 -- The events of the owner's ($1) record $2 numbered 1, 2, … within the record (the
 -- journal's own ids are global: they would tell how busy the service is), after
--- number $3, $4 at most.
+-- number $3, $4 at most. Only the events of transactions below the oldest one still
+-- running, in (xid, id) order (sql/0020_journal_settled.sql): no event can come later
+-- among them, so each keeps its number and a client paging by `after` gets each once.
 SELECT seq, at, origin, kind, milestone, detail
   FROM (SELECT j.at, j.origin, j.kind, j.milestone, j.detail,
-               row_number() OVER (ORDER BY j.id) AS seq
+               row_number() OVER (ORDER BY j.xid, j.id) AS seq
           FROM journal j JOIN recordings r ON r.id = j.recording_id
-         WHERE r.owner_id = $1 AND j.recording_id = $2) AS numbered
+         WHERE r.owner_id = $1 AND j.recording_id = $2
+           AND j.xid < (SELECT pg_snapshot_xmin(pg_current_snapshot()))) AS numbered
  WHERE seq > $3
  ORDER BY seq
  LIMIT $4

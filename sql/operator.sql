@@ -51,18 +51,29 @@ SELECT id, milestone, stop_reason, stopped_at, stop_error
  ORDER BY stopped_at, id
 
 -- name: journal_after
--- Events after id $1 (0 for all), of one record ($2) or of every record (NULL).
-SELECT id, recording_id, at, origin, kind, milestone, claim_token, detail
-  FROM journal
- WHERE id > $1 AND ($2::uuid IS NULL OR recording_id = $2)
- ORDER BY id
- LIMIT $3
+-- Events after the cursor ($1 xid, $2 id; 0, 0 for all), of one record ($3) or of every
+-- record (NULL), $4 at most, in (xid, id) order: only those of transactions below the
+-- oldest one still running (sql/0020_journal_settled.sql), so an event still to come is
+-- never behind the cursor. journal_in_order serves every record's, journal_by_recording
+-- one record's.
+-- (The order names the table's column: the output's `xid`, a number, has no index.)
+SELECT j.xid::text::bigint AS xid, j.id, j.recording_id, j.at, j.origin, j.kind,
+       j.milestone, j.claim_token, j.detail
+  FROM journal j
+ WHERE (j.xid, j.id) > ($1::bigint::text::xid8, $2::bigint)
+   AND j.xid < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
+   AND ($3::uuid IS NULL OR j.recording_id = $3)
+ ORDER BY j.xid, j.id
+ LIMIT $4
 
--- name: journal_id_before
--- The id just before the first event of the last $1 (an interval): where `journal
--- --since` starts reading.
-SELECT coalesce((SELECT min(id) FROM journal WHERE at >= now() - $1::interval) - 1,
-                (SELECT max(id) FROM journal), 0)
+-- name: journal_cursor_since
+-- The cursor (xid, id) just before the first event of the last $1 (an interval): where
+-- `journal --since` starts reading; with no such event, the oldest transaction still
+-- running (what is to come).
+SELECT coalesce((SELECT xid FROM journal WHERE at >= now() - $1::interval
+                  ORDER BY xid, id LIMIT 1),
+                pg_snapshot_xmin(pg_current_snapshot()))::text::bigint AS xid,
+       0::bigint AS id
 
 -- name: metrics_stop_reasons
 SELECT stop_reason, count(*) AS n FROM recordings

@@ -108,9 +108,11 @@ SELECT r.id, o.name AS owner, r.filename, r.size_bytes, r.language, r.created_at
  WHERE r.id = $1
 
 -- name: ops_journal
--- A record's whole journal, oldest first, at most $2 events. $1 id.
+-- A record's whole journal, oldest first, at most $2 events. $1 id. In the order every
+-- reader of the journal reads it (operator.sql's journal_after), every event committed:
+-- a page is read whole, not followed.
 SELECT id, at, origin, kind, milestone, claim_token, detail
-  FROM journal WHERE recording_id = $1 ORDER BY id LIMIT $2
+  FROM journal WHERE recording_id = $1 ORDER BY xid, id LIMIT $2
 
 -- name: ops_resumed_batch
 -- The records one resume of the screen resumed: its journal events with batch $1 and

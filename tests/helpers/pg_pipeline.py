@@ -51,7 +51,16 @@ async def state(db: Database, rid: Any) -> Any:
 
 
 async def journal(db: Database, rid: Any | None = None) -> list[Any]:
-    return await db.fetch("journal_after", 0, rid, 100000)
+    """Every committed event of one record (or of all: None), in the readers' order:
+    not only the settled ones the followers read (operator.sql's journal_after), which
+    an unrelated transaction still running would hold back."""
+    return await db.run(
+        lambda con: con.fetch(
+            "SELECT id, recording_id, at, origin, kind, milestone, claim_token, detail"
+            " FROM journal WHERE $1::uuid IS NULL OR recording_id = $1 ORDER BY xid, id",
+            rid,
+        )
+    )
 
 
 class Gate:

@@ -92,7 +92,7 @@ async def normalize_once(
 
 
 async def events(db: Database, rid: Any) -> list[Any]:
-    return await db.fetch("journal_after", 0, rid, 1000)
+    return await db.fetch("ops_journal", rid, 1000)
 
 
 def test_word_error_rate_counts_word_edits() -> None:

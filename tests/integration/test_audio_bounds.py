@@ -249,9 +249,7 @@ async def test_normalized_audio_keeps_the_disk_reserve(
     assert (c["milestone"], c["stopped"]) == ("received", None), c
     row = await state(db, rid)
     assert row["retry_at"] is not None and row["attempts"] == 1
-    failed = [
-        e for e in await db.fetch("journal_after", 0, rid, 100) if e["kind"] == "attempt_failed"
-    ]
+    failed = [e for e in await db.fetch("ops_journal", rid, 100) if e["kind"] == "attempt_failed"]
     error = failed[0]["detail"]["error"]
     assert "TRANSCRIBER_MIN_FREE_BYTES" in error
     # Before: not one byte was written; while: cut before the chunk that would cross.

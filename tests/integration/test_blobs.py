@@ -113,7 +113,7 @@ async def test_a_stale_normalizer_cannot_touch_the_winners_audio(
 
     after = await state(db, rid)
     assert after["audio_path"] == str(winner) and sha256(winner) == digest
-    journal = await db.fetch("journal_after", 0, rid, 100)
+    journal = await db.fetch("ops_journal", rid, 100)
     kinds = [(e["kind"], e["milestone"]) for e in journal]
     assert kinds == [
         ("accepted", "received"),

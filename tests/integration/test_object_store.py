@@ -153,9 +153,7 @@ async def test_the_store_going_away_is_a_failed_attempt(
         bucket.moto.start()
     row = await state(db, rid)
     assert (row["milestone"], row["attempts"], row["audio_path"]) == ("received", 1, None)
-    [failed] = [
-        e for e in await db.fetch("journal_after", 0, rid, 100) if e["kind"] == "attempt_failed"
-    ]
+    [failed] = [e for e in await db.fetch("ops_journal", rid, 100) if e["kind"] == "attempt_failed"]
     assert failed["detail"]["error"].startswith("StorageError: object store: Could not connect")
     assert bucket.keys("tx/audio/") == []
     now = await db_now(db)
@@ -185,9 +183,7 @@ async def test_the_reserve_guards_scratch_copies_not_uploads(db: Database, bucke
     assert await worker(db, config).work_once()
     row = await state(db, rid)
     assert (row["milestone"], row["attempts"], row["audio_path"]) == ("received", 1, None)
-    [failed] = [
-        e for e in await db.fetch("journal_after", 0, rid, 100) if e["kind"] == "attempt_failed"
-    ]
+    [failed] = [e for e in await db.fetch("ops_journal", rid, 100) if e["kind"] == "attempt_failed"]
     assert "scratch disk" in failed["detail"]["error"]
     assert "TRANSCRIBER_MIN_FREE_BYTES" in failed["detail"]["error"]
     assert not any((config.home / "scratch").iterdir())

@@ -172,9 +172,7 @@ async def test_recognizer_crash_fails_only_the_attempt(
         while not (await card(db, rid))["done"]:
             if not await worker.work_once():
                 await trio.sleep(0.002)  # the retry pause is 1 ms
-    failed = [
-        e for e in await db.fetch("journal_after", 0, rid, 100) if e["kind"] == "attempt_failed"
-    ]
+    failed = [e for e in await db.fetch("ops_journal", rid, 100) if e["kind"] == "attempt_failed"]
     assert [e["detail"]["error"] for e in failed] == [
         "RecognizerDied: recognizer process died: signal 9"
     ]

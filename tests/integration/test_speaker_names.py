@@ -16,10 +16,15 @@ import pytest
 
 from actors import Wakeup, Worker
 from tests.helpers.api_clients import normalized, uploaded
-from tests.helpers.pg_pipeline import journal
+from tests.helpers.cli_process import cli
+from tests.helpers.pg_pipeline import accept, journal
+from tests.helpers.postgres import scratch_database
 from tests.helpers.sql_text import code_only
-from transcriber.db.database import Database
-from transcriber.db.named_sql import BENCH_AREAS, load_queries
+from transcriber.db.database import Database, open_database
+from transcriber.db.migrations import migrate
+from transcriber.db.named_sql import BENCH_AREAS, load_migrations, load_queries
+from transcriber.operators import add_operator
+from transcriber.owners import add_owner
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 from transcriber.pipeline.step_table import step_table
 
@@ -199,3 +204,80 @@ async def test_rerun_keeps_names(db: Database, as_ann: httpx.AsyncClient) -> Non
         and re.search(r"\b(?:name_speaker|choose_speaker)\(", p.read_text())
     }
     assert users == {"transcriber/http/speaker_changes.py"}
+
+
+NAME = "Zebulon Quartz"
+
+
+@scenario("A speaker's name stays out of the journal")
+async def test_a_renamed_speakers_name_stays_out_of_the_journal(
+    db: Database, db_url: str, base_url: str, as_ann: httpx.AsyncClient
+) -> None:
+    rid = await diarized(db, as_ann)
+    base = f"/v1/recordings/{rid}"
+    assert (await as_ann.put(f"{base}/speakers/2", json={"name": NAME})).status_code == 200
+    assert (await as_ann.put(f"{base}/speakers/{NAME}", json={"name": "Zeb"})).status_code == 200
+    assert (await as_ann.put(f"{base}/speakers/Zeb", json={"name": ""})).status_code == 200
+    # The journal says which speaker was named, and whether it has a name now.
+    named = [
+        (e["detail"]["speaker"], e["detail"]["named"])
+        for e in await journal(db, uuid.UUID(rid))
+        if e["kind"] == "edited"
+    ]
+    assert named == [("Speaker 2", True), ("Speaker 2", True), ("Speaker 2", False)]
+
+    olga = await add_operator(db, "olga")
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as ops:
+        signed = await ops.post("/ops/signin", data={"token": olga.token, "next": "/ops"})
+        assert signed.status_code == 303, signed.text
+        page = await ops.get(f"/ops/records/{rid}")
+        assert page.status_code == 200 and "edited" in page.text
+        assert "Zeb" not in page.text
+
+    async def printed() -> str:
+        shown = await cli(db_url, "journal", rid)
+        as_json = await cli(db_url, "journal", rid, "--json")
+        assert shown.returncode == 0 and as_json.returncode == 0, shown.stderr + as_json.stderr
+        assert "edited" in shown.stdout and "edited" in as_json.stdout
+        return shown.stdout + as_json.stdout
+
+    assert "Zeb" not in await printed()
+    assert (await as_ann.delete(base)).status_code == 204
+    after = await printed()
+    assert "deleted" in after and "Zeb" not in after
+
+
+@scenario("Names journaled before are taken back")
+async def test_the_migration_takes_journaled_names_back(pg_admin_url: str, aio_loop: None) -> None:
+    async with (
+        scratch_database(pg_admin_url) as url,
+        open_database(url, min_size=1, max_size=2) as old,
+    ):
+        # The schema as it was before sql/0020_journal_settled.sql, and journal rows of
+        # renames as they were written then.
+        async def before(con: Any) -> None:
+            await con.execute(old.sql("migrations_table"))
+            for m in load_migrations():
+                if m.version < 20:
+                    await con.execute(m.sql)
+                    await con.execute(old.sql("migration_record"), m.version, m.name)
+
+        await old.run(before)
+        owner = await add_owner(old, "ann")
+        rid = await accept(old, owner.id, "talk.wav")
+        by = {"by": "owner", "owner_id": owner.id, "via": "api", "speaker": "Speaker 2"}
+        details = [{**by, "name": NAME}, {**by, "name": None}, {"by": "owner", "fields": ["title"]}]
+
+        async def renamed(con: Any) -> None:
+            for d in details:
+                await con.execute(
+                    "INSERT INTO journal (recording_id, origin, kind, milestone, detail)"
+                    " VALUES ($1, 'human', 'edited', 'received', $2)",
+                    rid,
+                    d,
+                )
+
+        await old.run(renamed)
+        await migrate(old)
+        edited = [e["detail"] for e in await journal(old, rid) if e["kind"] == "edited"]
+        assert edited == [{**by, "named": True}, {**by, "named": False}, details[2]]

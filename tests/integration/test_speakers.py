@@ -84,7 +84,7 @@ async def test_two_voices_end_to_end(
     assert right >= 0.9 * len(words), (right, len(words))
     reached = [
         e["milestone"]
-        for e in await db.fetch("journal_after", 0, rid, 1000)
+        for e in await db.fetch("ops_journal", rid, 1000)
         if e["kind"] == "milestone_reached"
     ]
     assert reached == ["normalized", RECOGNIZED, TRANSCRIBED]
@@ -118,7 +118,7 @@ async def test_speakers_off_skip_diarization(
     assert seen == []
     reached = [
         e["milestone"]
-        for e in await db.fetch("journal_after", 0, rid, 1000)
+        for e in await db.fetch("ops_journal", rid, 1000)
         if e["kind"] == "milestone_reached"
     ]
     assert reached == ["normalized", TRANSCRIBED]
@@ -179,7 +179,7 @@ async def test_failed_diarization_keeps_transcript(
     assert done["done"] and done["speakers"]["found"] == 2
     reached = [
         e["milestone"]
-        for e in await db.fetch("journal_after", 0, rid, 1000)
+        for e in await db.fetch("ops_journal", rid, 1000)
         if e["kind"] == "milestone_reached"
     ]
     assert reached == ["normalized", RECOGNIZED, TRANSCRIBED]  # recognized once

@@ -48,12 +48,14 @@ async def rename(
     if n not in _found(t) | set(said.choices.values()):
         raise ApiError(404, "no such speaker")
     stored = check_name(name or "", n, said.names)
+    # The label and whether it has a name now, never the name: the journal is read by
+    # operators and outlives the record (as corrections journal only the segment's index).
     detail = {
         "by": "owner",
         "owner_id": owner,
         "via": via,
         "speaker": default_label(n),
-        "name": stored,
+        "named": stored is not None,
     }
     await name_speaker(db, owner, rid, n, stored, detail)
     return {"label": default_label(n), "name": stored or default_label(n)}

@@ -181,17 +181,22 @@ async def read_journal(
 ) -> None:
     """The record journal of one record (or of all: None) to `show`, oldest first, a
     batch at a time; only the events of the last `since`, if given. With `follow` it
-    never returns: it goes on showing new events as they are journaled.
+    never returns: it goes on showing new events as they are journaled, each once (the
+    cursor never passes a transaction still running: sql/0020_journal_settled.sql).
 
     Cancellation: the only way out of a followed journal; its listening connection is
     closed on the way (see Database.listen).
     """
-    last = 0 if since is None else int(await db.fetchval("journal_id_before", since))
+    # (xid, id) of the last event shown: every reader's order, not the ids'.
+    last = (0, 0)
+    if since is not None:
+        start = await db.fetchrow("journal_cursor_since", since)  # one row, always
+        last = (int(start["xid"]), int(start["id"])) if start else last
 
     async def drain() -> None:
         nonlocal last
         while True:
-            rows = await db.fetch("journal_after", last, recording_id, JOURNAL_BATCH)
+            rows = await db.fetch("journal_after", *last, recording_id, JOURNAL_BATCH)
             batch = [
                 JournalEvent(
                     id=r["id"],
@@ -207,7 +212,7 @@ async def read_journal(
             ]
             if batch:
                 show(batch)
-                last = batch[-1].id
+                last = (int(rows[-1]["xid"]), int(rows[-1]["id"]))
             if len(batch) < JOURNAL_BATCH:
                 return
 

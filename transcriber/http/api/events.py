@@ -26,7 +26,16 @@ async def events(
     owner: Owner,
     db: Db,
     recording_id: str,
-    after: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    after: Annotated[
+        int,
+        Query(
+            ge=0,
+            le=2**62,
+            description="the number of the last event the client has (0: from the first);"
+            " an event shows once every transaction that began before it has ended, so"
+            " paging by `after` gives each event once",
+        ),
+    ] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JSONResponse:
     rid = await owned(db, owner, recording_id)

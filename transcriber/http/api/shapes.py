@@ -72,7 +72,10 @@ class CardPage(BaseModel):
 
 
 class Event(BaseModel):
-    id: int = Field(description="the event's number in this record's journal: 1, 2, …")
+    id: int = Field(
+        description="the event's number in this record's journal: 1, 2, …; it never"
+        " changes, and no event is numbered behind one already answered"
+    )
     at: dt.datetime
     origin: Literal["pipeline", "human"]
     kind: str
@@ -83,7 +86,9 @@ class Event(BaseModel):
 class EventPage(BaseModel):
     events: list[Event]
     next_after: int | None = Field(
-        description="pass as `after` for the next page; null when there is no more"
+        description="pass as `after` for the next page; null when there is no more (a"
+        " client that follows the record asks again after its last event's `id`: it gets"
+        " each event once)"
     )
 
 
