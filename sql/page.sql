@@ -75,19 +75,21 @@ SELECT v.* FROM recording_rows v
 SELECT audio_path FROM recordings WHERE owner_id = $1 AND id = $2
 
 -- name: owner_corrections
--- The owner's ($1) corrections of their record $2, by segment.
-SELECT c.segment, c.text, c.corrected_at
+-- The owner's ($1) corrections of their record $2, by segment and, for a part of one,
+-- its first word (-1: the whole segment).
+SELECT c.segment, c.word, c.text, c.corrected_at
   FROM corrections c JOIN recordings r ON r.id = c.recording_id
  WHERE r.owner_id = $1 AND c.recording_id = $2
- ORDER BY c.segment
+ ORDER BY c.segment, c.word
 
 -- name: correction_set
--- The owner's ($1) text $4 for segment $3 of their record $2, journaled as `corrected`
--- with origin `human` (detail $5: who and which segment). No row: not theirs.
+-- The owner's ($1) text $4 for segment $3 of their record $2, or for its part from word
+-- $6 (-1: the whole segment), journaled as `corrected` with origin `human` (detail $5:
+-- who and which segment). No row: not theirs.
 WITH done AS (
-    INSERT INTO corrections (recording_id, segment, text)
-    SELECT r.id, $3, $4 FROM recordings r WHERE r.owner_id = $1 AND r.id = $2
-    ON CONFLICT (recording_id, segment)
+    INSERT INTO corrections (recording_id, segment, word, text)
+    SELECT r.id, $3, $6, $4 FROM recordings r WHERE r.owner_id = $1 AND r.id = $2
+    ON CONFLICT (recording_id, segment, word)
     DO UPDATE SET text = excluded.text, corrected_at = now()
     RETURNING recording_id
 ), event AS (
@@ -99,12 +101,12 @@ WITH done AS (
 SELECT pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL FROM event
 
 -- name: correction_clear
--- Back to the machine text for segment $3 of the owner's ($1) record $2, journaled like
--- `correction_set` (detail $4).
+-- Back to the machine text for segment $3 of the owner's ($1) record $2, or its part
+-- from word $5 (-1: the whole segment), journaled like `correction_set` (detail $4).
 WITH done AS (
     DELETE FROM corrections c USING recordings r
      WHERE r.id = c.recording_id AND r.owner_id = $1 AND c.recording_id = $2
-       AND c.segment = $3
+       AND c.segment = $3 AND c.word = $5
     RETURNING c.recording_id
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, detail)

@@ -13,11 +13,12 @@ SELECT n.speaker, n.name
  ORDER BY n.speaker
 
 -- name: owner_speaker_choices
--- The owner's ($1) speakers for segments of their record $2, by segment.
-SELECT c.segment, c.speaker
+-- The owner's ($1) speakers for segments of their record $2 and parts of them, by
+-- segment and first word (-1: the whole segment).
+SELECT c.segment, c.word, c.speaker
   FROM speaker_choices c JOIN recordings r ON r.id = c.recording_id
  WHERE r.owner_id = $1 AND c.recording_id = $2
- ORDER BY c.segment
+ ORDER BY c.segment, c.word
 
 -- name: speaker_name_set
 -- The owner's ($1) name $4 for speaker $3 of their record $2 (NULL: back to the found
@@ -40,17 +41,20 @@ SELECT mine.id FROM mine, event
  WHERE pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL
 
 -- name: speaker_choice_set
--- The owner's ($1) speaker $4 for segment $3 of their record $2 (NULL: back to the one
--- diarization found), journaled (detail $5). The record's id if it is theirs, else no row.
+-- The owner's ($1) speaker $4 for segment $3 of their record $2, or for its part from
+-- word $6 (-1: the whole segment, whose parts' choices then go); NULL: back to the one
+-- diarization found. Journaled (detail $5). The record's id if it is theirs, else no row.
 WITH mine AS (
     SELECT r.id, r.milestone FROM recordings r WHERE r.owner_id = $1 AND r.id = $2
 ), gone AS (
     DELETE FROM speaker_choices c USING mine
-     WHERE c.recording_id = mine.id AND c.segment = $3 AND $4::integer IS NULL
+     WHERE c.recording_id = mine.id AND c.segment = $3
+       AND ((c.word = $6 AND $4::integer IS NULL) OR ($6 = -1 AND c.word <> -1))
 ), done AS (
-    INSERT INTO speaker_choices (recording_id, segment, speaker)
-    SELECT mine.id, $3, $4 FROM mine WHERE $4::integer IS NOT NULL
-    ON CONFLICT (recording_id, segment) DO UPDATE SET speaker = excluded.speaker, chosen_at = now()
+    INSERT INTO speaker_choices (recording_id, segment, word, speaker)
+    SELECT mine.id, $3, $6, $4 FROM mine WHERE $4::integer IS NOT NULL
+    ON CONFLICT (recording_id, segment, word)
+    DO UPDATE SET speaker = excluded.speaker, chosen_at = now()
 ), event AS (
     INSERT INTO journal (recording_id, origin, kind, milestone, detail)
     SELECT mine.id, 'human', 'edited', mine.milestone, $5::jsonb FROM mine

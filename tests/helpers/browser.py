@@ -264,13 +264,17 @@ class PageService:
 
 @contextlib.contextmanager
 def page_service(
-    pg_admin_url: str, template_db: str, model_dir: Path, out: Path
+    pg_admin_url: str,
+    template_db: str,
+    model_dir: Path,
+    out: Path,
+    decoding: str = "sequential",
 ) -> Iterator[PageService]:
     """`transcriber serve` with one worker on its own database, and an owner's token."""
     with service_database(pg_admin_url, template_db, "t_page") as db_url:
         # Sequential decoding: a segment per sentence of samples/en.ogg (the batched
         # pipeline makes its 14 s of speech one segment), so playback can move between them.
-        env = service_env(db_url, out / "home", model_dir, TRANSCRIBER_DECODING="sequential")
+        env = service_env(db_url, out / "home", model_dir, TRANSCRIBER_DECODING=decoding)
         token = cli_token(env, "owner", "add", "ann")
         serve = ServeProcess(env, out / "serve.log")
         serve.start()

@@ -207,3 +207,39 @@ def test_speech_is_found_a_piece_at_a_time_as_whole(conversation: tuple[Path, li
     for cut in range(7, int(len(samples) / 16000), 7):
         if any(s < cut < e for s, e in whole):
             assert any(s < cut < e for s, e in pieces), cut
+
+
+@scenario("An asked count is honoured on a short recording")
+def test_two_asked_are_two_on_the_last_seconds_of_a_conversation(
+    conversation: tuple[Path, list[Any]], tmp_path: Path
+) -> None:
+    """The conversation's last 8 s: one voice for 3.2 s, a pause, the other for 3.7 s,
+    eight windows of speech (three of the first voice's at least a second long). Asked
+    for two, the owner gets two: they were one, the windows too few to cluster and the
+    first voice's cluster too small to stand."""
+    import wave
+
+    from transcriber.audio.speakers import diarize
+    from transcriber.speaker_options import SpeakersOption
+
+    path, reference = conversation
+    clip = tmp_path / "last-8s.wav"
+    with wave.open(str(path), "rb") as r:
+        r.setpos(r.getnframes() - 8 * r.getframerate())
+        frames = r.readframes(8 * r.getframerate())
+        duration = r.getnframes() / r.getframerate()
+        params = r.getparams()
+    with wave.open(str(clip), "wb") as w:
+        w.setparams(params)
+        w.writeframes(frames)
+    start = duration - 8
+    heard = [(max(0.0, a - start), b - start, s) for a, b, s in reference if b > start]
+    assert len({s for _, _, s in heard}) == 2, heard  # the clip holds both voices
+
+    found = diarize(clip, SpeakersOption.parse("2"))
+    assert found.speakers == 2, found
+    # Each voice's turn is mostly its own speaker's.
+    for a, b, s in heard:
+        mine = [t for t in found.turns if min(b, t.end) - max(a, t.start) > 0.5 * (b - a)]
+        assert len(mine) == 1, (a, b, s, found.turns)
+    assert found.turns[0].speaker != found.turns[-1].speaker

@@ -227,6 +227,34 @@ def test_a_speaker_of_a_few_seconds_is_folded() -> None:
     assert len(set(cluster(embeddings, SpeakersOption.parse("3"), steady + brief))) == 3
 
 
+@scenario("An asked count is honoured on a short recording")
+def test_an_asked_count_is_honoured_on_a_short_recording() -> None:
+    from transcriber.audio.speakers_clustering import cluster
+
+    rng = np.random.RandomState(6)
+    a, b = (v / np.linalg.norm(v) for v in rng.randn(2, 192))
+
+    def talk(first: int, then: int) -> tuple[np.ndarray, list[tuple[float, float]]]:
+        x = np.concatenate([a + 0.06 * rng.randn(first, 192), b + 0.06 * rng.randn(then, 192)])
+        return x.astype(np.float32), [(0.75 * i, 0.75 * i + 1.5) for i in range(first + then)]
+
+    # Eight windows (6.75 s of speech): too few to find a count, not to make an asked one.
+    x, windows = talk(3, 5)
+    labels = cluster(x, SpeakersOption.parse("2"), windows)
+    assert len(set(labels[:3].tolist())) == 1 and len(set(labels[3:].tolist())) == 1
+    assert labels[0] != labels[3]
+    assert len(set(cluster(x, SpeakersOption.parse("2-3"), windows).tolist())) == 2
+    assert len(set(cluster(x, SpeakersOption.parse("auto"), windows).tolist())) == 1
+    # Fourteen windows, one speaker's three of them: a cluster too small to stand on its
+    # own when the count is found, the second speaker when two are asked.
+    x, windows = talk(3, 11)
+    labels = cluster(x, SpeakersOption.parse("2"), windows)
+    assert labels[:3].tolist() == [labels[0]] * 3 and set(labels[3:].tolist()) == {labels[3]}
+    assert labels[0] != labels[3]
+    # Fewer windows than speakers asked: as many as there can be.
+    assert len(set(cluster(x[:1], SpeakersOption.parse("2"), windows[:1]).tolist())) == 1
+
+
 def test_an_hours_windows_are_clustered_as_single_windows() -> None:
     """Past MAX_UNITS windows a sample is clustered: windows, not means of neighbours
     (means are more alike to any other, and an hour of four voices came out as one)."""

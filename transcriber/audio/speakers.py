@@ -154,85 +154,141 @@ def label(speaker: int) -> str:
     return f"Speaker {speaker + 1}"
 
 
+WHOLE = -1
+"""The `word` of an owner's say on a whole segment (its speaker, its text), not one part."""
+
+
+@attrs.frozen
+class Part:
+    """One piece of the transcript as it is shown: a machine segment, or the part of one
+    that one speaker says, addressed by the segment's index and the index of its first
+    word; `whole` when it is the whole segment (the owner's say on it is then the
+    segment's, `WHOLE`)."""
+
+    segment: int
+    word: int
+    whole: bool
+    shown: dict[str, Any]
+
+
+def runs_of(
+    words: Sequence[dict[str, Any]], turns: Sequence[Turn]
+) -> list[tuple[int | None, int, list[dict[str, Any]]]]:
+    """A segment's words in runs of one found speaker each: (speaker, index of the run's
+    first word, its words). A single word of another speaker between two runs of one is
+    the turns' jitter at a word's edge: it joins its neighbours."""
+    runs: list[tuple[int | None, int, list[dict[str, Any]]]] = []
+    for k, w in enumerate(words):
+        s = _speaker_at(w["start"], w["end"], turns)
+        if runs and runs[-1][0] == s:
+            runs[-1][2].append(w)
+        else:
+            runs.append((s, k, [w]))
+    changed = True
+    while changed and len(runs) > 2:
+        changed = False
+        for i in range(1, len(runs) - 1):
+            if len(runs[i][2]) == 1 and runs[i - 1][0] == runs[i + 1][0]:
+                s, first = runs[i - 1][0], runs[i - 1][1]
+                runs[i - 1 : i + 2] = [(s, first, runs[i - 1][2] + runs[i][2] + runs[i + 1][2])]
+                changed = True
+                break
+    return runs
+
+
+def part_text(segment: Mapping[str, Any], turns: Sequence[Turn], word: int) -> str | None:
+    """The recognizer's text of the part of `segment` that starts at its word `word`
+    (`WHOLE`: the segment's text), or None when no part starts there (none does
+    without turns: a transcript not diarized is never split)."""
+    if word == WHOLE:
+        return str(segment["text"])
+    if not turns:
+        return None
+    for _, first, run in runs_of(segment.get("words") or [], turns):
+        if first == word:
+            return "".join(w["word"] for w in run).strip()
+    return None
+
+
 def assign(
     segments: Sequence[dict[str, Any]],
     turns: Sequence[Turn],
     names: Mapping[int, str] | None = None,
     chosen: Mapping[int, int] | None = None,
-    *,
-    split: bool = True,
 ) -> list[dict[str, Any]]:
+    """The segments with a `speaker` each: `parts` as shown, without their addresses."""
+    return [p.shown for p in parts(segments, turns, names, chosen)]
+
+
+def parts(
+    segments: Sequence[dict[str, Any]],
+    turns: Sequence[Turn],
+    names: Mapping[int, str] | None = None,
+    chosen: Mapping[tuple[int, int], int] | Mapping[int, int] | None = None,
+    texts: Mapping[tuple[int, int], str] | None = None,
+) -> list[Part]:
     """The segments with a `speaker` each ("Speaker 1", …, or the owner's name for it in
     `names`), and on each word: a segment whose words change speaker is split where they
-    do (unless not `split`: the page edits the stored segments, one row each); one the
-    owner corrected is not (its words are the recognizer's, not the owner's text): it
-    takes the speaker it overlaps most. A segment in `chosen` (by its index) is the
-    owner's: whole, and its speaker and its words' the one chosen."""
-    names, chosen = names or {}, chosen or {}
+    do (its `runs_of`), each part addressed by its segment and first
+    word. One the owner corrected whole is not split (its words are the recognizer's, not
+    the owner's text): it takes the speaker it overlaps most.
+
+    The owner's say, by (segment, word): `chosen` speakers and `texts` (their text for a
+    part; whole segments' texts are applied before, by `corrected`). A whole segment's
+    choice (word `WHOLE`, or a plain segment index) keeps it whole, under the speaker
+    chosen, unless the owner said something of one of its parts: then each part is the
+    part's choice, else the segment's. A part's text replaces its words' text; the part
+    keeps its times and words and carries `machine_text` and `corrected`, as a corrected
+    segment does."""
+    names = names or {}
+    said: dict[tuple[int, int], int] = {
+        (k if isinstance(k, tuple) else (k, WHOLE)): v for k, v in (chosen or {}).items()
+    }
+    texts = texts or {}
+    told = {i for i, w in [*said, *texts] if w != WHOLE}
 
     def called(s: int | None) -> str | None:
         return None if s is None else names.get(s) or label(s)
 
-    out: list[dict[str, Any]] = []
+    def worded(words: Sequence[dict[str, Any]], who: str | None) -> dict[str, Any]:
+        return {"words": [{**w, "speaker": who} for w in words]} if words else {}
+
+    out: list[Part] = []
     for i, seg in enumerate(segments):
         words = seg.get("words") or []
-        if i in chosen:
-            who = called(chosen[i])
-            out.append(
-                {
-                    **seg,
-                    "speaker": who,
-                    **({"words": [{**w, "speaker": who} for w in words]} if words else {}),
-                }
-            )
-            continue
-        if not words or seg.get("corrected") or not split:
-            s = _speaker_at(seg["start"], seg["end"], turns)
-            out.append({**seg, "speaker": called(s)})
-            continue
-        runs: list[tuple[int | None, list[dict[str, Any]]]] = []
-        for w in words:
-            s = _speaker_at(w["start"], w["end"], turns)
-            w = {**w, "speaker": s}
-            if runs and runs[-1][0] == s:
-                runs[-1][1].append(w)
+        whole_choice = said.get((i, WHOLE))
+        if not words or seg.get("corrected") or (whole_choice is not None and i not in told):
+            if whole_choice is None:
+                shown = {**seg, "speaker": called(_speaker_at(seg["start"], seg["end"], turns))}
             else:
-                runs.append((s, [w]))
-        runs = _absorb_lone_words(runs)
-        named = [(s, [{**w, "speaker": called(s)} for w in run]) for s, run in runs]
-        if len(named) == 1:
-            s = named[0][0]
-            out.append({**seg, "words": named[0][1], "speaker": called(s)})
+                who = called(whole_choice)
+                shown = {**seg, **worded(words, who), "speaker": who}
+            out.append(Part(i, 0, True, shown))
             continue
-        for s, run in named:
-            out.append(
-                {
+        runs = runs_of(words, turns)
+        for found, first, run in runs:
+            s = said.get((i, first), whole_choice if whole_choice is not None else found)
+            who = called(s)
+            if len(runs) == 1:
+                shown = {**seg, **worded(run, who), "speaker": who}
+            else:
+                shown = {
                     **{k: v for k, v in seg.items() if k not in ("words", "text")},
                     "start": run[0]["start"],
                     "end": run[-1]["end"],
                     "text": "".join(w["word"] for w in run).strip(),
-                    "words": run,
-                    "speaker": called(s),
+                    **worded(run, who),
+                    "speaker": who,
                 }
-            )
+            if (i, first) in texts:
+                shown = {
+                    **shown,
+                    "text": texts[(i, first)],
+                    "machine_text": shown["text"],
+                    "corrected": True,
+                }
+            out.append(Part(i, first, len(runs) == 1, shown))
     return out
-
-
-def _absorb_lone_words(
-    runs: list[tuple[int | None, list[dict[str, Any]]]],
-) -> list[tuple[int | None, list[dict[str, Any]]]]:
-    """A single word of another speaker between two runs of one is the turns' jitter at a
-    word's edge: it joins its neighbours."""
-    changed = True
-    while changed and len(runs) > 2:
-        changed = False
-        for i in range(1, len(runs) - 1):
-            if len(runs[i][1]) == 1 and runs[i - 1][0] == runs[i + 1][0]:
-                s = runs[i - 1][0]
-                runs[i - 1 : i + 2] = [(s, runs[i - 1][1] + runs[i][1] + runs[i + 1][1])]
-                changed = True
-                break
-    return runs
 
 
 def speaking_time(segments: Sequence[dict[str, Any]]) -> dict[str, float]:

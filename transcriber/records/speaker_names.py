@@ -1,10 +1,12 @@
 """Who spoke, as the owner says: a name for each speaker diarization found ("Speaker 2" →
-"Anna") and segments moved to another speaker.
+"Anna") and segments, or parts of one (where the speakers change inside it), moved to
+another speaker.
 
 Both are owner fields, as corrections are: only the owner writes them (the page, the API);
 the pipeline never does, so a re-run of diarization keeps them. A speaker is its number
 (0-based, the turns' `speaker`; "Speaker 1" is 0), a segment its index in the stored
-segments (the index corrections use). This module holds what a name may be, how the
+segments (the index corrections use), a part its segment and the index of its first word
+(WHOLE: the whole segment). This module holds what a name may be, how the
 owner names a speaker, and the queries; transcriber.audio.speakers.assign applies them.
 """
 
@@ -39,10 +41,15 @@ class BadSpeaker(ValueError):
 
 @attrs.frozen
 class OwnerSpeakers:
-    """The owner's say on a record's speakers: names by speaker, speakers by segment."""
+    """The owner's say on a record's speakers: names by speaker, speakers by (segment,
+    first word of the part; WHOLE: the whole segment)."""
 
     names: dict[int, str] = attrs.field(factory=dict)
-    choices: dict[int, int] = attrs.field(factory=dict)
+    choices: dict[tuple[int, int], int] = attrs.field(factory=dict)
+
+
+WHOLE = -1
+"""The `word` of a whole segment's choice (transcriber.audio.speakers.WHOLE)."""
 
 
 def default_label(speaker: int) -> str:
@@ -85,7 +92,8 @@ async def owner_speakers(db: Database, owner: int, recording_id: Any) -> OwnerSp
     names = await db.fetch("owner_speaker_names", owner, recording_id)
     choices = await db.fetch("owner_speaker_choices", owner, recording_id)
     return OwnerSpeakers(
-        {r["speaker"]: r["name"] for r in names}, {r["segment"]: r["speaker"] for r in choices}
+        {r["speaker"]: r["name"] for r in names},
+        {(r["segment"], r["word"]): r["speaker"] for r in choices},
     )
 
 
@@ -113,9 +121,13 @@ async def choose_speaker(
     segment: int,
     speaker: int | None,
     detail: dict[str, Any],
+    word: int = WHOLE,
 ) -> bool:
-    """The owner's `speaker` for `segment` of their record (None: the one diarization
-    found), journaled like `name_speaker`; False if the record is not theirs.
-    Cancellation: one statement."""
-    done = await db.fetchval("speaker_choice_set", owner, recording_id, segment, speaker, detail)
+    """The owner's `speaker` for `segment` of their record, or for its part from `word`
+    (None: the one diarization found; a whole segment's choice drops its parts'),
+    journaled like `name_speaker`; False if the record is not theirs. Cancellation: one
+    statement."""
+    done = await db.fetchval(
+        "speaker_choice_set", owner, recording_id, segment, speaker, detail, word
+    )
     return done is not None

@@ -1,5 +1,6 @@
 """The owner's changes on the record page: the title, summary and topics (a form), and
-one segment's text corrected or restored (the page's script)."""
+one segment's text (or one part's, where the speakers change inside it) corrected or
+restored (the page's script)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
+from transcriber.audio.speakers import Turn, part_text
 from transcriber.http import i18n
 from transcriber.http.deps import Db
 from transcriber.http.errors import ApiError
@@ -30,6 +32,7 @@ from transcriber.http.page.session import (
     Session,
     check_csrf,
 )
+from transcriber.http.page.speakers import part_of
 from transcriber.http.uploads import TITLE_MAX
 from transcriber.records.archive import (
     edit_owner_fields,
@@ -43,6 +46,7 @@ from transcriber.records.corrections import (
     set_correction,
 )
 from transcriber.records.owner_text import RefusedText, check_text, described, is_control
+from transcriber.records.speaker_names import WHOLE
 
 router = APIRouter(include_in_schema=False)
 
@@ -141,16 +145,26 @@ def correction_refused(lang: i18n.Lang, form: Any, e: BadCorrection) -> str:
 async def correct(
     request: Request, db: Db, session: ChangingSession, recording_id: str, index: int
 ) -> JSONResponse:
-    """The owner's text for segment `index`, from the record page's script (form field
-    `text`, or `restore` to go back to the machine's): JSON with the text now shown, or
-    `{"error": ...}` (422) saying why the text was refused."""
+    """The owner's text for segment `index`, or for its part from word `word` (a field the
+    page sends where the segment is split at a speaker change), from the record page's
+    script (form field `text`, or `restore` to go back to the machine's): JSON with the
+    text now shown, or `{"error": ...}` (422) saying why the text was refused."""
     rid = parse_id(recording_id)
     t = None if rid is None else await transcript(db, session.owner, rid)
     if rid is None or t is None or not 0 <= index < len(t["segments"]):
         raise ApiError(404, "no such segment")
     form = await request.form()
-    machine_text = t["segments"][index]["text"]
-    detail = {"by": "owner", "owner_id": session.owner, "segment": index}
+    word = part_of(form)
+    turns = [Turn(*turn) for turn in t.get("turns") or []]
+    machine_text = part_text(t["segments"][index], turns, word)
+    if machine_text is None:
+        raise ApiError(404, "no such part of the segment")
+    detail = {
+        "by": "owner",
+        "owner_id": session.owner,
+        "segment": index,
+        **({"word": word} if word != WHOLE else {}),
+    }
     try:
         text = "" if form.get("restore") else check_correction(str(form.get("text", "")))
     except BadCorrection as e:
@@ -158,9 +172,9 @@ async def correct(
             {"error": correction_refused(lang_of(request), form, e)}, status_code=422
         )
     if text in ("", machine_text.strip()):
-        await clear_correction(db, session.owner, rid, index, {**detail, "restored": True})
+        await clear_correction(db, session.owner, rid, index, {**detail, "restored": True}, word)
         return JSONResponse(
             {"text": machine_text, "machine_text": machine_text, "corrected": False}
         )
-    await set_correction(db, session.owner, rid, index, text, detail)
+    await set_correction(db, session.owner, rid, index, text, detail, word)
     return JSONResponse({"text": text, "machine_text": machine_text, "corrected": True})

@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from transcriber.db.database import Database
 from transcriber.http.deps import Db, Settings
-from transcriber.http.downloads import owner_transcript, transcript_response
+from transcriber.http.downloads import owner_parts, transcript_response
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import (
     parse_id,
@@ -64,12 +64,21 @@ async def record_context(
     if card["done"]:
         t = await transcript(db, owner, card["id"])
         if t is not None:
-            # The stored segments, one row each (corrections and moves are by their
-            # index), each with the speaker it is mostly.
-            _, segments, labels = await owner_transcript(db, owner, card["id"], t, split=False)
+            # The segments as the exports show them (split where the speakers change),
+            # each with its address: a split segment's part is moved and corrected as a
+            # part (its first word), a whole one as the segment.
+            _, shown, labels = await owner_parts(db, owner, card["id"], t)
             speakers = speaker_rows(labels)
             number = {s["name"]: s["n"] for s in speakers}
-            segments = [{**s, "speaker_n": number.get(s.get("speaker"))} for s in segments]
+            segments = [
+                {
+                    **p.shown,
+                    "speaker_n": number.get(p.shown.get("speaker")),
+                    "segment": p.segment,
+                    "word": None if p.whole else p.word,
+                }
+                for p in shown
+            ]
     # Numbered within the record, as `/events` numbers them; the operator's detail left out.
     journal = [
         {**e, "detail": owner_detail(e["detail"])}

@@ -1,5 +1,6 @@
-"""The record page's speaker forms: a name for a speaker, a segment given to another;
-the same changes as the API's (`transcriber.http.speaker_changes`)."""
+"""The record page's speaker forms: a name for a speaker, a segment (or the part of one
+that one speaker says) given to another; the same changes as the API's
+(`transcriber.http.speaker_changes`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from transcriber.http import i18n
 from transcriber.http.deps import Db
+from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import (
     parse_id,
 )
@@ -27,7 +29,7 @@ from transcriber.http.page.session import (
 )
 from transcriber.http.speaker_changes import reassign, rename
 from transcriber.records.owner_text import described
-from transcriber.records.speaker_names import NAME_MAX, BadSpeaker
+from transcriber.records.speaker_names import NAME_MAX, WHOLE, BadSpeaker
 
 router = APIRouter(include_in_schema=False)
 
@@ -65,6 +67,17 @@ async def speakers_form(
     return RedirectResponse(f"/recordings/{card['id']}#speakers", status_code=303)
 
 
+def part_of(form: Any) -> int:
+    """The form's part of a segment: its first word (field `word`), or WHOLE without
+    one; 404 for anything but a word's index."""
+    word = str(form.get("word", ""))
+    if not word:
+        return WHOLE
+    if not word.isascii() or not word.isdigit() or len(word) > 6:
+        raise ApiError(404, "no such part of the segment")
+    return int(word)
+
+
 @router.post("/recordings/{recording_id}/speakers/{label}")
 async def rename_speaker(
     request: Request, db: Db, session: Session, recording_id: str, label: str
@@ -81,9 +94,11 @@ async def rename_speaker(
 async def move_segment(
     request: Request, db: Db, session: Session, recording_id: str, index: int
 ) -> Response:
-    """The record page's speaker of one segment (field `speaker`: a label)."""
+    """The record page's speaker of one segment (field `speaker`: a label), or of the part
+    of it from word `word` (a field the page sends where the segment is split)."""
 
     async def change(rid: Any, form: Any) -> None:
-        await reassign(db, session.owner, rid, index, str(form.get("speaker", "")) or None, "page")
+        speaker = str(form.get("speaker", "")) or None
+        await reassign(db, session.owner, rid, index, speaker, "page", part_of(form))
 
     return await speakers_form(request, db, session, recording_id, change)

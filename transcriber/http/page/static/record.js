@@ -110,8 +110,15 @@
     li.classList.toggle("corrected", body.corrected);
   }
 
-  function correctionUrl(i) {
-    return document.getElementById("segments").dataset.base + i;
+  // A row is a stored segment, or the part of one that one speaker says (where the
+  // speakers change inside it, the page splits it as the exports do): a part's text is
+  // saved with its first word.
+  function correctionUrl(li) {
+    return document.getElementById("segments").dataset.base + li.dataset.segment;
+  }
+
+  function correctionFields(li, fields) {
+    return new URLSearchParams(li.dataset.word === undefined ? fields : { ...fields, word: li.dataset.word });
   }
 
   function closeForm(li, focusBack) {
@@ -132,13 +139,13 @@
     form.querySelector("label").textContent = T.t("corrected_text_of", { n: i + 1 });
     area.value = li.querySelector(".text").textContent;
     form.querySelector(".restore").hidden = !li.classList.contains("corrected");
-    const url = correctionUrl(i);
+    const url = correctionUrl(li);
 
     async function send(fields) {
       error.textContent = "";
       area.removeAttribute("aria-invalid");
       area.removeAttribute("aria-describedby");
-      const r = await T.send("POST", url, () => new URLSearchParams(fields));
+      const r = await T.send("POST", url, () => correctionFields(li, fields));
       if (r.status === 200) {
         showSaved(li, r.body);
         closeForm(li, true);
@@ -305,7 +312,7 @@
       let why = null;
       for (const { i, text } of changes) {
         const li = segments[i].el;
-        const r = await T.send("POST", correctionUrl(i), () => new URLSearchParams({ text }));
+        const r = await T.send("POST", correctionUrl(li), () => correctionFields(li, { text }));
         if (r.status === 200) { showSaved(li, r.body); saved.push(i); }
         else why = why || r.body.error || T.t("server_answered", { status: r.status });
       }
