@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
 from transcriber.db.database import Database
 from transcriber.http.errors import ErrorShape
@@ -51,7 +51,9 @@ class Face:
     - `no_retry`: prefixes whose clients retry a 5xx on their own unless told not to;
     - `session_owner`: the owner a request to one of its paths with a body is vouched
       for by (its session), or None (`middleware.Guard` serves strangers' bodies out of
-      a budget of their own).
+      a budget of their own);
+    - `not_found_page`: the page a browser navigating to an address no route answers
+      gets (404), instead of the API's JSON; one face at most has one.
     """
 
     name: str
@@ -64,3 +66,4 @@ class Face:
     error_body: ErrorShape | None = None
     no_retry: tuple[str, ...] = ()
     session_owner: Callable[[Database, dict[str, Any]], Awaitable[int | None]] | None = None
+    not_found_page: Callable[[Request], Awaitable[Response]] | None = None
