@@ -365,7 +365,7 @@ async def test_page_deletes_one_or_the_selected(
         forged = await page.post(f"/recordings/{one}/delete", data={})
         assert forged.status_code == 403
         r = await page.post(f"/recordings/{one}/delete", data={"csrf": page.csrf})
-        assert (r.status_code, r.headers["location"]) == (303, "/")
+        assert (r.status_code, r.headers["location"]) == (303, "/?deleted=1")
         # The selected ones; another owner's id among them is passed over.
         r = await page.post(
             "/delete", data={"csrf": page.csrf, "id": [two, three, bens, "nonsense"]}

@@ -88,5 +88,7 @@ async def test_docx_and_markdown_exports(
     assert "Back to the recording" in printed.text and "duration" in printed.text
     assert "Назад к записи" in russian.text and "длительность" in russian.text
     assert '<strong class="speaker">Ben:</strong> Revenue is up.' in russian.text
-    assert download.headers["content-disposition"] == f'attachment; filename="{rid}.docx"'
+    assert download.headers["content-disposition"] == (
+        "attachment; filename=\"Board meeting.docx\"; filename*=UTF-8''Board%20meeting.docx"
+    )
     assert docx.Document(io.BytesIO(download.content)).paragraphs[0].text == "Board meeting"

@@ -536,7 +536,10 @@ async def test_correction_is_exported_everywhere(
         }
     assert (await as_ann.get(f"/v1/recordings/{rid}/text")).text == "Hello, wide world. Goodbye.\n"
     download = await page_ann.get(f"/recordings/{rid}/transcript.srt")
-    assert download.headers["content-disposition"] == f'attachment; filename="{rid}.srt"'
+    # Named after the file uploaded (no title given), without its extension.
+    assert download.headers["content-disposition"] == (
+        "attachment; filename=\"talk.srt\"; filename*=UTF-8''talk.srt"
+    )
     # The machine's transcript is stored as it was recognized; the change is journaled.
     assert (await db.fetchrow("transcript", uuid.UUID(rid)))["text"] == "Hello world. Goodbye."
     assert (await journal(db, uuid.UUID(rid)))[-1]["kind"] == "corrected"

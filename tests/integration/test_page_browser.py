@@ -324,9 +324,12 @@ def test_find_and_replace_then_undo(served: Served, browser: WebDriver) -> None:
     # others back at the machine's text — and so is the export, after a reload too.
     css(d, "#replace-undo").click()
     changed = sum(t != b for (t, _), (b, _) in zip(after, before, strict=True))
-    wait(
-        d, lambda d: css(d, "#find-count").text == f"Undone: {changed} segments back as they were."
+    said = (
+        "Undone: 1 segment back as it was."
+        if changed == 1
+        else f"Undone: {changed} segments back as they were."
     )
+    wait(d, lambda d: css(d, "#find-count").text == said)
     assert segment_texts(d) == before
     assert css(d, "#replace-undo").get_attribute("disabled") is not None
     _, txt = fetch_text(d, f"/recordings/{served.record}/transcript.txt")
@@ -599,7 +602,10 @@ def test_delete_from_the_list(served: Served, browser: WebDriver) -> None:
     alert = d.switch_to.alert
     assert "for good" in alert.text
     alert.accept()
-    wait(d, lambda d: d.current_url == served.url + "/" and row_of(d, "Kept title") is None)
+    wait(
+        d,
+        lambda d: d.current_url == served.url + "/?deleted=1" and row_of(d, "Kept title") is None,
+    )
     assert row_of(d, "Q3 planning") is not None
     api = httpx.get(
         f"{served.url}/v1/recordings/{rid}", headers={"Authorization": f"Bearer {served.token}"}

@@ -7,9 +7,10 @@ that stream their body, the bodies capped below the API's own, where its errors 
 another shape. A new face (a live endpoint) is its package and one line in `FACES`.
 """
 
+from collections.abc import MutableMapping
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 
 from transcriber.config import Config
 from transcriber.db.database import Database
@@ -72,6 +73,28 @@ def is_public(path: str) -> bool:
     return path in PUBLIC_PATHS or any(face.authenticates(path) for face in FACES)
 
 
+ROUTE_PATTERNS = [route.path_regex for router in ROUTERS for route in router.routes]  # type: ignore[attr-defined]
+NOT_FOUND_PAGES = [face.not_found_page for face in FACES if face.not_found_page is not None]
+
+
+def unknown_page(scope: MutableMapping[str, Any]) -> bool:
+    """A browser navigating (GET, HEAD; HTML wanted; no bearer token) to an address no
+    route answers: it gets the page's styled not-found page, not the API's 401 JSON. An
+    API client (no `text/html` in its Accept, or a token) is answered as before."""
+    if scope["method"] not in ("GET", "HEAD") or not NOT_FOUND_PAGES:
+        return False
+    headers = dict(scope["headers"])
+    if b"text/html" not in headers.get(b"accept", b"") or b"authorization" in headers:
+        return False
+    path = scope["path"]
+    return path != "/openapi.json" and not any(p.match(path) for p in ROUTE_PATTERNS)
+
+
+async def not_found_page(request: Request) -> Any:
+    """The answer to `unknown_page` (errors.install_error_handlers), else None."""
+    return await NOT_FOUND_PAGES[0](request) if unknown_page(request.scope) else None
+
+
 def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = None) -> FastAPI:
     """The API on `db`, storing uploads in the store `config` names, refusing bodies over
     `max_upload_bytes` (default: the configured limit)."""
@@ -111,6 +134,7 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
         db=db,
         budgets=app.state.budgets,
         public=is_public,
+        lets_through=unknown_page,
         streamed=lambda method, path: (method, path) in STREAMED,
         shapes=ERROR_SHAPES,
         body_deadline_s=config.http_body_deadline_s,
@@ -120,7 +144,7 @@ def create_app(db: Database, config: Config, *, max_upload_bytes: int | None = N
     app.add_middleware(AllowedHosts, allowed=config.http_allowed_hosts, shapes=ERROR_SHAPES)
     app.add_middleware(DrainRequestBody, idle_s=config.http_body_idle_s)
     app.add_middleware(NoRetry, shapes=ERROR_SHAPES)
-    install_error_handlers(app, ERROR_SHAPES)
+    install_error_handlers(app, ERROR_SHAPES, not_found_page=not_found_page)
     for router in ROUTERS:
         app.include_router(router)
 

@@ -10,6 +10,9 @@ a transcript is one owner's data, opened by itself it is a document with no powe
 no cache keeps it (a shared one must stop with its link)."""
 
 import datetime as dt
+import re
+import unicodedata
+import urllib.parse
 import uuid
 from typing import Any
 
@@ -190,3 +193,25 @@ async def owner_parts(
     found = {turn.speaker for turn in turns} | set(said.choices.values())
     labels = {said.names.get(n) or default_label(n): default_label(n) for n in sorted(found)}
     return text, shown, labels
+
+
+def attachment(title: str, fallback: str, suffix: str) -> str:
+    """A Content-Disposition naming the download after the record's `title` + `suffix`
+    (".txt", ".machine.srt"): `filename` an ASCII approximation for old clients (letters
+    without their accents, anything else `_`; `fallback`, the record's id, when nothing
+    of the title is left), `filename*` the title itself in UTF-8 (RFC 6266, RFC 8187).
+    Path separators and control characters never reach either."""
+    name = "".join(
+        "_" if c in '/\\:*?"<>|' or unicodedata.category(c)[0] == "C" else c for c in title
+    )
+    name = " ".join(name.split())[:TITLE_CHARS].strip(" .") or fallback
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    ascii_name = re.sub(r"[^A-Za-z0-9._ -]+", "_", ascii_name).strip(" ._")
+    if not re.search(r"[A-Za-z0-9]", ascii_name):
+        ascii_name = fallback
+    encoded = urllib.parse.quote(name + suffix, safe="")
+    return f"attachment; filename=\"{ascii_name}{suffix}\"; filename*=UTF-8''{encoded}"
+
+
+TITLE_CHARS = 120
+"""The most of a title a download's name keeps."""

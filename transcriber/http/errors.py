@@ -3,7 +3,7 @@ the shape of the area a path belongs to (`ErrorShapes`: the OpenAI-compatible ro
 answer OpenAI's), and the handlers that give it to every error the application raises."""
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 import asyncpg
@@ -176,10 +176,16 @@ def allowed_methods(request: Request) -> list[str]:
     return sorted(found)
 
 
-def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) -> None:
+def install_error_handlers(
+    app: FastAPI,
+    shapes: ErrorShapes = ErrorShapes(),
+    *,
+    not_found_page: Callable[[Request], Awaitable[Response | None]] | None = None,
+) -> None:
     """Every answer but a success is JSON in the shape of its path's area (`shapes`),
     the 500 of an unexpected error included, which names no internal detail (the log
-    has the traceback)."""
+    has the traceback); but a 404 that `not_found_page` answers with a page (a browser
+    at an address no route answers)."""
 
     def error_response(
         request: Request, status: int, message: str, headers: dict[str, str] | None = None
@@ -208,6 +214,10 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes = ErrorShapes()) ->
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 404 and not_found_page is not None:
+            page = await not_found_page(request)
+            if page is not None:
+                return page
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(allowed_methods(request))
             if request.method == "OPTIONS":

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
 from transcriber.db.database import Database
 from transcriber.http.errors import ErrorShape
@@ -54,7 +54,9 @@ class Face:
       401 of the guard, an error, a success), unless the answer says its own;
     - `session_owner`: the owner a request to one of its paths with a body is vouched
       for by (its session), or None (`middleware.Guard` serves strangers' bodies out of
-      a budget of their own).
+      a budget of their own);
+    - `not_found_page`: the page a browser navigating to an address no route answers
+      gets (404), instead of the API's JSON; one face at most has one.
     """
 
     name: str
@@ -68,3 +70,4 @@ class Face:
     no_retry: tuple[str, ...] = ()
     not_stored: tuple[str, ...] = ()
     session_owner: Callable[[Database, dict[str, Any]], Awaitable[int | None]] | None = None
+    not_found_page: Callable[[Request], Awaitable[Response]] | None = None

@@ -60,6 +60,11 @@ def NP_(context: str, message: str) -> tuple[str, str]:
     return context, message
 
 
+def NN_(singular: str, plural: str) -> tuple[str, str]:
+    """`N_` of a message with a count: its plural forms (`Lang.ngettext`)."""
+    return singular, plural
+
+
 # The page's script's own texts, by key: the page gets them in its language as a small
 # JSON dictionary (base.html), `{name}` replaced by the script.
 SCRIPT_WORDS = {
@@ -93,9 +98,15 @@ SCRIPT_WORDS = {
     "found": N_("{n} found"),
     "replaced": N_("Replaced {n}; saving…"),
     "replaced_saved": N_("Replaced {n} and saved."),
-    "undone": N_("Undone: {n} segments back as they were."),
     "nothing_found": N_("Nothing found."),
-    "some_not_saved": N_("{n} segments were not saved: {why}"),
+}
+
+# The script's texts with a count `{n}`: each in every plural form of the language, by
+# its CLDR category (the script picks one with `Intl.PluralRules`), as Russian says
+# "1 сегмент", "2 сегмента", "5 сегментов".
+SCRIPT_PLURALS = {
+    "undone": NN_("Undone: {n} segment back as it was.", "Undone: {n} segments back as they were."),
+    "some_not_saved": NN_("{n} segment was not saved: {why}", "{n} segments were not saved: {why}"),
 }
 
 
@@ -116,8 +127,25 @@ class Lang:
     def ngettext(self, singular: str, plural: str, n: int) -> str:
         return self.translations.ngettext(singular, plural, n)
 
-    def script_words(self) -> dict[str, str]:
-        return {k: self.gettext(v) for k, v in SCRIPT_WORDS.items()}
+    def script_words(self) -> dict[str, str | dict[str, str]]:
+        words: dict[str, str | dict[str, str]] = {
+            k: self.gettext(v) for k, v in SCRIPT_WORDS.items()
+        }
+        for key, (singular, plural) in SCRIPT_PLURALS.items():
+            words[key] = {
+                category: self.ngettext(singular, plural, n)
+                for category, n in self.plural_samples().items()
+            }
+        return words
+
+    def plural_samples(self) -> dict[str, int]:
+        """A whole number of each plural category of this language that has one (CLDR's,
+        as the browser's `Intl.PluralRules` names them): {"one": 1, "other": 0} in English,
+        {"many": 0, "one": 1, "few": 2} in Russian."""
+        samples: dict[str, int] = {}
+        for n in range(200):
+            samples.setdefault(self.locale.plural_form(n), n)
+        return samples
 
     # --- numbers, dates, durations in this language --------------------------------------
 
@@ -246,6 +274,7 @@ KEYWORDS = {
     "pgettext": ((1, "c"), 2),
     "N_": None,
     "NP_": ((1, "c"), 2),
+    "NN_": (1, 2),
 }
 JINJA_OPTIONS = {"extensions": "jinja2.ext.i18n", "trimmed": "true"}
 

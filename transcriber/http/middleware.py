@@ -300,6 +300,7 @@ class Guard:
         body_deadline_s: float = 20.0,
         body_cap: Callable[[str, str], int] = lambda method, path: JSON_BODY_MAX,
         session_owner: Callable[[dict[str, Any]], Awaitable[int | None]] | None = None,
+        lets_through: Callable[[dict[str, Any]], bool] = lambda scope: False,
     ):
         self.app = app
         self.shapes = shapes
@@ -310,6 +311,7 @@ class Guard:
         self.body_deadline_s = body_deadline_s
         self.body_cap = body_cap
         self.session_owner = session_owner
+        self.lets_through = lets_through
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -339,7 +341,9 @@ class Guard:
     async def _guarded(self, scope: dict[str, Any], receive: Any, send: Any, slot: Slot) -> None:
         headers = dict(scope["headers"])
         shape = self.shapes.of(scope["path"])
-        public = self.public(scope["path"])
+        # `lets_through`: what the application answers as it would a stranger (a
+        # browser at an unknown address gets the not-found page).
+        public = self.public(scope["path"]) or self.lets_through(scope)
         body = has_body(headers)
         owner = None
         try:

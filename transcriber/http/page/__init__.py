@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from fastapi import Request
+from fastapi.responses import Response
 
 from transcriber.db.database import Database
 from transcriber.http.faces import Face
@@ -36,6 +37,7 @@ from transcriber.http.page import (
     speakers,
     upload,
 )
+from transcriber.http.page.html import not_found_page
 from transcriber.http.page.session import SIGNIN_PATH, session_of
 from transcriber.http.sessions import SIGNIN_FORM_MAX
 
@@ -58,6 +60,13 @@ def is_page_path(path: str) -> bool:
 def authenticates(path: str) -> bool:
     """The page's paths and the share view's (a link is its own capability)."""
     return is_page_path(path) or shared_view.is_share_path(path)
+
+
+async def unknown_address(request: Request) -> Response:
+    """The page's not-found page for an address no route answers, with the language
+    switch (and signing out, to an owner signed in)."""
+    session = await session_of(request.app.state.db, request)
+    return not_found_page(request, session, address=True)
 
 
 async def session_owner(db: Database, scope: dict[str, Any]) -> int | None:
@@ -87,4 +96,5 @@ FACE = Face(
     streamed=STREAMED,
     body_caps=BODY_CAPS,
     session_owner=session_owner,
+    not_found_page=unknown_address,
 )

@@ -28,13 +28,17 @@ router = APIRouter(include_in_schema=False)
 @router.post("/delete")
 async def delete_selected(request: Request, db: Db, config: Settings, session: Session) -> Response:
     """The records selected in the list (form fields `id`), after the page asked the
-    owner to confirm; ids not theirs are passed over. Back to the list."""
+    owner to confirm; ids not theirs are passed over. Back to the list, which says how
+    many went."""
     form = await request.form()
     check_csrf(request, session, str(form.get(CSRF_FIELD, "")))
     ids = [rid for v in form.getlist("id") if (rid := parse_id(str(v))) is not None]
-    if ids:
+    gone = (
         await delete_own(db, blobs_of(config), session.owner, ids[: PAGE_SIZE * 4], via="page")
-    return RedirectResponse("/", status_code=303)
+        if ids
+        else []
+    )
+    return deleted(len(gone))
 
 
 @router.post("/recordings/{recording_id}/delete")
@@ -51,4 +55,9 @@ async def delete_one(
     )
     if not gone:
         return not_found_page(request, session)
-    return RedirectResponse("/", status_code=303)
+    return deleted(len(gone))
+
+
+def deleted(n: int) -> Response:
+    """Back to the list, which says that `n` recordings were deleted."""
+    return RedirectResponse(f"/?deleted={n}", status_code=303)

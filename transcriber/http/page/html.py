@@ -73,8 +73,12 @@ def record_path(recording_id: Any) -> str:
     return f"/recordings/{recording_id}"
 
 
-def not_found_page(request: Request, session: Any) -> HTMLResponse:
-    return html(request, "not_found.html", 404, csrf=session.csrf)
+def not_found_page(request: Request, session: Any, *, address: bool = False) -> HTMLResponse:
+    """404 for a record not the owner's, or (`address`) for an address nothing answers;
+    `session` None for a reader not signed in."""
+    if session is None:
+        return html(request, "not_found.html", 404, address=address)
+    return html(request, "not_found.html", 404, csrf=session.csrf, address=address)
 
 
 async def mine(db: Database, owner: int, recording_id: str) -> dict[str, Any] | None:

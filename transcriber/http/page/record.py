@@ -10,9 +10,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from transcriber.db.database import Database
 from transcriber.http.deps import Db, Settings
-from transcriber.http.downloads import owner_parts, transcript_response
+from transcriber.http.downloads import attachment, owner_parts, transcript_response
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import (
+    owned_card,
     parse_id,
 )
 from transcriber.http.page.audio import audio_response, open_audio, peaks
@@ -172,7 +173,11 @@ async def download(
         raise ApiError(404, "no such recording")
     response = await transcript_response(db, owner, recording_id, DOWNLOADS[ext], machine=machine)
     if response.status_code == 200:
-        rid = parse_id(recording_id)
-        name = f"{rid}{'.machine' if machine else ''}.{ext}"
-        response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+        # Named after the title, else the uploaded file's name without its extension.
+        card = await owned_card(db, owner, recording_id)
+        response.headers["Content-Disposition"] = attachment(
+            card["title"] or (card["filename"] or "").rsplit(".", 1)[0],
+            str(card["id"]),
+            f"{'.machine' if machine else ''}.{ext}",
+        )
     return response

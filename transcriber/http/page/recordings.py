@@ -50,6 +50,7 @@ async def recordings_page(
     q: Annotated[str | None, Query(max_length=200)] = None,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
     fragment: Annotated[str | None, Query(max_length=20)] = None,
+    deleted: Annotated[str | None, Query(max_length=4)] = None,
 ) -> HTMLResponse:
     state = state if state in text.STATES else None
     try:
@@ -69,6 +70,8 @@ async def recordings_page(
     cards = found.cards
     context = {
         "too_broad": too_broad,
+        # After a deletion (deletion.py): how many went; a hand-made value is passed over.
+        "deleted": int(deleted) if deleted and deleted.isdigit() else None,
         "cards": cards,
         "csrf": session.csrf,
         "state": state or "",

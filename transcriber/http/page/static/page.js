@@ -14,6 +14,12 @@
       words = el ? JSON.parse(el.textContent) : {};
     }
     let s = words[key] || key;
+    // A text with a count comes in each plural form of the language (i18n.SCRIPT_PLURALS).
+    if (typeof s === "object") {
+      const n = Number((vars || {}).n);
+      const form = new Intl.PluralRules(document.documentElement.lang || "en").select(n);
+      s = s[form] || s.other || s.many || Object.values(s)[0];
+    }
     for (const [k, v] of Object.entries(vars || {})) s = s.split(`{${k}}`).join(String(v));
     return s;
   };
@@ -249,6 +255,7 @@
         const picked = new Set(Array.from(document.querySelectorAll('#list input[name="id"]:checked'), (i) => i.value));
         if (html) T.swap(document.getElementById("list"), html.trim());
         document.querySelectorAll('#list input[name="id"]').forEach((i) => { if (picked.has(i.value)) i.checked = true; });
+        selection();
       }
       const now = document.getElementById("list");
       const busy = (now && now.dataset.live === "1") || Date.now() - lastUpload < 30000;
@@ -257,6 +264,29 @@
     document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") poll(); });
     timer = setTimeout(poll, 1500);
   }
+
+  // The list's selection: "Delete selected" works only with something selected (until
+  // then it is disabled and says so), and "Select all" picks every row shown.
+  function selection() {
+    const all = document.getElementById("select-all");
+    const button = document.getElementById("delete-selected-button");
+    if (!all || !button) return;
+    const boxes = Array.from(document.querySelectorAll('#list input[name="id"]'));
+    const picked = boxes.filter((b) => b.checked).length;
+    button.disabled = picked === 0;
+    document.getElementById("delete-selected-help").hidden = picked > 0;
+    all.checked = boxes.length > 0 && picked === boxes.length;
+    all.indeterminate = picked > 0 && picked < boxes.length;
+    all.disabled = boxes.length === 0;
+  }
+  document.addEventListener("change", (ev) => {
+    const el = ev.target;
+    if (el.id === "select-all") {
+      document.querySelectorAll('#list input[name="id"]').forEach((b) => { b.checked = el.checked; });
+    }
+    if (el.id === "select-all" || (el.name === "id" && el.closest("#list"))) selection();
+  });
+  document.addEventListener("DOMContentLoaded", selection);
 
   // Forms that delete ask first (`data-confirm`); a form with nothing selected sends nothing.
   document.addEventListener("submit", (ev) => {

@@ -1,0 +1,311 @@
+"""Accessibility by test: axe-core (the copy `axe-selenium-python` ships, injected into
+the page; nothing fetched) run in a real headless Chromium over every page of the
+owner, the share-link holder and the operator, in English and Russian, on a desktop
+and on a 390 px phone, against a real `transcriber serve` with real recognition.
+
+No page may have a serious or critical violation. Each run's counts (serious+critical
+per page) go to the module's output folder as axe-counts.json, printed at the start,
+with whole-page screenshots of the list and a record page; they are never committed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+from axe_selenium_python import Axe
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from tests.helpers.browser import (
+    RECOGNITION_WAIT_S,
+    ROOT,
+    ServeProcess,
+    browser_session,
+    cli_token,
+    css,
+    full_page,
+    service_database,
+    service_env,
+    wait,
+)
+
+SHOT = ("owner list", "owner record", "operator glance")
+"""The pages whose whole-page screenshots (light) go to the output folder."""
+LANGUAGES = ("en", "ru")
+WIDTHS = {"desktop": None, "phone": 390}
+BLOCKING = ("serious", "critical")
+
+
+@attrs.define
+class Served:
+    serve: ServeProcess
+    owner_token: str
+    operator_token: str
+    out: Path
+    record: str = ""
+    stopped: str = ""
+    share_url: str = ""
+    counts: dict[str, int] = attrs.field(factory=dict)
+    found: dict[str, str] = attrs.field(factory=dict)
+
+    @property
+    def url(self) -> str:
+        return self.serve.url
+
+
+def api_upload(served: Served, name: str, body: bytes, mime: str) -> str:
+    with httpx.Client(base_url=served.url, timeout=60) as api:
+        r = api.post(
+            "/v1/recordings",
+            headers={"authorization": f"Bearer {served.owner_token}"},
+            files={"file": (name, body, mime)},
+        )
+    assert r.status_code == 201, r.text
+    return str(r.json()["id"])
+
+
+def wait_for(served: Served, rid: str, done: tuple[str, ...]) -> None:
+    """Until the record's card is at one of `done` (a milestone, or "stopped")."""
+    deadline = time.monotonic() + RECOGNITION_WAIT_S
+    while True:
+        card = httpx.get(
+            f"{served.url}/v1/recordings/{rid}",
+            headers={"authorization": f"Bearer {served.owner_token}"},
+        ).json()
+        if card.get("milestone") in done or (card.get("stopped") and "stopped" in done):
+            return
+        assert time.monotonic() < deadline, card
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def served(
+    pg_admin_url: str, template_db: str, model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    out = tmp_path_factory.mktemp("a11y-browser")
+    print(f"\naccessibility counts: {out}/axe-counts.json")
+    with service_database(pg_admin_url, template_db, "t_a11y") as db_url:
+        env = service_env(db_url, out / "home", model_dir, TRANSCRIBER_DECODING="sequential")
+        owner_token = cli_token(env, "owner", "add", "ann")
+        operator_token = cli_token(env, "operator", "add", "olga")
+        served = Served(ServeProcess(env, out / "serve.log"), owner_token, operator_token, out)
+        served.serve.start()
+        try:
+            audio = (ROOT / "samples" / "en.ogg").read_bytes()
+            served.record = api_upload(served, "en.ogg", audio, "audio/ogg")
+            served.stopped = api_upload(served, "notes.ogg", b"not audio at all" * 64, "audio/ogg")
+            wait_for(served, served.record, ("transcribed",))
+            wait_for(served, served.stopped, ("stopped",))
+            r = httpx.post(
+                f"{served.url}/v1/recordings/{served.record}/shares",
+                headers={"authorization": f"Bearer {served.owner_token}"},
+                json={"note": "for the team"},
+            )
+            assert r.status_code == 201, r.text
+            served.share_url = r.json()["url"]
+            yield served
+            (out / "axe-counts.json").write_text(json.dumps(served.counts, indent=2))
+            (out / "axe-found.json").write_text(json.dumps(served.found, indent=2))
+            print(f"\naxe counts (serious+critical per page): {json.dumps(served.counts)}")
+        finally:
+            served.serve.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(served: Served) -> Iterator[WebDriver]:
+    with browser_session(served.out / "chromium-profile", window="1280,900") as driver:
+        yield driver
+
+
+def set_width(d: WebDriver, width: int | None) -> None:
+    if width is None:
+        d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    else:
+        d.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": True},
+        )
+
+
+def set_scheme(d: WebDriver, scheme: str) -> None:
+    d.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {"features": [{"name": "prefers-color-scheme", "value": scheme}]},
+    )
+
+
+def violations(d: WebDriver) -> list[dict[str, Any]]:
+    """axe's serious and critical violations on the page as it is now."""
+    axe = Axe(d)
+    axe.inject()
+    results = axe.run()
+    return [v for v in results["violations"] if v["impact"] in BLOCKING]
+
+
+def described(found: list[dict[str, Any]]) -> str:
+    """Each violation: its rule, impact, the first nodes and what axe says of the first."""
+    return "; ".join(
+        f"{v['id']} ({v['impact']}): "
+        + ", ".join(str(t) for n in v["nodes"][:4] for t in n["target"])
+        + f" [{v['nodes'][0].get('failureSummary', '')}]"
+        for v in found
+    )
+
+
+def sign_in(d: WebDriver, url: str, path: str, token: str, then: str) -> None:
+    d.get(url + path)
+    if d.find_elements(By.ID, "token"):
+        css(d, "#token").send_keys(token)
+        css(d, "#signin-submit").click()
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, then))
+
+
+def pages(served: Served) -> list[tuple[str, str, str]]:
+    """(name, path, a selector the page has once shown), in the order visited: each
+    face's sign-in first, while signed out."""
+    rid, stopped = served.record, served.stopped
+    share = served.share_url.split("://", 1)[1].split("/", 1)[1]
+    return [
+        ("owner sign-in", "/signin", "#token"),
+        ("owner list", "/", "#list table"),
+        ("owner record", f"/recordings/{rid}", ".segment"),
+        ("owner stopped record", f"/recordings/{stopped}", "main h1"),
+        ("owner print", f"/recordings/{rid}/print", "#print-title"),
+        ("share holder", "/" + share, "main"),
+        ("operator sign-in", "/ops/signin", "#token"),
+        ("operator glance", "/ops", "#milestones"),
+        ("operator stopped", "/ops/stopped", "main table"),
+        ("operator record", f"/ops/records/{rid}", "main h1"),
+    ]
+
+
+@pytest.mark.scenario(
+    "page", "Every page has no serious or critical accessibility violation, in each language"
+)
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_axe_finds_nothing_serious(
+    served: Served, browser: WebDriver, lang: str, width: str
+) -> None:
+    d = browser
+    if d.current_url.startswith(served.url):
+        d.delete_all_cookies()
+    d.get(f"{served.url}/lang/{lang}?next=/signin")
+    set_width(d, WIDTHS[width])
+    failures: list[str] = []
+    try:
+        for name, path, ready in pages(served):
+            if name == "owner list":
+                sign_in(d, served.url, "/", served.owner_token, ready)
+            elif name == "operator glance":
+                sign_in(d, served.url, "/ops", served.operator_token, ready)
+            else:
+                d.get(served.url + path)
+                wait(d, lambda d, ready=ready: d.find_elements(By.CSS_SELECTOR, ready))
+            assert d.execute_script("return document.documentElement.lang") == lang, name
+            for scheme in ("light", "dark"):
+                set_scheme(d, scheme)
+                found = violations(d)
+                served.counts[f"{lang} {width} {scheme}: {name}"] = sum(
+                    len(v["nodes"]) for v in found
+                )
+                if found:
+                    served.found[f"{lang} {width} {scheme}: {name}"] = described(found)
+                    failures.append(f"{name} ({scheme}): {described(found)}")
+            d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+            if name in SHOT:
+                full_page(d, served.out / f"{name.replace(' ', '-')}-{lang}-{width}.png")
+    finally:
+        set_width(d, None)
+    assert not failures, "\n".join(failures)
+
+
+# --- the list's small things, in the browser (after the axe runs: one deletes) -------------
+
+
+def on_list(served: Served, d: WebDriver, lang: str, width: int | None = None) -> None:
+    d.get(f"{served.url}/lang/{lang}?next=/")
+    set_width(d, width)
+    sign_in(d, served.url, "/", served.owner_token, "#list table")
+
+
+@pytest.mark.scenario("page", "The list's header and labels read whole on a desktop and a phone")
+def test_headers_and_labels_read_whole(served: Served, browser: WebDriver) -> None:
+    d = browser
+    for lang in LANGUAGES:
+        on_list(served, d, lang)
+        # Each header on one line, none broken inside a word ("Длительность"), down to
+        # the narrowest width before the phone's stacked rows.
+        set_width(d, 660)
+        lines = d.execute_script(
+            "return Array.from(document.querySelectorAll('#list thead th:not(:first-child)'),"
+            " (th) => {"
+            "  const r = document.createRange(); r.selectNodeContents(th);"
+            "  return [th.textContent.trim(), new Set(Array.from(r.getClientRects(),"
+            "    (q) => Math.round(q.top))).size]; });"
+        )
+        assert lines and all(n <= 1 for _, n in lines), lines
+        set_width(d, 390)
+        try:
+            # On a phone each cell says what it is, but the checkbox's: no stray ":".
+            before = d.execute_script(
+                "return Array.from(document.querySelectorAll('#list tbody td'),"
+                " (td) => getComputedStyle(td, '::before').content);"
+            )
+            assert before and not any(c.strip('"') in (": ", ":") for c in before), before
+            assert any(c.startswith('"') and c.endswith(': "') for c in before), before
+        finally:
+            set_width(d, None)
+
+
+@pytest.mark.scenario(
+    "page",
+    "Delete selected needs a selection, select-all picks every row, the list says what went",
+)
+def test_select_all_and_delete_selected(served: Served, browser: WebDriver) -> None:
+    d = browser
+    on_list(served, d, "en")
+    button = css(d, "#delete-selected-button")
+    help_text = css(d, "#delete-selected-help")
+    # Nothing selected: the button cannot be pressed, and the page says why.
+    assert not button.is_enabled()
+    assert help_text.is_displayed() and help_text.text == "Select recordings first."
+    boxes = d.find_elements(By.CSS_SELECTOR, '#list input[name="id"]')
+    assert len(boxes) == 2
+    css(d, "#select-all").click()
+    assert all(b.is_selected() for b in boxes) and button.is_enabled()
+    assert not help_text.is_displayed()
+    css(d, "#select-all").click()
+    assert not any(b.is_selected() for b in boxes) and not button.is_enabled()
+    # One row by itself: select-all shows "some" (indeterminate), the button works.
+    css(d, f"#select-{served.stopped}").click()
+    assert d.execute_script("return document.getElementById('select-all').indeterminate")
+    assert button.is_enabled()
+    button.click()
+    d.switch_to.alert.accept()
+    notice = wait(d, lambda d: css(d, "#deleted-notice"))
+    assert notice.text == "Deleted 1 recording." and notice.get_attribute("role") == "status"
+    assert len(d.find_elements(By.CSS_SELECTOR, '#list input[name="id"]')) == 1
+
+
+@pytest.mark.scenario("page", "A counted message on the page is in the right plural form")
+def test_counted_messages_in_the_right_plural(served: Served, browser: WebDriver) -> None:
+    d = browser
+    said = {}
+    for lang in LANGUAGES:
+        on_list(served, d, lang)
+        said[lang] = d.execute_script(
+            "return [1, 2, 5, 21].map((n) => window.transcriber.t('undone', {n}));"
+        )
+    assert said["en"][0] == "Undone: 1 segment back as it was."
+    assert said["en"][1] == "Undone: 2 segments back as they were."
+    ru = said["ru"]
+    assert "1 фрагмент " in ru[0] and "2 фрагмента " in ru[1]
+    assert "5 фрагментов " in ru[2] and "21 фрагмент " in ru[3]
