@@ -23,7 +23,12 @@ from fastapi.responses import HTMLResponse, Response
 
 from transcriber.db.database import Database
 from transcriber.http.deps import Db, Settings
-from transcriber.http.downloads import owner_transcript, shown_to_others, transcript_response
+from transcriber.http.downloads import (
+    attachment,
+    owner_transcript,
+    shown_to_others,
+    transcript_response,
+)
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import (
     owned_card,
@@ -144,6 +149,11 @@ async def shared_download(request: Request, db: Db, secret: str, ext: str) -> Re
     if response.status_code != 200:
         return refused(request)
     response.headers.update(LINK_HEADERS)  # the download's own CSP and caching stay
-    name = f"{shared.recording_id}.{ext}"
-    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    # Named as the owner's downloads are: after the title the link's page shows.
+    card = await owned_card(db, shared.owner, shared.recording_id)
+    response.headers["Content-Disposition"] = attachment(
+        card["title"] or (card["filename"] or "").rsplit(".", 1)[0],
+        str(shared.recording_id),
+        f".{ext}",
+    )
     return response
