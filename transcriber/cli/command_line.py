@@ -21,6 +21,7 @@ from transcriber.cli import (
 from transcriber.cli.ops_commands import operator_app
 from transcriber.cli.owner_commands import owner_app
 from transcriber.cli.storage_commands import storage_app
+from transcriber.cli.subtitle_commands import subtitles_app
 
 app = typer.Typer(
     add_completion=False,
@@ -30,6 +31,7 @@ app = typer.Typer(
 app.add_typer(owner_app, name="owner")
 app.add_typer(operator_app, name="operator")
 app.add_typer(storage_app, name="storage")
+app.add_typer(subtitles_app, name="subtitles")
 for command in (
     operator_commands.migrate,
     operator_commands.status,

@@ -1,9 +1,10 @@
 """The owner's corrections of a transcript: their text for a segment, shown and exported
 instead of the machine's, which stays stored as it was recognized.
 
-A correction is an owner field: only the owner's page writes it (`set_correction`,
-`clear_correction`); the pipeline never does. This module holds what the text may be,
-how it applies, and the queries that read and write it.
+A correction is an owner field: only the owner writes it (`correct_segment`, from the
+page's script and the API's `PUT …/segments/{index}`); the pipeline never does. This
+module holds what the text may be, how it applies, and the queries that read and write
+it.
 """
 
 from __future__ import annotations
@@ -86,3 +87,33 @@ async def clear_correction(
     """Back to the machine's text for `segment` of the owner's record, journaled like
     `set_correction`. Cancellation: one statement."""
     await db.fetchval("correction_clear", owner, recording_id, segment, detail)
+
+
+class NoSegment(LookupError):
+    """The transcript has no segment of that index."""
+
+
+async def correct_segment(
+    db: Database,
+    owner: int,
+    recording_id: Any,
+    segments: Sequence[Mapping[str, Any]],
+    index: int,
+    text: str | None,
+    detail: dict[str, Any],
+) -> dict[str, Any]:
+    """The owner's `text` for segment `index` of their record's stored (machine)
+    `segments`, the one rule for every face: checked by `check_correction`
+    (BadCorrection), and a text that is empty, None or the machine's own restores the
+    machine's (journaled with `restored`). NoSegment for an index the transcript does
+    not have. The answer: the text now shown, the machine's, and whether it is
+    corrected. Cancellation: one statement."""
+    if not 0 <= index < len(segments):
+        raise NoSegment(f"no segment {index}; the transcript has {len(segments)}")
+    machine_text = str(segments[index]["text"])
+    checked = "" if text is None else check_correction(text)
+    if checked in ("", machine_text.strip()):
+        await clear_correction(db, owner, recording_id, index, {**detail, "restored": True})
+        return {"text": machine_text, "machine_text": machine_text, "corrected": False}
+    await set_correction(db, owner, recording_id, index, checked, detail)
+    return {"text": checked, "machine_text": machine_text, "corrected": True}

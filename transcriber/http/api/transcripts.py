@@ -9,13 +9,29 @@ from fastapi.responses import JSONResponse, Response
 from transcriber.http.api.shapes import Card, Transcript
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db
-from transcriber.http.downloads import FORMAT_OF, RESPONSE_CLASSES, transcript_response
+from transcriber.http.downloads import (
+    FORMAT_OF,
+    RESPONSE_CLASSES,
+    SUBTITLES,
+    transcript_response,
+)
 from transcriber.http.errors import documented_errors
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS
+from transcriber.subtitles import profiles
 
 router = APIRouter()
 
 MACHINE = Query(description="true: the recognizer's text, without the owner's corrections")
+PROFILE = Query(
+    description=(
+        "the subtitle profile the cues follow: "
+        + ", ".join(profiles.NAMES)
+        + f" (default {profiles.DEFAULT}; segments: one cue per recognized segment)"
+    )
+)
+REPORT = Query(
+    description="true: instead of the file, the checker's report of it by the profile (JSON)"
+)
 
 
 def transcript_route(kind: str) -> None:
@@ -30,6 +46,22 @@ def transcript_route(kind: str) -> None:
     ) -> Response:
         return await transcript_response(db, owner, recording_id, kind, machine=machine)
 
+    async def get_subtitles(
+        owner: Owner,
+        db: Db,
+        recording_id: str,
+        machine: Annotated[bool, MACHINE] = False,
+        profile: Annotated[str | None, PROFILE] = None,
+        report: Annotated[bool, REPORT] = False,
+    ) -> Response:
+        return await transcript_response(
+            db, owner, recording_id, kind, machine=machine, profile=profile, report=report
+        )
+
+    subtitles = kind in SUBTITLES
+    if subtitles:
+        ok["description"] += " by the profile's rules, or with report=true the checker's report"
+
     router.get(
         path,
         summary=f"The transcript ({FORMAT_OF[kind]})",
@@ -40,9 +72,9 @@ def transcript_route(kind: str) -> None:
         responses={
             200: ok,
             409: {"model": Card, "description": "not transcribed (yet): the card"},
-            **documented_errors(404),
+            **documented_errors(404, *((422,) if subtitles else ())),
         },
-    )(get_transcript)
+    )(get_subtitles if subtitles else get_transcript)
 
 
 for _kind in TRANSCRIPT_PATHS:

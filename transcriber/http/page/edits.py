@@ -38,9 +38,7 @@ from transcriber.records.archive import (
 from transcriber.records.corrections import (
     CORRECTION_MAX,
     BadCorrection,
-    check_correction,
-    clear_correction,
-    set_correction,
+    correct_segment,
 )
 from transcriber.records.owner_text import RefusedText, check_text, described, is_control
 
@@ -149,18 +147,19 @@ async def correct(
     if rid is None or t is None or not 0 <= index < len(t["segments"]):
         raise ApiError(404, "no such segment")
     form = await request.form()
-    machine_text = t["segments"][index]["text"]
-    detail = {"by": "owner", "owner_id": session.owner, "segment": index}
+    detail = {"by": "owner", "owner_id": session.owner, "via": "page", "segment": index}
     try:
-        text = "" if form.get("restore") else check_correction(str(form.get("text", "")))
+        shown = await correct_segment(
+            db,
+            session.owner,
+            rid,
+            t["segments"],
+            index,
+            None if form.get("restore") else str(form.get("text", "")),
+            detail,
+        )
     except BadCorrection as e:
         return JSONResponse(
             {"error": correction_refused(lang_of(request), form, e)}, status_code=422
         )
-    if text in ("", machine_text.strip()):
-        await clear_correction(db, session.owner, rid, index, {**detail, "restored": True})
-        return JSONResponse(
-            {"text": machine_text, "machine_text": machine_text, "corrected": False}
-        )
-    await set_correction(db, session.owner, rid, index, text, detail)
-    return JSONResponse({"text": text, "machine_text": machine_text, "corrected": True})
+    return JSONResponse(shown)

@@ -156,12 +156,20 @@ async def record_peaks(db: Db, config: Settings, owner: PageOwner, recording_id:
 
 @router.get("/recordings/{recording_id}/transcript.{ext}")
 async def download(
-    db: Db, owner: PageOwner, recording_id: str, ext: str, machine: Annotated[bool, Query()] = False
+    db: Db,
+    owner: PageOwner,
+    recording_id: str,
+    ext: str,
+    machine: Annotated[bool, Query()] = False,
+    profile: Annotated[str | None, Query()] = None,
+    report: Annotated[bool, Query()] = False,
 ) -> Response:
     if ext not in DOWNLOADS:
         raise ApiError(404, "no such recording")
-    response = await transcript_response(db, owner, recording_id, DOWNLOADS[ext], machine=machine)
-    if response.status_code == 200:
+    response = await transcript_response(
+        db, owner, recording_id, DOWNLOADS[ext], machine=machine, profile=profile, report=report
+    )
+    if response.status_code == 200 and not report:
         rid = parse_id(recording_id)
         name = f"{rid}{'.machine' if machine else ''}.{ext}"
         response.headers["Content-Disposition"] = f'attachment; filename="{name}"'

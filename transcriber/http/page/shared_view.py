@@ -115,17 +115,33 @@ async def shared_audio(request: Request, db: Db, config: Settings, secret: str) 
 
 @router.get("/s/{secret}/transcript.{ext}", include_in_schema=False)
 async def shared_download(
-    request: Request, db: Db, secret: str, ext: str, machine: Annotated[bool, Query()] = False
+    request: Request,
+    db: Db,
+    secret: str,
+    ext: str,
+    machine: Annotated[bool, Query()] = False,
+    profile: Annotated[str | None, Query()] = None,
+    report: Annotated[bool, Query()] = False,
 ) -> Response:
     shared = await open_share(db, secret, count=False)
     if shared is None or ext not in DOWNLOADS:
         return refused(request)
+    # An unknown profile answers 422 naming the known ones, to the link's holder only:
+    # the link has been checked above.
     response = await transcript_response(
-        db, shared.owner, shared.recording_id, DOWNLOADS[ext], machine=machine
+        db,
+        shared.owner,
+        shared.recording_id,
+        DOWNLOADS[ext],
+        machine=machine,
+        profile=profile,
+        report=report,
     )
     if response.status_code != 200:
         return refused(request)
     response.headers.update(SHARED_HEADERS)
+    if report:
+        return response
     name = f"{shared.recording_id}{'.machine' if machine else ''}.{ext}"
     response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
