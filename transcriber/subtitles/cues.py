@@ -35,6 +35,9 @@ from transcriber.subtitles.profiles import Profile
 CUE_COST = 1.0
 """What one more cue costs against a worse cut: a cut after a sentence's end costs 0, an
 ordinary one 1, one after an article NEVER."""
+CUT_WEIGHT = 2.0
+"""A cut between cues weighs more than one between lines: a reader holds a line break in
+view, not a cut."""
 SHORT_CUE_CHARS = 12
 SHORT_CUE_COST = 0.5
 """A cue this short beside a longer one reads as a flash: a little against it."""
@@ -72,12 +75,15 @@ def timed_words(segment: Mapping[str, Any]) -> list[Word]:
     ]
     if tokens and [w.text for w in timed] == tokens and not segment.get("corrected"):
         return timed
-    total = sum(len(t) + 1 for t in tokens) or 1
+    total = (sum(len(t) for t in tokens) + len(tokens) - 1) or 1
     out, at = [], 0
     for t in tokens:
-        begins = start + (end - start) * at / total
+        out.append(
+            Word(
+                t, start + (end - start) * at / total, start + (end - start) * (at + len(t)) / total
+            )
+        )
         at += len(t) + 1
-        out.append(Word(t, begins, start + (end - start) * (at - 1) / total))
     return out
 
 
@@ -107,7 +113,7 @@ def chunks(words: Sequence[Word], profile: Profile, lead: int) -> list[list[Word
                 continue
             cost = best[i][0] + CUE_COST + laid[1] * 0.5
             if j < n:
-                cost += break_cost(texts[j - 1], texts[j])
+                cost += CUT_WEIGHT * break_cost(texts[j - 1], texts[j])
             if width(texts[i:j]) < SHORT_CUE_CHARS and n > j - i:
                 cost += SHORT_CUE_COST
             if cost < best[j][0]:
