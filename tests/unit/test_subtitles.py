@@ -60,6 +60,10 @@ def test_line_breaks_english_and_russian() -> None:
         "because the rain came",
     ]
     # An article stays with its noun even where the balance asks otherwise.
+    assert laid("Nobody here really understands the extraordinarily complicated rules") == [
+        "Nobody here really understands",
+        "the extraordinarily complicated rules",
+    ]
     for text in (
         "I have been looking everywhere for a very beautiful thing",
         "Nobody expected that the decision would come so soon",

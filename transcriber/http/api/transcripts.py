@@ -21,6 +21,35 @@ from transcriber.subtitles import profiles
 
 router = APIRouter()
 
+REPORT_SCHEMA: dict[str, Any] = {
+    "title": "SubtitleReport",
+    "type": "object",
+    "required": ["profile", "cues", "ok", "counts", "broken"],
+    "properties": {
+        "profile": {"type": "string"},
+        "cues": {"type": "integer"},
+        "ok": {"type": "boolean", "description": "no rule broken"},
+        "counts": {
+            "type": "object",
+            "description": "by rule, how many cues break it",
+            "additionalProperties": {"type": "integer"},
+        },
+        "broken": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["cue", "rule", "detail"],
+                "properties": {
+                    "cue": {"type": "integer", "description": "the cue's number, from 1"},
+                    "rule": {"type": "string"},
+                    "detail": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+"""The checker's report (`transcriber.subtitles.check.report`) as the schema says it."""
+
 MACHINE = Query(description="true: the recognizer's text, without the owner's corrections")
 PROFILE = Query(
     description=(
@@ -61,6 +90,10 @@ def transcript_route(kind: str) -> None:
     subtitles = kind in SUBTITLES
     if subtitles:
         ok["description"] += " by the profile's rules, or with report=true the checker's report"
+        ok["content"] = {
+            response_class.media_type: {"schema": {"type": "string"}},
+            "application/json": {"schema": REPORT_SCHEMA},
+        }
 
     router.get(
         path,
