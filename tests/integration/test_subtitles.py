@@ -87,6 +87,11 @@ async def test_profiles_over_the_api_the_page_and_a_share_link(
 
     # The page's downloads and a share link's take the same.
     async with signed_in(base_url, ann) as page:
+        # The page's download menu offers every profile, SRT and VTT.
+        html = (await page.get(f"/recordings/{rid}")).text
+        for name in (*PROFILES, "segments"):
+            for fmt in ("srt", "vtt"):
+                assert f'href="/recordings/{rid}/transcript.{fmt}?profile={name}"' in html
         got = await page.get(f"/recordings/{rid}/transcript.srt?profile=segments")
         assert got.status_code == 200 and got.text == segments
         assert "attachment" in got.headers["content-disposition"]
@@ -98,6 +103,8 @@ async def test_profiles_over_the_api_the_page_and_a_share_link(
     assert made is not None
     async with client(base_url) as anyone:
         base = f"/s/{made[0]}/transcript"
+        view = (await anyone.get(f"/s/{made[0]}")).text
+        assert f'href="{base}.vtt?profile=netflix-ru"' in view
         assert (await anyone.get(f"{base}.srt")).text == default
         assert (await anyone.get(f"{base}.srt?profile=segments")).text == segments
         shared = await anyone.get(f"{base}.srt?profile=netflix-en&report=true")

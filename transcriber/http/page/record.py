@@ -36,6 +36,7 @@ from transcriber.records.shares import (
     shares_of,
 )
 from transcriber.stops import owner_detail
+from transcriber.subtitles.profiles import NAMES as SUBTITLE_PROFILES
 
 router = APIRouter(include_in_schema=False)
 
@@ -82,6 +83,7 @@ async def record_context(
         "journal": journal,
         "csrf": csrf,
         "downloads": list(DOWNLOADS),
+        "subtitle_profiles": list(SUBTITLE_PROFILES),
         "has_audio": card["duration_s"] is not None,
         "errors": {},
         "values": None,

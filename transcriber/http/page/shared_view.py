@@ -37,6 +37,7 @@ from transcriber.records.shares import (
     Shared,
     open_share,
 )
+from transcriber.subtitles.profiles import NAMES as SUBTITLE_PROFILES
 
 router = APIRouter(include_in_schema=False)
 
@@ -84,6 +85,7 @@ async def shared_context(db: Database, shared: Shared, secret: str) -> dict[str,
         "segments": segments,
         "base": SHARE_PREFIX + secret,
         "downloads": list(DOWNLOADS),
+        "subtitle_profiles": list(SUBTITLE_PROFILES),
         "has_audio": card["duration_s"] is not None,
     }
 
