@@ -257,3 +257,33 @@ async def test_real_speech_keeps_the_rules(
         for name, rules in shares.items():
             f.write(f"{sample} {name} " + " ".join(f"{r}={v:.2f}" for r, v in rules.items()) + "\n")
             f.write(cues.render("srt", t["segments"], PROFILES[name]) + "\n")
+
+
+@scenario("The one-shot command writes subtitles by a profile")
+async def test_transcribe_command_by_a_profile(
+    db_url: str, tmp_path: Path, model_dir: Path
+) -> None:
+    home = str(tmp_path / "home")
+    with trio.fail_after(240):
+        done = await cli(
+            db_url, "transcribe", str(SAMPLES / "en.ogg"), "--format", "srt",
+            "--subtitles", "bbc", home=home, model=str(model_dir),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    parsed = check.parse(done.stdout)
+    assert len(parsed) > 1 and all(len(line) <= 37 for c in parsed for line in c.lines)
+    assert "March." in done.stdout
+    written = tmp_path / "en.srt"
+    written.write_text(done.stdout)
+    checked = await cli(None, "subtitles", "check", str(written), "--profile", "bbc")
+    assert {line.split(": ")[2] for line in checked.stdout.splitlines()[:-1]} <= {
+        "reading_speed"
+    }, checked.stdout
+    # Refused before anything is done: an unknown profile, a profile of a text.
+    for args in (("--format", "srt", "--subtitles", "nope"), ("--subtitles", "bbc")):
+        refused = await cli(
+            db_url, "transcribe", str(SAMPLES / "en.ogg"), *args, home=str(tmp_path / "h2")
+        )
+        assert refused.returncode == 2, (args, refused.stderr)
+        assert not (tmp_path / "h2").exists()
+    assert "choose from general" in refused.stderr or "applies to" in refused.stderr
