@@ -87,7 +87,7 @@ def layout(
         return [], 0.0
     if len(words) == 1:
         return [words[0]], 0.0
-    found = _best(tuple(words), 0, max_chars, max_lines, lead)
+    found = _cheapest(tuple(words), max_chars, max_lines, lead)
     if found is None:
         return None
     cost, cuts = found
@@ -95,27 +95,31 @@ def layout(
     return [" ".join(words[a:b]) for a, b in itertools.pairwise(bounds)], cost
 
 
-@cache
-def _best(
-    words: tuple[str, ...], start: int, max_chars: int, lines_left: int, lead: int
+def _cheapest(
+    words: tuple[str, ...], max_chars: int, max_lines: int, lead: int
 ) -> tuple[float, tuple[int, ...]] | None:
-    """The cheapest way to lay out words[start:] in `lines_left` lines: its cost (the
-    breaks' costs, and how unbalanced the lines are) and where lines begin."""
-    rest = words[start:]
-    if width(rest) + lead <= max_chars:
-        return 0.0, ()
-    if lines_left <= 1:
-        return None
-    best: tuple[float, tuple[int, ...]] | None = None
-    for cut in range(start + 1, len(words)):
-        first = width(words[start:cut]) + lead
-        if first > max_chars:
-            break
-        tail = _best(words, cut, max_chars, lines_left - 1, 0)
-        if tail is None:
-            continue
-        imbalance = abs(first - width(words[cut:])) / max_chars if lines_left == 2 else 0.0
-        cost = break_cost(words[cut - 1], words[cut]) + imbalance + tail[0]
-        if best is None or cost < best[0]:
-            best = (cost, (cut, *tail[1]))
-    return best
+    """The cheapest layout of `words` in at most `max_lines` lines: its cost (the breaks'
+    costs, and how unbalanced the lines are) and the indexes where lines begin."""
+
+    # A memo of this call only: a process-wide cache would keep every cue ever laid out.
+    @cache
+    def best(start: int, lines_left: int, lead: int) -> tuple[float, tuple[int, ...]] | None:
+        if width(words[start:]) + lead <= max_chars:
+            return 0.0, ()
+        if lines_left <= 1:
+            return None
+        found: tuple[float, tuple[int, ...]] | None = None
+        for cut in range(start + 1, len(words)):
+            first = width(words[start:cut]) + lead
+            if first > max_chars:
+                break
+            tail = best(cut, lines_left - 1, 0)
+            if tail is None:
+                continue
+            imbalance = abs(first - width(words[cut:])) / max_chars if lines_left == 2 else 0.0
+            cost = break_cost(words[cut - 1], words[cut]) + imbalance + tail[0]
+            if found is None or cost < found[0]:
+                found = (cost, (cut, *tail[1]))
+        return found
+
+    return best(0, max_lines, lead)
