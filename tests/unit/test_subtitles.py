@@ -126,6 +126,22 @@ def test_a_short_cue_is_held_for_reading_into_the_silence() -> None:
     assert "min_duration" in rules and "gap" not in rules
 
 
+def test_a_word_without_time_borrows_from_the_next_cue() -> None:
+    # The recognizer gave "Hey." no time, and the next cue starts at once: the next one
+    # starts later, keeping its own minimum, so neither is a flash.
+    flash = {
+        "start": 3.0,
+        "end": 3.0,
+        "text": "Hey.",
+        "words": [{"word": " Hey.", "start": 3.0, "end": 3.0}],
+    }
+    built = cues.build([flash, timed_segment("Look at the river over there.", 3.0, 0.4)], NETFLIX)
+    assert built[0].end - built[0].start == pytest.approx(5 / 6, abs=0.001)
+    assert built[1].start - built[0].end == pytest.approx(0.084, abs=0.001)
+    assert built[1].end - built[1].start >= 5 / 6
+    assert check.check(check.parse(cues.to_srt(built)), GENERAL) == []
+
+
 def test_a_speaker_change_begins_a_cue_and_is_named() -> None:
     segments = [
         timed_segment("Hello.", 0.0, 0.3, speaker="Anna"),

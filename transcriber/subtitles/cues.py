@@ -149,8 +149,9 @@ def shown_chars(cue: Cue) -> int:
 def timed(cues: Sequence[Cue], profile: Profile) -> list[Cue]:
     """Each cue held for its minimum duration and reading speed into the silence after
     it, up to its maximum duration and the gap before the next; a cue that runs into
-    the next one's gap is ended there (the next one's start moved on if even that leaves
-    it no time). Times are whole milliseconds, as the files write them."""
+    the next one's gap is ended there. Where that leaves it less than its minimum, the
+    next cue starts later, as far as the next keeps its own minimum. Times are whole
+    milliseconds, as the files write them."""
     gap = math.ceil(profile.min_gap_s * 1000) / 1000
     out: list[Cue] = []
     starts = [c.start for c in cues]
@@ -163,6 +164,13 @@ def timed(cues: Sequence[Cue], profile: Profile) -> list[Cue]:
             needed = max(needed, shown_chars(c) / profile.max_cps)
         end = max(c.end, min(start + needed, start + profile.max_duration_s))
         if i + 1 < len(cues):
+            # No room for the minimum duration (the words' times run together, or the
+            # recognizer gave a word no time): the next cue starts later, as long as it
+            # keeps its own minimum; reading speed never moves a cue.
+            shortest = start + profile.min_duration_s
+            if starts[i + 1] - gap < shortest:
+                later = min(shortest + gap, cues[i + 1].end - profile.min_duration_s)
+                starts[i + 1] = max(starts[i + 1], later)
             end = min(end, starts[i + 1] - gap)
         end = max(end, start + 0.001)
         out.append(attrs.evolve(c, start=round(start, 3), end=round(end, 3)))
