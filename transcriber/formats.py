@@ -93,6 +93,8 @@ def to_text(text: str, segments: Sequence[dict[str, Any]]) -> str:
 # So whatever a segment's text or a speaker's name holds (the recognizer's text, the
 # owner's corrections and names, stored before any of today's checks), each cue's text
 # is one line, `-->` never appears in it, and VTT's markup characters are escaped.
+# These are the cues of the `segments` profile; transcriber.subtitles builds the other
+# profiles' cues of a few lines, each line through these same functions.
 
 LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 """Every line break a subtitle parser might split on (CR and LF, the ones Python's

@@ -87,6 +87,7 @@ ENDPOINTS = [
     ("DELETE", "/v1/recordings/{id}/shares/{share_id}"),
     ("PUT", "/v1/recordings/{id}/speakers/{label}"),
     ("PUT", "/v1/recordings/{id}/segments/{index}/speaker"),
+    ("PUT", "/v1/recordings/{id}/segments/{index}"),
 ]
 
 
@@ -544,17 +545,24 @@ async def test_transcript_in_four_formats(db: Database, as_ann: httpx.AsyncClien
     assert text.headers["content-type"] == "text/plain; charset=utf-8"
     assert text.text == TEXT + "\n"
 
+    # The default profile (general) ends a cue two frames (at 24 fps) before the next.
     srt = await as_ann.get(links["srt"])
     assert srt.headers["content-type"].startswith("application/x-subrip")
     assert srt.text == (
-        "1\n00:00:00,000 --> 00:00:01,500\nHello world.\n\n"
+        "1\n00:00:00,000 --> 00:00:01,416\nHello world.\n\n"
         "2\n00:00:01,500 --> 00:00:03,250\nGoodbye.\n"
     )
     vtt = await as_ann.get(links["vtt"])
     assert vtt.headers["content-type"].startswith("text/vtt")
     assert vtt.text == (
-        "WEBVTT\n\n00:00:00.000 --> 00:00:01.500\nHello world.\n\n"
+        "WEBVTT\n\n00:00:00.000 --> 00:00:01.416\nHello world.\n\n"
         "00:00:01.500 --> 00:00:03.250\nGoodbye.\n"
+    )
+    # One cue per segment, as the stored segments are: `segments`.
+    segments = await as_ann.get(links["srt"] + "?profile=segments")
+    assert segments.text == (
+        "1\n00:00:00,000 --> 00:00:01,500\nHello world.\n\n"
+        "2\n00:00:01,500 --> 00:00:03,250\nGoodbye.\n"
     )
     as_json = await as_ann.get(links["json"])
     assert as_json.headers["content-type"] == "application/json"

@@ -25,6 +25,7 @@ from transcriber.records.archive import edit_owner_fields
 from transcriber.records.corrections import set_correction
 from transcriber.records.shares import add_share
 from transcriber.records.speaker_names import name_speaker
+from transcriber.subtitles.profiles import PROFILES
 
 REFUSED = {"\ufffe": "U+FFFE", "\uffff": "U+FFFF", "\u202e": "U+202E"}
 
@@ -125,11 +126,24 @@ async def test_owner_text_makes_no_cue_of_its_own(
     made = await add_share(db, ann.id, uuid.UUID(rid), note="", expires_at=None)
     assert made is not None
     got: dict[str, Any] = {}
-    got["api srt"] = (await as_ann.get(f"/v1/recordings/{rid}/transcript.srt")).text
-    got["api vtt"] = (await as_ann.get(f"/v1/recordings/{rid}/transcript.vtt")).text
+    # One cue per segment (`segments`) to compare each with its segment; then every
+    # profile's cues, cut from the same words, read back by the same strict parsers.
+    one_each = "?profile=segments"
+    got["api srt"] = (await as_ann.get(f"/v1/recordings/{rid}/transcript.srt{one_each}")).text
+    got["api vtt"] = (await as_ann.get(f"/v1/recordings/{rid}/transcript.vtt{one_each}")).text
     async with client(base_url) as anyone:
-        got["share srt"] = (await anyone.get(f"/s/{made[0]}/transcript.srt")).text
-        got["share vtt"] = (await anyone.get(f"/s/{made[0]}/transcript.vtt")).text
+        got["share srt"] = (await anyone.get(f"/s/{made[0]}/transcript.srt{one_each}")).text
+        got["share vtt"] = (await anyone.get(f"/s/{made[0]}/transcript.vtt{one_each}")).text
+        for profile in PROFILES:
+            at = f"/s/{made[0]}/transcript"
+            srt = (await anyone.get(f"{at}.srt?profile={profile}")).text
+            assert all("\n\n" not in cue for cue in parse_srt(srt)), (profile, srt)
+            vtt = parse_vtt((await anyone.get(f"{at}.vtt?profile={profile}")).text)
+            assert (
+                " ".join(t for _, t in vtt).split()
+                == " ".join([forged, SEGMENTS[1]["text"], SEGMENTS[2]["text"]]).split()
+            ), profile
+            assert {v for v, _ in vtt} == {"Speaker 1", name}, profile
     for where in ("api", "share"):
         srt = parse_srt(got[f"{where} srt"])
         assert srt == [

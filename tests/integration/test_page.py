@@ -598,14 +598,16 @@ def test_only_the_page_writes_corrections() -> None:
         if f'"{name}"' in p.read_text()
     }
     assert callers == {"transcriber/records/corrections.py"}
-    # ... whose writers only the page calls.
-    writing = ("set_correction(", "clear_correction(")
+    # ... whose writers only `correct_segment` calls, which only the owner's faces call:
+    # the page's correction and the API's PUT of a segment's text.
+    writing = ("set_correction(", "clear_correction(", "correct_segment(")
     users = {
         str(p.relative_to(ROOT))
         for p in (ROOT / "transcriber").rglob("*.py")
-        if p.name != "corrections.py" and any(w in p.read_text() for w in writing)
+        if p != ROOT / "transcriber/records/corrections.py"
+        and any(w in p.read_text() for w in writing)
     }
-    assert users == {"transcriber/http/page/edits.py"}
+    assert users == {"transcriber/http/page/edits.py", "transcriber/http/api/corrections.py"}
 
 
 def test_page_paths_are_told_from_the_api() -> None:

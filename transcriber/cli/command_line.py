@@ -22,6 +22,7 @@ from transcriber.cli.ops_commands import operator_app
 from transcriber.cli.owner_commands import owner_app
 from transcriber.cli.share_commands import share_app
 from transcriber.cli.storage_commands import storage_app
+from transcriber.cli.subtitle_commands import subtitles_app
 
 app = typer.Typer(
     add_completion=False,
@@ -32,6 +33,7 @@ app.add_typer(owner_app, name="owner")
 app.add_typer(operator_app, name="operator")
 app.add_typer(share_app, name="share")
 app.add_typer(storage_app, name="storage")
+app.add_typer(subtitles_app, name="subtitles")
 for command in (
     operator_commands.migrate,
     operator_commands.status,

@@ -24,6 +24,13 @@ from transcriber.cli.running import (
 )
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.subtitles.profiles import NAMES, UnknownProfile
+from transcriber.subtitles.profiles import profile as subtitles_profile
+
+SUBTITLES_HELP = (
+    f"with --format srt or vtt, the cues' rules: {', '.join(NAMES)} "
+    "(default general; segments: one cue per recognized segment)"
+)
 
 
 def submit(
@@ -97,6 +104,7 @@ def transcribe(
     fmt: Annotated[str, typer.Option("--format", help="txt, srt, vtt or json")] = "txt",
     task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
     speakers: Annotated[str | None, typer.Option(help=SPEAKERS_HELP)] = None,
+    subtitles: Annotated[str | None, typer.Option(help=SUBTITLES_HELP)] = None,
 ) -> None:
     """One shot: run the pipeline on FILE and print its transcript (exit 1 if stopped)."""
     from transcriber.daemon import require_model
@@ -106,6 +114,12 @@ def transcribe(
 
     if fmt not in FORMATS:
         fail(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}", 1)
+    try:
+        rules = subtitles_profile(subtitles) if fmt in ("srt", "vtt") else None
+    except UnknownProfile as e:
+        fail(str(e), 2)
+    if subtitles is not None and fmt not in ("srt", "vtt"):
+        fail("--subtitles applies to --format srt or vtt", 2)
     options = recognition_options(task, speakers)
     config = Config.from_env()
     language = language_option(language or config.language)
@@ -137,6 +151,11 @@ def transcribe(
         from transcriber.audio.speakers import Turn, assign
 
         segments = assign(segments, [Turn(*turn) for turn in t["turns"]])
+    if rules is not None:
+        from transcriber.subtitles.cues import render as render_cues
+
+        typer.echo(render_cues(fmt, segments, rules), nl=False)
+        return
     typer.echo(
         render(
             fmt,

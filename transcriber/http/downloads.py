@@ -3,7 +3,9 @@ page's downloads, the share view's): plain text, SRT, VTT, JSON, or a document
 (Markdown, DOCX: title, date, duration, paragraphs with timecodes and speakers); the
 owner's corrections applied (the recognizer's text with `machine`), and on a diarized
 record the speakers with the owner's names and choices (always: who spoke is not the
-recognizer's text).
+recognizer's text). SRT and VTT follow a subtitle profile (`transcriber.subtitles`;
+`segments`: one cue per segment), and with `report` the checker's report of the file
+comes instead of it.
 
 Every download says its own headers (`DOWNLOAD_HEADERS`), whoever's face hands it out:
 a transcript is one owner's data, opened by itself it is a document with no powers, and
@@ -21,10 +23,12 @@ from fastapi.responses import JSONResponse, Response
 from transcriber.audio.speakers import Part, Turn, parts
 from transcriber.db.database import Database
 from transcriber.formats import DocumentHead, render, to_docx, to_markdown
+from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import owned_card
 from transcriber.records.archive import transcript
 from transcriber.records.corrections import Corrections, corrected, corrections_of
 from transcriber.records.speaker_names import default_label, owner_speakers
+from transcriber.subtitles import check, cues, profiles
 
 FORMAT_OF = {
     "text": "txt",
@@ -84,6 +88,25 @@ RESPONSE_CLASSES: dict[str, type[Response]] = {
 }
 
 
+SUBTITLES = ("srt", "vtt")
+
+
+def subtitle_profile(kind: str, profile: str | None, report: bool) -> profiles.Profile | None:
+    """The profile the download of `kind` follows (None: one cue per segment); 422 for
+    a name no profile has, or a profile or report asked of a kind that is not subtitles."""
+    if kind not in SUBTITLES:
+        if profile is not None or report:
+            raise ApiError(422, "profile and report apply to the srt and vtt transcripts only")
+        return None
+    try:
+        chosen = profiles.profile(profile)
+    except profiles.UnknownProfile as e:
+        raise ApiError(422, str(e)) from None
+    if report and chosen is None:
+        raise ApiError(422, "a report needs a profile of rules, not segments")
+    return chosen
+
+
 async def transcript_response(
     db: Database,
     owner: int,
@@ -92,11 +115,16 @@ async def transcript_response(
     *,
     machine: bool = False,
     shared: bool = False,
+    profile: str | None = None,
+    report: bool = False,
 ) -> Response:
     """The owner's record's transcript as `kind` (a key of TRANSCRIPT_PATHS), corrected
-    unless `machine`; `shared`: as a link shows it to others (`shown_to_others`); 409
-    with the card until it is transcribed; 404 if the record is not the owner's.
+    unless `machine`; `shared`: as a link shows it to others (`shown_to_others`); SRT
+    and VTT by the subtitle `profile` (the default's when None), or with `report` the
+    checker's report of that file as JSON; 409 with the card until it is transcribed;
+    404 if the record is not the owner's; 422 for an unknown profile (before any read).
     Cancellation: plain reads."""
+    rules = subtitle_profile(kind, profile, report)
     c = await owned_card(db, owner, recording_id)
     if not c["readable"]:
         return JSONResponse(c, status_code=409, headers=DOWNLOAD_HEADERS)
@@ -109,6 +137,11 @@ async def transcript_response(
     if kind in ("markdown", "docx"):
         head = document_head(c, t)
         body = to_markdown(head, segments) if kind == "markdown" else to_docx(head, segments)
+        return RESPONSE_CLASSES[kind](body, headers=DOWNLOAD_HEADERS)
+    if rules is not None:
+        body = cues.render(FORMAT_OF[kind], segments, rules)
+        if report:
+            return JSONResponse(check.report(check.parse(body), rules), headers=DOWNLOAD_HEADERS)
         return RESPONSE_CLASSES[kind](body, headers=DOWNLOAD_HEADERS)
     extra = (
         {}

@@ -3,9 +3,10 @@ one that one speaker says (where the speakers change inside a segment, every ren
 splits it: transcriber.audio.speakers `parts`), shown and exported instead of the
 machine's, which stays stored as it was recognized.
 
-A correction is an owner field: only the owner's page writes it (`set_correction`,
-`clear_correction`); the pipeline never does. This module holds what the text may be,
-how it applies, and the queries that read and write it.
+A correction is an owner field: only the owner writes it (`correct_segment`, from the
+page's script and the API's `PUT …/segments/{index}`); the pipeline never does. This
+module holds what the text may be, how it applies, and the queries that read and write
+it.
 """
 
 from __future__ import annotations
@@ -114,3 +115,39 @@ async def clear_correction(
     """Back to the machine's text for `segment` of the owner's record (or its part from
     `word`), journaled like `set_correction`. Cancellation: one statement."""
     await db.fetchval("correction_clear", owner, recording_id, segment, detail, word)
+
+
+class NoSegment(LookupError):
+    """The transcript has no segment of that index."""
+
+
+async def correct_segment(
+    db: Database,
+    owner: int,
+    recording_id: Any,
+    segments: Sequence[Mapping[str, Any]],
+    index: int,
+    text: str | None,
+    detail: dict[str, Any],
+    *,
+    word: int = WHOLE,
+    part_text: str | None = None,
+) -> dict[str, Any]:
+    """The owner's `text` for segment `index` of their record's stored (machine)
+    `segments` — or for its part from word `word`, whose machine text `part_text` the
+    caller found where the speakers change (`transcriber.audio.speakers.part_text`) —
+    the one rule for every face: checked by `check_correction` (BadCorrection), and a
+    text that is empty, None or the machine's own restores the machine's (journaled
+    with `restored`). NoSegment for an index the transcript does not have. The answer:
+    the text now shown, the machine's, and whether it is corrected. Cancellation: one
+    statement."""
+    if not 0 <= index < len(segments):
+        raise NoSegment(f"no segment {index}; the transcript has {len(segments)}")
+    machine_text = str(segments[index]["text"]) if part_text is None else part_text
+    checked = "" if text is None else check_correction(text)
+    if checked in ("", machine_text.strip()):
+        restored = {**detail, "restored": True}
+        await clear_correction(db, owner, recording_id, index, restored, word)
+        return {"text": machine_text, "machine_text": machine_text, "corrected": False}
+    await set_correction(db, owner, recording_id, index, checked, detail, word)
+    return {"text": checked, "machine_text": machine_text, "corrected": True}

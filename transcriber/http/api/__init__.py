@@ -1,6 +1,7 @@
 """The JSON API under `/v1/recordings`: owners upload recordings (`recordings`), read
-their cards and journals (`events`), edit their own fields, name who spoke
-(`speakers`), fetch transcripts (`transcripts`) and share read-only links (`shares`);
+their cards and journals (`events`), edit their own fields, correct a segment's text
+(`corrections`), name who spoke (`speakers`), fetch transcripts (`transcripts`) and
+share read-only links (`shares`);
 and the service's health and metrics for whoever runs it (`health`). Authenticated by
 the owner's bearer token (`transcriber.http.auth`), answered in JSON, documented in
 the OpenAPI document by `shapes`.
@@ -10,7 +11,15 @@ malformed id all answer the same 404, so ids cannot be probed. `FACE` is what th
 application takes of it (`transcriber.http.faces`).
 """
 
-from transcriber.http.api import events, health, recordings, shares, speakers, transcripts
+from transcriber.http.api import (
+    corrections,
+    events,
+    health,
+    recordings,
+    shares,
+    speakers,
+    transcripts,
+)
 from transcriber.http.faces import Face
 
 FACE = Face(
@@ -19,6 +28,7 @@ FACE = Face(
         recordings.router,
         transcripts.router,
         speakers.router,
+        corrections.router,
         events.router,
         health.router,
         shares.router,

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from transcriber.http.owned_cards import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
 from transcriber.http.share_links import MAX_DAYS
 from transcriber.http.uploads import TITLE_MAX
+from transcriber.records.corrections import CORRECTION_MAX
 from transcriber.records.owner_text import check_text
 from transcriber.records.shares import NOTE_MAX
 from transcriber.records.speaker_names import NAME_MAX
@@ -143,6 +144,23 @@ class SpeakerName(BaseModel):
     name: Annotated[str | None, Field(max_length=4 * NAME_MAX)] = Field(
         description="the speaker's name; empty or null: back to the label diarization gave"
     )
+
+
+class SegmentText(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: Annotated[str | None, Field(max_length=4 * CORRECTION_MAX)] = Field(
+        description=(
+            f"the owner's text of the segment, one line of at most {CORRECTION_MAX} "
+            "characters; empty or null: back to the recognizer's"
+        )
+    )
+
+
+class CorrectedSegment(BaseModel):
+    segment: int
+    text: str = Field(description="the text now shown and exported")
+    machine_text: str = Field(description="the recognizer's text, kept as it was")
+    corrected: bool
 
 
 class SegmentSpeaker(BaseModel):

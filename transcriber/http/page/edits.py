@@ -41,9 +41,7 @@ from transcriber.records.archive import (
 from transcriber.records.corrections import (
     CORRECTION_MAX,
     BadCorrection,
-    check_correction,
-    clear_correction,
-    set_correction,
+    correct_segment,
 )
 from transcriber.records.owner_text import RefusedText, check_text, described, is_control
 from transcriber.records.speaker_names import WHOLE
@@ -162,19 +160,24 @@ async def correct(
     detail = {
         "by": "owner",
         "owner_id": session.owner,
+        "via": "page",
         "segment": index,
         **({"word": word} if word != WHOLE else {}),
     }
     try:
-        text = "" if form.get("restore") else check_correction(str(form.get("text", "")))
+        shown = await correct_segment(
+            db,
+            session.owner,
+            rid,
+            t["segments"],
+            index,
+            None if form.get("restore") else str(form.get("text", "")),
+            detail,
+            word=word,
+            part_text=None if word == WHOLE else machine_text,
+        )
     except BadCorrection as e:
         return JSONResponse(
             {"error": correction_refused(lang_of(request), form, e)}, status_code=422
         )
-    if text in ("", machine_text.strip()):
-        await clear_correction(db, session.owner, rid, index, {**detail, "restored": True}, word)
-        return JSONResponse(
-            {"text": machine_text, "machine_text": machine_text, "corrected": False}
-        )
-    await set_correction(db, session.owner, rid, index, text, detail, word)
-    return JSONResponse({"text": text, "machine_text": machine_text, "corrected": True})
+    return JSONResponse(shown)

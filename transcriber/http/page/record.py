@@ -37,6 +37,7 @@ from transcriber.records.shares import (
     shares_of,
 )
 from transcriber.stops import owner_detail
+from transcriber.subtitles.profiles import NAMES as SUBTITLE_PROFILES
 
 router = APIRouter(include_in_schema=False)
 
@@ -92,6 +93,7 @@ async def record_context(
         "journal": journal,
         "csrf": csrf,
         "downloads": list(DOWNLOADS),
+        "subtitle_profiles": list(SUBTITLE_PROFILES),
         "has_audio": card["duration_s"] is not None,
         "errors": {},
         "values": None,
@@ -167,12 +169,20 @@ async def record_peaks(db: Db, config: Settings, owner: PageOwner, recording_id:
 
 @router.get("/recordings/{recording_id}/transcript.{ext}")
 async def download(
-    db: Db, owner: PageOwner, recording_id: str, ext: str, machine: Annotated[bool, Query()] = False
+    db: Db,
+    owner: PageOwner,
+    recording_id: str,
+    ext: str,
+    machine: Annotated[bool, Query()] = False,
+    profile: Annotated[str | None, Query()] = None,
+    report: Annotated[bool, Query()] = False,
 ) -> Response:
     if ext not in DOWNLOADS:
         raise ApiError(404, "no such recording")
-    response = await transcript_response(db, owner, recording_id, DOWNLOADS[ext], machine=machine)
-    if response.status_code == 200:
+    response = await transcript_response(
+        db, owner, recording_id, DOWNLOADS[ext], machine=machine, profile=profile, report=report
+    )
+    if response.status_code == 200 and not report:
         # Named after the title, else the uploaded file's name without its extension.
         card = await owned_card(db, owner, recording_id)
         response.headers["Content-Disposition"] = attachment(

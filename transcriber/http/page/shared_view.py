@@ -47,6 +47,7 @@ from transcriber.records.shares import (
     Shared,
     open_share,
 )
+from transcriber.subtitles.profiles import NAMES as SUBTITLE_PROFILES
 
 router = APIRouter(include_in_schema=False)
 
@@ -105,6 +106,7 @@ async def shared_context(db: Database, shared: Shared, secret: str) -> dict[str,
         "segments": segments,
         "base": SHARE_PREFIX + secret,
         "downloads": list(DOWNLOADS),
+        "subtitle_profiles": list(SUBTITLE_PROFILES),
         "has_audio": card["duration_s"] is not None,
     }
 
@@ -136,19 +138,37 @@ async def shared_audio(request: Request, db: Db, config: Settings, secret: str) 
 
 
 @router.get("/s/{secret}/transcript.{ext}", include_in_schema=False)
-async def shared_download(request: Request, db: Db, secret: str, ext: str) -> Response:
+async def shared_download(
+    request: Request,
+    db: Db,
+    secret: str,
+    ext: str,
+    profile: Annotated[str | None, Query()] = None,
+    report: Annotated[bool, Query()] = False,
+) -> Response:
     """The corrected transcript, always: a link shares what its owner shows, so the
     recognizer's text behind a correction is not offered (`machine` is not read, and a
-    corrected segment has neither `machine_text` nor the recognizer's `words`)."""
+    corrected segment has neither `machine_text` nor the recognizer's `words`). SRT and
+    VTT by the subtitle `profile`, or the checker's `report` of that file."""
     shared = await open_share(db, secret, count=False)
     if shared is None or ext not in DOWNLOADS:
         return refused(request)
+    # An unknown profile answers 422 naming the known ones, to the link's holder only:
+    # the link has been checked above.
     response = await transcript_response(
-        db, shared.owner, shared.recording_id, DOWNLOADS[ext], shared=True
+        db,
+        shared.owner,
+        shared.recording_id,
+        DOWNLOADS[ext],
+        shared=True,
+        profile=profile,
+        report=report,
     )
     if response.status_code != 200:
         return refused(request)
     response.headers.update(LINK_HEADERS)  # the download's own CSP and caching stay
+    if report:
+        return response
     # Named as the owner's downloads are: after the title the link's page shows.
     card = await owned_card(db, shared.owner, shared.recording_id)
     response.headers["Content-Disposition"] = attachment(
