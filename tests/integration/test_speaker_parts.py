@@ -113,6 +113,9 @@ def page_rows(page: str) -> list[tuple[str | None, str, str | None]]:
     return rows
 
 
+CUE_A_PART = "profile=segments"
+
+
 def srt_cues(srt: str) -> list[tuple[str, str]]:
     """Each SRT cue's (speaker, text)."""
     return re.findall(r"^([^:\n]+): (.*)$", srt, re.M)
@@ -122,10 +125,14 @@ async def shown(c: httpx.AsyncClient, page: httpx.AsyncClient, rid: str) -> dict
     base = f"/v1/recordings/{rid}"
     return {
         "page": page_rows((await page.get(f"/recordings/{rid}")).text),
-        "srt": srt_cues((await c.get(f"{base}/transcript.srt")).text),
-        "page_srt": srt_cues((await page.get(f"/recordings/{rid}/transcript.srt")).text),
+        # A cue per part, as the page lists them (the default profile may cut a long
+        # part into several cues).
+        "srt": srt_cues((await c.get(f"{base}/transcript.srt?{CUE_A_PART}")).text),
+        "page_srt": srt_cues(
+            (await page.get(f"/recordings/{rid}/transcript.srt?{CUE_A_PART}")).text
+        ),
         "json": (await c.get(f"{base}/transcript.json")).json(),
-        "machine": srt_cues((await c.get(f"{base}/transcript.srt?machine=true")).text),
+        "machine": srt_cues((await c.get(f"{base}/transcript.srt?machine=true&{CUE_A_PART}")).text),
     }
 
 

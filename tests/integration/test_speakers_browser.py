@@ -166,7 +166,7 @@ def test_move_one_part_of_a_split_segment(
     d.get(f"{served.url}/recordings/{rid}")
     pb.wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#segments li.segment"))
     before = page_rows(d)
-    status, srt = pb.fetch_text(d, f"/recordings/{rid}/transcript.srt")
+    status, srt = pb.fetch_text(d, f"/recordings/{rid}/transcript.srt?profile=segments")
     assert status == 200
     assert [(r["speaker"], r["text"]) for r in before] == srt_cues(srt), (before, srt)
     # A speaker change inside one recognizer segment: parts of it under both speakers.
@@ -203,6 +203,6 @@ def test_move_one_part_of_a_split_segment(
     expected = [dict(r) for r in before]
     expected[part_at]["speaker"] = other
     assert after == expected
-    status, srt = pb.fetch_text(d, f"/recordings/{rid}/transcript.srt")
+    status, srt = pb.fetch_text(d, f"/recordings/{rid}/transcript.srt?profile=segments")
     assert [(r["speaker"], r["text"]) for r in after] == srt_cues(srt), (after, srt)
     pb.screenshots(d, served.out, "speaker-parts")

@@ -196,7 +196,8 @@ async def read_journal(
     async def drain() -> None:
         nonlocal last
         while True:
-            rows = await db.fetch("journal_after", *last, recording_id, JOURNAL_BATCH)
+            xid, id_ = last
+            rows = await db.fetch("journal_after", xid, id_, recording_id, JOURNAL_BATCH)
             batch = [
                 JournalEvent(
                     id=r["id"],

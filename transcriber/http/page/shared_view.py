@@ -16,9 +16,9 @@ so nothing is read from one after the link is revoked).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from transcriber.db.database import Database
