@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import av
 import numpy as np
 import openai
@@ -444,6 +445,9 @@ async def test_a_dropped_connection_keeps_the_session(
         # which the SDK connects with.
         connection._connection.transport.abort()
 
+    # An upload's size bound is not a session's (its own bound holds it): a session
+    # over it is kept all the same.
+    config = attrs.evolve(config, max_upload_bytes=1024)
     async with serving(live_app(db, config)) as url:
         await session(url, ann.token, script)
         [rid] = await until(lambda: live_records(db))

@@ -82,7 +82,10 @@ async def keep(
             await sink.write(chunk)
         return Described("live.wav", None, language, RecognitionOptions(prompt=prompt))
 
+    # The session's own bound already holds its size; the owner's quota and the disk's
+    # room are the intake's to measure.
+    limits = Limits.of(config, max_bytes=len(wav_header(0, rate)) + spool.size)
     accepted = await accept(
-        db, blobs_of(config), owner, fill, via="live", limits=Limits.of(config), dedupe=False
+        db, blobs_of(config), owner, fill, via="live", limits=limits, dedupe=False
     )
     return accepted.id
