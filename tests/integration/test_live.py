@@ -23,7 +23,7 @@ import pytest
 import trio
 
 from tests.helpers.generated_audio import SAMPLES
-from tests.helpers.pg_pipeline import journal
+from tests.helpers.pg_pipeline import accept, journal
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.config import Config
 from transcriber.db.database import Database
@@ -31,10 +31,12 @@ from transcriber.http import create_app, serving
 from transcriber.http.live.realtime import Live
 from transcriber.http.live.recognizer import LiveRecognizer, whisper_decode
 from transcriber.http.live.turns import LiveLimits
+from transcriber.operators import add_operator
 from transcriber.owners import NewOwner, revoke
 from transcriber.pipeline.audio_steps import audio_steps
 from transcriber.pipeline.operator import card
 from transcriber.pipeline.runner import Pipeline
+from transcriber.records.shares import add_share
 from transcriber.storage.configured import blobs_of
 
 RATE = 24_000
@@ -224,6 +226,7 @@ async def bare_upgrade(url: str) -> tuple[int, bytes]:
 
 
 @scenario("A missing or revoked token is refused before the upgrade")
+@scenario("An operator's token and a share link's secret are refused")
 async def test_a_missing_or_revoked_token_is_refused(
     db: Database, ann: NewOwner, config: Config
 ) -> None:
@@ -233,6 +236,13 @@ async def test_a_missing_or_revoked_token_is_refused(
         assert status == 401 and b'"invalid_api_key"' in body, body
         status, body = await refused_upgrade(url, "not-a-token")
         assert status == 401 and b'"invalid_api_key"' in body, body
+        # An operator's token and a share link's secret are no API tokens.
+        operator = await add_operator(db, "olga")
+        made = await add_share(db, ann.id, await accept(db, ann.id), note="", expires_at=None)
+        assert made is not None
+        for other in (operator.token, made[0]):
+            status, body = await refused_upgrade(url, other)
+            assert status == 401 and b'"invalid_api_key"' in body, body
 
         async def hello(connection: Any) -> str:
             return (await next_event(connection)).type
