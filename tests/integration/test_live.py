@@ -21,6 +21,7 @@ import numpy as np
 import openai
 import pytest
 import trio
+from websockets.exceptions import ConnectionClosedOK
 
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.pg_pipeline import accept, journal
@@ -470,3 +471,23 @@ async def test_a_dropped_connection_keeps_the_session(
         with av.open(str(kept)) as container:
             stream = container.streams.audio[0]
             assert (stream.rate, stream.channels) == (RATE, 1)
+
+
+@scenario("An idle session is closed and kept")
+async def test_an_idle_session_is_closed_and_kept(
+    db: Database, ann: NewOwner, config: Config
+) -> None:
+    async def script(connection: Any) -> list[Any]:
+        await next_event(connection)
+        await connection.input_audio_buffer.append(audio=base64.b64encode(tone(0.5)).decode())
+        told = await next_event(connection)  # after the idle bound, unasked
+        with pytest.raises(ConnectionClosedOK):
+            await next_event(connection)
+        return told
+
+    async with serving(live_app(db, config, idle_s=0.5)) as url:
+        told = await session(url, ann.token, script)
+        [rid] = await until(lambda: live_records(db))
+    assert told.type == "error" and told.error.code == "session_idle", told
+    row = await db.fetchrow("recording", rid)
+    assert row["size_bytes"] == 44 + int(0.5 * RATE) * 2

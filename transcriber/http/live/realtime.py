@@ -151,11 +151,28 @@ class Session:
         await self.send(events.event("session.created", session=self.described()))
         async with trio.open_nursery() as nursery:
             while True:
-                message = await self.websocket.receive()
+                message = None
+                with trio.move_on_after(self.live.limits.idle_s):
+                    message = await self.websocket.receive()
+                if message is None:
+                    await self.idle()
+                    break
                 if message["type"] == "websocket.disconnect":
                     break
                 await self.handle(message, nursery)
             nursery.cancel_scope.cancel()
+
+    async def idle(self) -> None:
+        """The client said nothing for the idle bound: told so, and the socket closed
+        (the session is kept as any other)."""
+        idle_s = self.live.limits.idle_s
+        await self.send(
+            events.error(
+                "session_idle",
+                f"the session sent nothing for {idle_s:g} s: it is closed and kept",
+            )
+        )
+        await self.websocket.close(1000, "idle")
 
     def described(self) -> dict[str, Any]:
         return {"id": self.id, "object": "realtime.transcription_session"} | (

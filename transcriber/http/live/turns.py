@@ -36,11 +36,14 @@ class Refused(Exception):
 class LiveLimits:
     """The bounds of one session: a turn's audio (`max_turn_s`: the buffer a commit
     recognizes at once), the whole session's audio (`max_session_s`, kept on disk, not
-    in memory), one append's decoded audio."""
+    in memory), one append's decoded audio, the silence of its client."""
 
     max_turn_s: float = 120.0
     max_session_s: float = 4 * 3600.0
     max_append_bytes: int = 1024 * 1024
+    idle_s: float = 300.0
+    """A session that sends nothing for this long is ended (and kept): a client that
+    went away without the connection saying so holds no socket for ever."""
 
 
 @attrs.define
