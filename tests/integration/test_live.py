@@ -21,7 +21,7 @@ import numpy as np
 import openai
 import pytest
 import trio
-from websockets.exceptions import ConnectionClosedOK
+from websockets.exceptions import ConnectionClosedOK, InvalidStatus
 
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.pg_pipeline import accept, journal
@@ -491,3 +491,38 @@ async def test_an_idle_session_is_closed_and_kept(
     assert told.type == "error" and told.error.code == "session_idle", told
     row = await db.fetchrow("recording", rid)
     assert row["size_bytes"] == 44 + int(0.5 * RATE) * 2
+
+
+@scenario("An owner's sessions at once are bounded")
+async def test_an_owners_sessions_are_bounded(
+    db: Database, ann: NewOwner, ben: NewOwner, config: Config
+) -> None:
+    async def script(connection: Any) -> tuple[int, bytes, str]:
+        await next_event(connection)
+        # While Ann's one session is open: a second of hers is refused, Ben's is not.
+        ann_again = openai.AsyncOpenAI(api_key=ann.token, base_url=base, max_retries=0)
+        with pytest.raises(InvalidStatus) as refused:
+            async with ann_again.realtime.connect(extra_query={"intent": "transcription"}):
+                pass
+        ben_client = openai.AsyncOpenAI(api_key=ben.token, base_url=base, max_retries=0)
+        async with ben_client.realtime.connect(extra_query={"intent": "transcription"}) as bens:
+            bens_first = (await next_event(bens)).type
+        return refused.value.response.status_code, refused.value.response.body, bens_first
+
+    async def hello(connection: Any) -> str:
+        return (await next_event(connection)).type
+
+    app = live_app(db, config, owner_sessions=1)
+
+    async def all_closed() -> bool:
+        # The server ends a session after the client's close returned.
+        return not app.state.live.open
+
+    async with serving(app) as url:
+        base = f"{url}/v1"
+        status, body, bens_first = await session(url, ann.token, script)
+        assert status == 429 and b'"too_many_sessions"' in body, body
+        assert bens_first == "session.created"
+        # Closed, her place is free again.
+        await until(all_closed)
+        assert await session(url, ann.token, hello) == "session.created"

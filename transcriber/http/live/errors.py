@@ -8,7 +8,12 @@ from typing import Any
 
 PREFIXES = ("/v1/realtime",)
 
-CODE_OF_STATUS = {400: "invalid_request", 401: "invalid_api_key", 404: "not_found"}
+CODE_OF_STATUS = {
+    400: "invalid_request",
+    401: "invalid_api_key",
+    404: "not_found",
+    429: "too_many_sessions",
+}
 
 
 def error_body(

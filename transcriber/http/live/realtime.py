@@ -59,6 +59,20 @@ class Live:
     def __init__(self, recognizer: LiveRecognizer, limits: LiveLimits):
         self.recognizer = recognizer
         self.limits = limits
+        self.open: dict[int, int] = {}
+        """The sessions open, by owner."""
+
+    def enter(self, owner: int) -> bool:
+        """A place for one more session of `owner`, or False when they hold their bound."""
+        if self.open.get(owner, 0) >= self.limits.owner_sessions:
+            return False
+        self.open[owner] = self.open.get(owner, 0) + 1
+        return True
+
+    def leave(self, owner: int) -> None:
+        self.open[owner] -= 1
+        if not self.open[owner]:
+            del self.open[owner]
 
 
 def live_of(app: Any) -> Live:
@@ -104,7 +118,24 @@ async def realtime(websocket: WebSocket) -> None:
         )
         return
     live = live_of(app)
-    await websocket.accept()
+    if not live.enter(owner):
+        await _deny(
+            websocket,
+            429,
+            f"at most {live.limits.owner_sessions} live sessions of an owner at once",
+            "too_many_sessions",
+        )
+        return
+    try:
+        await websocket.accept()
+        await _session(websocket, live, owner)
+    finally:
+        live.leave(owner)
+
+
+async def _session(websocket: WebSocket, live: Live, owner: int) -> None:
+    """The session on an accepted socket, and its audio kept when it ends."""
+    app = websocket.app
     session = Session(websocket, live, Turns(live.limits))
     try:
         await session.run()

@@ -41,6 +41,8 @@ class LiveLimits:
     max_turn_s: float = 120.0
     max_session_s: float = 4 * 3600.0
     max_append_bytes: int = 1024 * 1024
+    owner_sessions: int = 2
+    """Sessions of one owner at once; another is refused at the upgrade (429)."""
     idle_s: float = 300.0
     """A session that sends nothing for this long is ended (and kept): a client that
     went away without the connection saying so holds no socket for ever."""
