@@ -21,7 +21,7 @@ import numpy as np
 import openai
 import pytest
 import trio
-from websockets.exceptions import ConnectionClosedOK, InvalidStatus
+from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidStatus
 
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.pg_pipeline import accept, journal
@@ -526,3 +526,29 @@ async def test_an_owners_sessions_are_bounded(
         # Closed, her place is free again.
         await until(all_closed)
         assert await session(url, ann.token, hello) == "session.created"
+
+
+@scenario("A session open when the service stops is kept")
+async def test_a_session_open_at_shutdown_is_kept(
+    db: Database, ann: NewOwner, config: Config
+) -> None:
+    appended, token = trio.Event(), trio.lowlevel.current_trio_token()
+
+    async def script(connection: Any) -> None:
+        await next_event(connection)
+        await connection.input_audio_buffer.append(audio=base64.b64encode(tone(0.5)).decode())
+        await connection.input_audio_buffer.commit()
+        await next_event(connection)  # committed: the half second arrived
+        token.run_sync_soon(appended.set)  # to the test's trio loop, from this thread
+        with pytest.raises(ConnectionClosed):
+            while True:
+                await next_event(connection, seconds=60)
+
+    async with trio.open_nursery() as nursery:
+        async with serving(live_app(db, config)) as url:
+            nursery.start_soon(session, url, ann.token, script)
+            await appended.wait()
+        # Leaving `serving` cancelled the server, the session's task with it.
+    [rid] = await until(lambda: live_records(db))
+    row = await db.fetchrow("recording", rid)
+    assert row["owner_id"] == ann.id and row["size_bytes"] == 44 + int(0.5 * RATE) * 2
