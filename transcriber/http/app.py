@@ -14,7 +14,7 @@ from fastapi import APIRouter, FastAPI, Request
 
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.http import api, openai, ops, page
+from transcriber.http import api, live, openai, ops, page
 from transcriber.http.errors import ErrorShapes, install_error_handlers
 from transcriber.http.faces import Face
 from transcriber.http.middleware import (
@@ -35,6 +35,7 @@ FACES: tuple[Face, ...] = (
     page.FACE,
     ops.FACE,
     openai.FACE,
+    live.FACE,
     SITE,
 )
 """Every face, in the order its routes are included (and documented)."""
