@@ -99,6 +99,8 @@ def body_of(method: str, path: str) -> dict[str, Any] | None:
     """A valid body for the route, so that only the owner check can refuse it."""
     if method == "PATCH":
         return {"title": "mine now"}
+    if method == "PUT" and path.endswith("/segments/{index}"):
+        return {"text": "mine now"}
     if method == "PUT":
         return {"name": "mine now"} if "/speakers/" in path else {"speaker": "Speaker 1"}
     return {} if method == "POST" else None
