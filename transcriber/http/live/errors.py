@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from transcriber.http.openai_shape import openai_error
+
 PREFIXES = ("/v1/realtime",)
 
 CODE_OF_STATUS = {
@@ -19,12 +21,5 @@ CODE_OF_STATUS = {
 def error_body(
     status: int, message: str, *, code: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
-    kind = "server_error" if status >= 500 else "invalid_request_error"
-    return {
-        "error": {
-            "message": message,
-            "type": kind,
-            "param": param,
-            "code": code if code is not None else CODE_OF_STATUS.get(status),
-        }
-    }
+    """OpenAI's error shape (`transcriber.http.openai_shape`) with this face's codes."""
+    return openai_error(status, message, CODE_OF_STATUS, code=code, param=param)

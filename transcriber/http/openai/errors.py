@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 
 from transcriber.http.errors import validation_message
+from transcriber.http.openai_shape import openai_error
 from transcriber.http.uploads import UploadRefused
 from transcriber.http.waiting import Waiting
 
@@ -40,17 +41,8 @@ CODE_OF_STATUS = {
 def error_body(
     status: int, message: str, *, code: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
-    """OpenAI's error shape; `code` by default the one of `status`."""
-    # As OpenAI types them: a bad key is an invalid request too (code invalid_api_key).
-    kind = "server_error" if status >= 500 else "invalid_request_error"
-    return {
-        "error": {
-            "message": message,
-            "type": kind,
-            "param": param,
-            "code": code if code is not None else CODE_OF_STATUS.get(status),
-        }
-    }
+    """OpenAI's error shape (`transcriber.http.openai_shape`) with this face's codes."""
+    return openai_error(status, message, CODE_OF_STATUS, code=code, param=param)
 
 
 class OpenAIError(Exception):
