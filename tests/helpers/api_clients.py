@@ -17,6 +17,7 @@ from transcriber.db.database import Database
 from transcriber.owners import NewOwner
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 from transcriber.pipeline.prometheus import RUNTIME_METRICS
+from transcriber.pipeline.step_table import step_table
 from transcriber.storage.local import LocalBlobs
 
 SEGMENTS = [
@@ -83,3 +84,16 @@ async def transcribe(db: Database) -> None:
     w = worker(db, normalize=normalized, recognize=recognized)
     while await w.work_once():
         pass
+
+
+async def diarized_with(db: Database, c: httpx.AsyncClient, **steps: Any) -> str:
+    """The id of an upload asking two speakers, carried to the end by a worker with
+    `steps` (fakes of normalize, recognize, diarize), which found two."""
+    rid = (await uploaded(c, speakers="2"))["id"]
+    table_ = step_table(**steps)
+    w = Worker("w", PgQueue(db, table_), table_, Wakeup())
+    while await w.work_once():
+        pass
+    card = (await c.get(f"/v1/recordings/{rid}")).json()
+    assert card["done"] and card["speakers"]["found"] == 2, card
+    return str(rid)

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from actors import Wakeup, Worker
-from tests.helpers.api_clients import normalized, uploaded
+from tests.helpers.api_clients import diarized_with, normalized
 from tests.helpers.cli_process import cli
 from tests.helpers.pg_pipeline import accept, journal
 from tests.helpers.postgres import scratch_database
@@ -55,14 +55,9 @@ async def diarize(job: Any, progress: Any) -> Saved:
 
 
 async def diarized(db: Database, as_owner: httpx.AsyncClient) -> str:
-    rid = (await uploaded(as_owner, speakers="2"))["id"]
-    steps = step_table(normalize=normalized, recognize=recognize, diarize=diarize)
-    w = Worker("w", PgQueue(db, steps), steps, Wakeup())
-    while await w.work_once():
-        pass
-    card = (await as_owner.get(f"/v1/recordings/{rid}")).json()
-    assert card["done"] and card["speakers"]["found"] == 2, card
-    return rid
+    return await diarized_with(
+        db, as_owner, normalize=normalized, recognize=recognize, diarize=diarize
+    )
 
 
 async def renderings(c: httpx.AsyncClient, rid: str) -> dict[str, Any]:

@@ -17,13 +17,11 @@ from typing import Any
 import httpx
 import pytest
 
-from actors import Wakeup, Worker
-from tests.helpers.api_clients import normalized, uploaded
+from tests.helpers.api_clients import diarized_with, normalized
 from tests.helpers.pg_pipeline import journal
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
-from transcriber.pipeline.pg_queue import PgQueue, Saved
-from transcriber.pipeline.step_table import step_table
+from transcriber.pipeline.pg_queue import Saved
 
 
 def word(start: float, end: float, text: str) -> dict[str, Any]:
@@ -63,14 +61,9 @@ async def diarize(job: Any, progress: Any) -> Saved:
 
 
 async def diarized(db: Database, as_owner: httpx.AsyncClient) -> str:
-    rid = (await uploaded(as_owner, speakers="2"))["id"]
-    steps = step_table(normalize=normalized, recognize=recognize, diarize=diarize)
-    w = Worker("w", PgQueue(db, steps), steps, Wakeup())
-    while await w.work_once():
-        pass
-    card = (await as_owner.get(f"/v1/recordings/{rid}")).json()
-    assert card["done"] and card["speakers"]["found"] == 2, card
-    return str(rid)
+    return await diarized_with(
+        db, as_owner, normalize=normalized, recognize=recognize, diarize=diarize
+    )
 
 
 @contextlib.asynccontextmanager
