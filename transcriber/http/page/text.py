@@ -104,17 +104,31 @@ def stop_words(lang: Lang, card: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def progress_words(lang: Lang, card: dict[str, Any]) -> str:
-    """Where a record stands, for its row and its page."""
-    state = state_of(card)
+    """Where a record is, for its row and its page: queued (with how many are ahead),
+    the step at work (transcribing with its percentage once the recognizer reported
+    one), done, or stopped."""
     _ = lang.gettext
+    state = card["state"]
     if state == "stopped":
-        return _("Stopped at %(milestone)s") % {
-            "milestone": words_of(lang, MILESTONE_WORDS, card["milestone"])
-        }
-    if state == "transcribed":
+        return _("Stopped")
+    if state == "done":
         return _("Transcribed")
-    if card["milestone"] == "received":
-        return _("Reading the audio")
-    if card["progress"] is not None:
-        return _("Transcribing, %(percent)d%%") % {"percent": round(card["progress"] * 100)}
-    return _("Waiting to be transcribed")
+    if state == "queued":
+        ahead = card.get("queue_ahead")
+        if ahead is None:
+            return _("Queued")
+        if ahead == 0:
+            return _("Queued, next in line")
+        return lang.ngettext(
+            "Queued, %(count)d recording ahead", "Queued, %(count)d recordings ahead", ahead
+        ) % {"count": ahead}
+    percent = None if card["progress"] is None else round(card["progress"] * 100)
+    if state == "normalizing":
+        return _("Preparing the audio")
+    if state == "finding_speakers":
+        if percent is None:
+            return _("Finding the speakers")
+        return _("Finding the speakers, %(percent)d%%") % {"percent": percent}
+    if percent is None:
+        return _("Transcribing")
+    return _("Transcribing, %(percent)d%%") % {"percent": percent}

@@ -1,0 +1,125 @@
+"""Where a record is, as its owner reads it on the list, its page and the API's card:
+queued with how many are ahead, the step at work (with its percentage), done, stopped
+(openspec/specs/page/spec.md, "Progress as it is")."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.helpers.api_clients import client, uploaded
+from transcriber.db.database import Database
+from transcriber.owners import NewOwner
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("page", title)
+
+
+@contextlib.asynccontextmanager
+async def signed_in(base_url: str, owner: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        r = await c.post("/signin", data={"token": owner.token, "next": "/"})
+        assert r.status_code == 303, r.text
+        yield c
+
+
+async def at_work(
+    db: Database, rid: str, milestone: str, progress: float | None, *, lease: str = "1 hour"
+) -> None:
+    """`rid` claimed at `milestone` by a worker whose lease runs `lease` from now
+    (negative: ran out), its step having reported `progress`."""
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET milestone = $2, claim_token = gen_random_uuid(),"
+            " lease_expires_at = now() + $3::text::interval, progress = $4 WHERE id = $1",
+            uuid.UUID(rid),
+            milestone,
+            lease,
+            progress,
+        )
+    )
+
+
+def row_state(html: str, rid: str) -> str:
+    """The words of the state badge in `rid`'s row of the list."""
+    m = re.search(rf'<tr id="rec-{rid}".*?<span class="badge[^>]*>([^<]*)</span>', html, re.S)
+    assert m, html
+    return m.group(1)
+
+
+@scenario("The list, the record page and the card say where a record is, as it is")
+async def test_states_as_they_are(
+    db: Database, base_url: str, as_ann: httpx.AsyncClient, ann: NewOwner, ben: NewOwner
+) -> None:
+    normalizing = (await uploaded(as_ann, title="Normalizing"))["id"]
+    async with client(base_url, ben) as as_ben:
+        bens = (await uploaded(as_ben, title="Ben's, queued"))["id"]
+    transcribing = (await uploaded(as_ann, title="Transcribing"))["id"]
+    short = (await uploaded(as_ann, title="Short, no report yet"))["id"]
+    lost = (await uploaded(as_ann, title="A lost claim"))["id"]
+    speakers = (await uploaded(as_ann, title="Speakers"))["id"]
+    queued = (await uploaded(as_ann, title="Queued"))["id"]
+    await at_work(db, normalizing, "received", None)
+    await at_work(db, transcribing, "normalized", 0.42)
+    await at_work(db, short, "normalized", None)
+    # A claim whose lease ran out is the queue's again; its last report is stale.
+    await at_work(db, lost, "normalized", 0.9, lease="-1 minute")
+    await at_work(db, speakers, "recognized", 0.5)
+
+    cards = {
+        rid: (await as_ann.get(f"/v1/recordings/{rid}")).json()
+        for rid in (normalizing, transcribing, short, lost, speakers, queued)
+    }
+    assert cards[normalizing]["state"] == "normalizing"
+    assert (cards[transcribing]["state"], cards[transcribing]["progress"]) == (
+        "transcribing",
+        pytest.approx(0.42),
+    )
+    assert cards[short]["state"] == "transcribing" and cards[short]["progress"] is None
+    assert cards[speakers]["state"] == "finding_speakers"
+    # Ahead of `lost`: ben's (the others are claimed). Ahead of `queued`: ben's and `lost`.
+    assert (cards[lost]["state"], cards[lost]["queue_ahead"], cards[lost]["progress"]) == (
+        "queued",
+        1,
+        None,
+    )
+    assert (cards[queued]["state"], cards[queued]["queue_ahead"]) == ("queued", 2)
+    assert all(cards[r]["queue_ahead"] is None for r in (normalizing, transcribing, speakers))
+    listed = (await as_ann.get("/v1/recordings")).json()["items"]
+    assert {c["id"]: c["queue_ahead"] for c in listed}[queued] == 2
+    assert bens not in {c["id"] for c in listed}  # counted, never named
+
+    async with signed_in(base_url, ann) as page:
+        rows = (await page.get("/")).text
+        assert row_state(rows, normalizing) == "Preparing the audio"
+        assert row_state(rows, transcribing) == "Transcribing, 42%"
+        assert row_state(rows, short) == "Transcribing"
+        assert row_state(rows, speakers) == "Finding the speakers, 50%"
+        assert row_state(rows, lost) == "Queued, 1 recording ahead"
+        assert row_state(rows, queued) == "Queued, 2 recordings ahead"
+        assert "Waiting to be transcribed" not in rows
+        live = (await page.get(f"/recordings/{queued}", params={"fragment": "live"})).text
+        assert "Queued, 2 recordings ahead" in live
+        live = (await page.get(f"/recordings/{transcribing}", params={"fragment": "live"})).text
+        assert "Transcribing, 42%" in live and '<progress max="1" value="0.4' in live
+
+        page.cookies.set("transcriber_lang", "ru")
+        rows = (await page.get("/")).text
+        assert row_state(rows, lost) == "В очереди, впереди 1 запись"
+        assert row_state(rows, queued) == "В очереди, впереди 2 записи"
+        assert row_state(rows, normalizing) == "Готовим звук"
+
+    # The workers take ben's: the owner's records move up.
+    await at_work(db, bens, "received", None)
+    assert (await as_ann.get(f"/v1/recordings/{queued}")).json()["queue_ahead"] == 1
+    await at_work(db, lost, "normalized", None)
+    card = (await as_ann.get(f"/v1/recordings/{queued}")).json()
+    assert card["queue_ahead"] == 0
+    async with signed_in(base_url, ann) as page:
+        assert row_state((await page.get("/")).text, queued) == "Queued, next in line"
