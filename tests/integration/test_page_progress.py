@@ -123,3 +123,96 @@ async def test_states_as_they_are(
     assert card["queue_ahead"] == 0
     async with signed_in(base_url, ann) as page:
         assert row_state((await page.get("/")).text, queued) == "Queued, next in line"
+
+
+# --- owner words -----------------------------------------------------------------------
+
+
+def internal_terms(html: str) -> list[str]:
+    """What of the pipeline's or the CLI's own terms `html` shows its owner."""
+    terms = (
+        "`",
+        "transcriber resume",
+        "transcriber stopped",
+        "transcriber owner",
+        "TRANSCRIBER_",
+        "milestone",
+        "reason",
+        "lease",
+        "pipeline",
+    )
+    terms += ("received", "normalized", "attempts_exhausted", "undecodable_audio")
+    # The words shown, not ids, attributes and the scripts' own.
+    text = re.sub(r"<script.*?</script>", " ", html, flags=re.S)
+    text = re.sub(r"<[^>]*>", " ", text)
+    return [t for t in terms if t in text]
+
+
+async def journaled(db: Database, rid: str, kind: str, milestone: str, detail: str) -> None:
+    await db.run(
+        lambda con: con.execute(
+            "INSERT INTO journal (recording_id, origin, kind, milestone, detail)"
+            " VALUES ($1, 'pipeline', $2, $3, $4::text::jsonb)",
+            uuid.UUID(rid),
+            kind,
+            milestone,
+            detail,
+        )
+    )
+
+
+@scenario("A stop and the journal speak to the owner in the owner's words")
+async def test_owner_words(
+    db: Database, base_url: str, as_ann: httpx.AsyncClient, ann: NewOwner
+) -> None:
+    from transcriber.stops import MESSAGES
+
+    rid = (await uploaded(as_ann, title="Stops"))["id"]
+    await journaled(db, rid, "milestone_reached", "normalized", '{"step": "normalize"}')
+    await journaled(db, rid, "attempt_failed", "normalized", '{"error": "boom"}')
+    await journaled(db, rid, "lease_lost", "normalized", '{"write": "progress"}')
+    await journaled(
+        db, rid, "stopped", "normalized", '{"reason": "attempts_exhausted", "error": "boom"}'
+    )
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET milestone = 'normalized', stopped_at = now(),"
+            " stop_reason = 'attempts_exhausted', stop_error = 'boom' WHERE id = $1",
+            uuid.UUID(rid),
+        )
+    )
+    async with signed_in(base_url, ann) as page:
+        html = (await page.get(f"/recordings/{rid}")).text
+        assert internal_terms(html) == []
+        assert "Stopped while transcribing" in html
+        assert "Wait for the service&#39;s operator, who has been told" in html
+        journal = html[html.index('id="journal"') :]
+        for said in ("Uploaded", "Audio prepared", "A try failed; it will be tried again"):
+            assert said in journal
+        assert "Interrupted; it will be taken up again" in journal
+        rows = (await page.get("/")).text
+        assert row_state(rows, rid) == "Stopped" and internal_terms(rows) == []
+
+        # Every stop, in each language: what happened and what to do, no command.
+        for reason in [*MESSAGES, "some_new_reason"]:
+            await db.run(
+                lambda con, reason=reason: con.execute(
+                    "UPDATE recordings SET stop_reason = $2 WHERE id = $1",
+                    uuid.UUID(rid),
+                    reason,
+                )
+            )
+            for lang in ("en", "ru"):
+                page.cookies.set("transcriber_lang", lang)
+                html = (await page.get(f"/recordings/{rid}")).text
+                assert internal_terms(html) == [], (reason, lang)
+        page.cookies.set("transcriber_lang", "ru")
+        html = (await page.get(f"/recordings/{rid}")).text
+        assert "Остановлена при расшифровке" in html and "Загружена" in html
+
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        for lang in ("en", "ru"):
+            c.cookies.set("transcriber_lang", lang)
+            refused = await c.post("/signin", data={"token": "tr_wrong", "next": "/"})
+            assert internal_terms(refused.text) == [], lang
+            assert "operator" in refused.text or "оператор" in refused.text
