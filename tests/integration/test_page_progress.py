@@ -8,11 +8,15 @@ import contextlib
 import re
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
+import trio
+from selenium.webdriver.common.by import By
 
 from tests.helpers.api_clients import client, uploaded
+from tests.helpers.browser import browser_session, css, wait
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
 
@@ -44,6 +48,11 @@ async def at_work(
             progress,
         )
     )
+
+
+def plain(text: str) -> str:
+    """`text` with the no-break spaces of dates and times (Babel's, the browser's) plain."""
+    return text.replace("\u202f", " ").replace("\xa0", " ")
 
 
 def row_state(html: str, rid: str) -> str:
@@ -216,3 +225,46 @@ async def test_owner_words(
             refused = await c.post("/signin", data={"token": "tr_wrong", "next": "/"})
             assert internal_terms(refused.text) == [], lang
             assert "operator" in refused.text or "оператор" in refused.text
+
+
+# --- times in the reader's time zone ------------------------------------------------------
+
+
+@scenario("Times on the owner's page are in the reader's time zone, UTC without the script")
+async def test_times_in_the_readers_zone(
+    db: Database, base_url: str, as_ann: httpx.AsyncClient, ann: NewOwner, tmp_path: Path
+) -> None:
+    rid = (await uploaded(as_ann, title="Zones"))["id"]
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE recordings SET created_at = '2026-12-01 13:40:00+00' WHERE id = $1",
+            uuid.UUID(rid),
+        )
+    )
+    async with signed_in(base_url, ann) as page:
+        # Without the script: the server's UTC.
+        html = plain((await page.get(f"/recordings/{rid}")).text)
+        assert ">Dec 1, 2026, 1:40 PM UTC</time>" in html
+
+    def read_in_tokyo() -> tuple[str, str, str]:
+        with browser_session(tmp_path / "profile") as d:
+            d.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "Asia/Tokyo"})
+            d.get(base_url + "/signin")
+            css(d, "#token").send_keys(ann.token)
+            css(d, "#signin-form").submit()
+            wait(d, lambda d: d.find_elements(By.ID, "list"))
+            # Read in one step each: the live page may swap its parts in at any moment.
+            read = (
+                "const t = document.querySelector(arguments[0] + ' time[data-local]');"
+                "return t && [t.textContent, t.title];"
+            )
+            listed = wait(d, lambda d: d.execute_script(read, f"#rec-{rid}"))
+            d.get(f"{base_url}/recordings/{rid}")
+            shown = wait(d, lambda d: d.execute_script(read, "#status"))
+            return listed[0], shown[0], shown[1]
+
+    listed, shown, title = map(plain, await trio.to_thread.run_sync(read_in_tokyo))
+    # 13:40 UTC is 22:40 in Tokyo (UTC+9, no summer time).
+    assert "10:40" in listed and "PM" in listed and "UTC" not in listed, listed
+    assert "Dec 1, 2026" in shown and "10:40" in shown and "GMT+9" in shown, shown
+    assert title == "Dec 1, 2026, 1:40 PM UTC"
