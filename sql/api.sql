@@ -70,3 +70,18 @@ WITH done AS (
 )
 SELECT done.id, pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL
   FROM done, event
+
+-- name: queue_ahead
+-- For each of the owner's ($1) records in $2 (ids): how many records a worker would
+-- claim before it. The claim's own order and eligibility (claim_next in
+-- sql/0017_hot_commits.sql): not stopped, not finished, no lease holding, no retry
+-- pause running, oldest (created_at, id) first, whoever's they are. A count only: no
+-- other owner's record is named.
+SELECT me.id,
+       (SELECT count(*) FROM recordings r
+         WHERE r.stopped_at IS NULL AND NOT r.finished
+           AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())
+           AND (r.retry_at IS NULL OR r.retry_at <= now())
+           AND (r.created_at, r.id) < (me.created_at, me.id))::integer AS ahead
+  FROM recordings me
+ WHERE me.owner_id = $1 AND me.id = ANY($2::uuid[])

@@ -56,6 +56,10 @@ CARD_FIELDS = {
     "milestone",
     "milestone_entered_at",
     "done",
+    # Where it is (queued, a step at work, done, stopped), and while queued how many
+    # records are ahead.
+    "state",
+    "queue_ahead",
     # The transcript can be read (from `recognized` on, before who spoke is known).
     "readable",
     "progress",

@@ -428,8 +428,9 @@ def test_switch_to_russian_and_it_is_remembered(served: Served, browser: WebDriv
         assert notes is not None and "Файл не удалось прочитать как звук." in notes["text"]
         planning = row_of(d, "Q3 planning")
         assert planning is not None and "Расшифрована" in planning["text"]
-        # Its date and duration, as Russian writes them (CLDR's no-break spaces).
-        assert re.search(r"\d+ \w+\. 20\d\d\s+г\., \d\d:\d\d UTC", planning["text"])
+        # Its date and duration, as Russian writes them (CLDR's no-break spaces); the
+        # time in the browser's zone, named (the page's script: UTC here, GMT±N elsewhere).
+        assert re.search(r"\d+ \w+\. 20\d\d\s+г\., \d?\d:\d\d\s(UTC|GMT\S*)", planning["text"])
         assert re.search(r"\t\d+\s+с\t", planning["text"]), planning["text"]
 
     russian_list(d)

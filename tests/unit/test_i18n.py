@@ -125,6 +125,6 @@ def test_dates_durations_and_sizes_in_the_readers_language() -> None:
         "Файл не удалось прочитать как звук."
     )
     # One English word, two Russian ones by the context: a record is stopped, a daemon too.
-    assert ru.gettext("stopped") == "остановлена" and ru.pgettext("daemon", "stopped") == (
+    assert ru.gettext("Stopped") == "Остановлена" and ru.pgettext("daemon", "stopped") == (
         "остановлен"
     )

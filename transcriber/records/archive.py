@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from transcriber.db.database import Database, StatementCut
-from transcriber.records.cards import card_from_row
+from transcriber.records.cards import add_queue_places, card_from_row
 
 Cursor = tuple[dt.datetime, uuid.UUID]
 """Where a page of records ends: the last card's creation time and id."""
@@ -36,7 +36,9 @@ async def records_page(db: Database, owner: int, after: Cursor | None, limit: in
     """Up to `limit` of the owner's cards, newest first, after `after` (None: from the
     newest). Cancellation: a plain read."""
     after_at, after_id = after or (None, None)
-    return _page(await db.fetch("recordings_of_owner", owner, after_at, after_id, limit + 1), limit)
+    page = _page(await db.fetch("recordings_of_owner", owner, after_at, after_id, limit + 1), limit)
+    await add_queue_places(db, owner, page.cards)
+    return page
 
 
 SEARCH_TIMEOUT_S = 1.0
@@ -64,7 +66,9 @@ async def found_records_page(
     after_at, after_id = after or (None, None)
     if search is None:
         rows = await db.fetch("page_recordings", owner, after_at, after_id, limit + 1, state, None)
-        return _page(rows, limit)
+        page = _page(rows, limit)
+        await add_queue_places(db, owner, page.cards)
+        return page
     try:
         rows = await db.fetch_within(
             "page_recordings",
@@ -78,7 +82,9 @@ async def found_records_page(
         )
     except StatementCut as e:
         raise SearchTooBroad(search) from e
-    return _page(rows, limit)
+    page = _page(rows, limit)
+    await add_queue_places(db, owner, page.cards)
+    return page
 
 
 async def journal_page(

@@ -53,12 +53,27 @@ class Card(BaseModel):
     milestone: Literal["received", "normalized", "recognized", "transcribed"]
     milestone_entered_at: dt.datetime
     done: bool
+    state: Literal[
+        "queued", "normalizing", "transcribing", "finding_speakers", "done", "stopped"
+    ] = Field(
+        description="where the record is: waiting in the queue, a step at work on it"
+        " (normalizing, transcribing, finding_speakers), done, or stopped"
+    )
+    queue_ahead: int | None = Field(
+        description="while queued: how many records the workers take before this one"
+        " (anyone's; a count only); null in any other state"
+    )
     readable: bool = Field(
         description="the transcript is there to read (from `recognized` on, even while who "
         "spoke is still being found or that stopped)"
     )
     speakers: CardSpeakers
-    progress: float | None
+    progress: float | None = Field(
+        description="the fraction (0-1) of the step at work that is done, as the step last"
+        " reported it; null while queued, done or stopped, and before the step's first"
+        " report (a recording under 30 s is recognized in one piece: it may go from no"
+        " report to done)"
+    )
     duration_s: float | None
     language: str | None
     stopped: Stopped | None

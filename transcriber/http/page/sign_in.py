@@ -51,7 +51,7 @@ async def signin(request: Request, db: Db, config: Settings) -> Response:
     if made is None:
         event(logging.INFO, "page_signin_refused")
         message = lang_of(request).gettext(
-            "That is not an owner's API token. Use the token `transcriber owner add` printed."
+            "That is not an owner's API token. Use the API token the service's operator gave you."
         )
         if script:
             return JSONResponse({"error": message}, status_code=401)

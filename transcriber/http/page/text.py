@@ -24,8 +24,8 @@ WHAT_TO_DO: dict[str, str] = {
     ),
     "empty_audio": N_("Upload the recording that has the speech in it."),
     "too_long": N_(
-        "Split it into shorter parts and upload those, or ask the operator to raise "
-        "TRANSCRIBER_MAX_DURATION_S."
+        "Split it into shorter parts and upload those; the service's operator sets how long "
+        "a recording may be."
     ),
     "implausible_rate": N_(
         "Export the recording again at an ordinary sample rate (8, 16, 44.1 or 48 kHz) "
@@ -35,27 +35,35 @@ WHAT_TO_DO: dict[str, str] = {
         "Upload the original recording; this file cannot be what it claims to be."
     ),
     "audio_quota": N_(
-        "Delete recordings you no longer need, or ask the operator for a larger quota "
-        "(TRANSCRIBER_OWNER_MAX_AUDIO_HOURS); then ask them to run "
-        "`transcriber resume %(id)s`."
+        "Delete recordings you no longer need, or ask the service's operator for a larger "
+        "quota; the operator can then resume this one. Nothing is lost meanwhile."
     ),
     "recognizer_refused_audio": N_(
-        "Ask the operator to look at the speech recognizer, or upload the recording in "
-        "another format."
+        "Upload the recording in another format, or ask the service's operator to look at "
+        "the speech recognizer."
+    ),
+    "speaker_model_missing": N_(
+        "Nothing: the transcript is complete and yours to read and download; only who spoke "
+        "is not marked."
     ),
     "attempts_exhausted": N_(
-        "Ask the operator to look at it (`transcriber stopped` shows the error), fix the "
-        "cause and run `transcriber resume %(id)s`; nothing is lost meanwhile."
+        "Wait for the service's operator, who has been told and can resume it once the "
+        "cause is fixed; nothing is lost meanwhile. If the recording itself may be at "
+        "fault, upload it again in another format."
     ),
     "milestone_time_limit": N_(
-        "Ask the operator to look at the service and run `transcriber resume %(id)s`; "
-        "nothing is lost meanwhile."
+        "Wait for the service's operator, who can resume it; nothing is lost meanwhile."
     ),
 }
 OTHER_TO_DO = N_(
-    "Ask the operator to look at it and run `transcriber resume %(id)s` when the cause is "
-    "fixed; nothing is lost meanwhile."
+    "Wait for the service's operator, who can see why and resume it; nothing is lost meanwhile."
 )
+# What was under way when a record stopped, by the milestone it had reached.
+STOPPED_WHILE = {
+    "received": N_("Stopped while preparing the audio"),
+    "normalized": N_("Stopped while transcribing"),
+    "recognized": N_("Stopped while finding the speakers; the transcript is complete"),
+}
 
 STATES = ("working", "transcribed", "stopped")
 STATE_WORDS = {
@@ -63,28 +71,56 @@ STATE_WORDS = {
     "transcribed": N_("Transcribed"),
     "stopped": N_("Stopped"),
 }
-MILESTONE_WORDS = {
-    "received": N_("received"),
-    "normalized": N_("normalized"),
-    "transcribed": N_("transcribed"),
-}
-# A journal event's kind, as the owner reads it; a kind not named here is shown as it is.
+# A journal event as the owner reads it: what happened to their recording, not the
+# pipeline's own terms (the operator's screen and the CLI keep those). Keyed by kind,
+# or by (kind, what it reached) where one kind says several things.
 EVENT_WORDS = {
-    "accepted": N_("accepted"),
-    "milestone_reached": N_("milestone reached"),
-    "attempt_failed": N_("attempt failed"),
-    "lease_lost": N_("lease lost"),
-    "released": N_("released"),
-    "stopped": N_("stopped"),
-    "resumed": N_("resumed"),
-    "corrected": N_("corrected"),
-    "edited": N_("edited"),
-    "share_revoked": N_("share link revoked"),
+    "accepted": N_("Uploaded"),
+    ("milestone_reached", "normalized"): N_("Audio prepared"),
+    ("milestone_reached", "recognized"): N_("Transcribed; finding the speakers next"),
+    ("milestone_reached", "transcribed"): N_("Transcribed"),
+    ("milestone_reached", "diarized"): N_("Speakers found"),
+    "attempt_failed": N_("A try failed; it will be tried again"),
+    "lease_lost": N_("Interrupted; it will be taken up again"),
+    "released": N_("Interrupted; it will be taken up again"),
+    "stopped": N_("Stopped"),
+    "resumed": N_("Resumed by the service's operator"),
+    "corrected": N_("Text corrected"),
+    ("edited", "fields"): N_("Title, summary or topics edited"),
+    ("edited", "named"): N_("Speaker renamed"),
+    ("edited", "speaker"): N_("Speaker of a segment changed"),
+    "edited": N_("Edited"),
+    "share_revoked": N_("Share link revoked"),
+    "deleted": N_("Deleted"),
 }
-ORIGIN_WORDS = {"pipeline": N_("pipeline"), "human": N_("human")}
 
 
-def words_of(lang: Lang, table: dict[str, str], key: str) -> str:
+def event_key(event: dict[str, Any]) -> Any:
+    """Which of EVENT_WORDS says `event` (its kind where nothing finer is known)."""
+    kind, detail = event["kind"], event.get("detail") or {}
+    if kind == "milestone_reached":
+        reached = event.get("milestone")
+        if reached == "transcribed" and detail.get("step") == "diarize":
+            reached = "diarized"
+        return (kind, reached)
+    if kind == "edited":
+        for key in ("fields", "named", "speaker"):
+            if key in detail:
+                return (kind, key)
+    return kind
+
+
+def event_words(lang: Lang, event: dict[str, Any]) -> str:
+    """The owner's words for a journal event."""
+    key = event_key(event)
+    if key not in EVENT_WORDS and isinstance(key, tuple):
+        key = key[0]
+    if key in EVENT_WORDS:
+        return lang.gettext(EVENT_WORDS[key])
+    return str(key).replace("_", " ").capitalize()
+
+
+def words_of(lang: Lang, table: dict[Any, str], key: str) -> str:
     return lang.gettext(table[key]) if key in table else key.replace("_", " ")
 
 
@@ -100,21 +136,40 @@ def stop_words(lang: Lang, card: dict[str, Any]) -> tuple[str, str] | None:
     if stopped is None:
         return None
     todo = lang.gettext(WHAT_TO_DO.get(stopped["reason"], OTHER_TO_DO))
-    return lang.gettext(stop_message(stopped["reason"])), todo % {"id": card["id"]}
+    return lang.gettext(stop_message(stopped["reason"])), todo
+
+
+def stopped_while(lang: Lang, card: dict[str, Any]) -> str:
+    """What was under way when the record stopped."""
+    return lang.gettext(STOPPED_WHILE.get(card["milestone"], STATE_WORDS["stopped"]))
 
 
 def progress_words(lang: Lang, card: dict[str, Any]) -> str:
-    """Where a record stands, for its row and its page."""
-    state = state_of(card)
+    """Where a record is, for its row and its page: queued (with how many are ahead),
+    the step at work (transcribing with its percentage once the recognizer reported
+    one), done, or stopped."""
     _ = lang.gettext
+    state = card["state"]
     if state == "stopped":
-        return _("Stopped at %(milestone)s") % {
-            "milestone": words_of(lang, MILESTONE_WORDS, card["milestone"])
-        }
-    if state == "transcribed":
+        return _("Stopped")
+    if state == "done":
         return _("Transcribed")
-    if card["milestone"] == "received":
-        return _("Reading the audio")
-    if card["progress"] is not None:
-        return _("Transcribing, %(percent)d%%") % {"percent": round(card["progress"] * 100)}
-    return _("Waiting to be transcribed")
+    if state == "queued":
+        ahead = card.get("queue_ahead")
+        if ahead is None:
+            return _("Queued")
+        if ahead == 0:
+            return _("Queued, next in line")
+        return lang.ngettext(
+            "Queued, %(count)d recording ahead", "Queued, %(count)d recordings ahead", ahead
+        ) % {"count": ahead}
+    percent = None if card["progress"] is None else round(card["progress"] * 100)
+    if state == "normalizing":
+        return _("Preparing the audio")
+    if state == "finding_speakers":
+        if percent is None:
+            return _("Finding the speakers")
+        return _("Finding the speakers, %(percent)d%%") % {"percent": percent}
+    if percent is None:
+        return _("Transcribing")
+    return _("Transcribing, %(percent)d%%") % {"percent": percent}

@@ -103,6 +103,29 @@
     return r.ok ? r.text() : null;
   };
 
+  // Times in the reader's own time zone. The server writes each <time datetime> in UTC
+  // (what a page shows without its script); here it is written again in this browser's
+  // zone and the page's language, naming the zone, with the UTC text kept as its title.
+  // Every swapped-in part is done again (T.swap).
+  T.localTimes = function (root) {
+    let format;
+    try {
+      format = new Intl.DateTimeFormat(document.documentElement.lang || undefined, {
+        year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit",
+        timeZoneName: "short",
+      });
+    } catch (e) { return; }
+    root.querySelectorAll("time[datetime]").forEach((t) => {
+      if (t.dataset.local) return;
+      const at = new Date(t.getAttribute("datetime"));
+      if (isNaN(at.getTime())) return;
+      t.title = t.textContent;
+      t.textContent = format.format(at);
+      t.dataset.local = "1";
+    });
+  };
+  document.addEventListener("DOMContentLoaded", () => T.localTimes(document));
+
   // Replaces `el` by `html`, keeping keyboard focus where it was when it can. Nothing
   // is touched when the server's answer did not change, so a screen reader hears only
   // real news.
@@ -115,6 +138,7 @@
     const fresh = holder.firstElementChild;
     fresh.swappedFrom = html;
     el.replaceWith(fresh);
+    T.localTimes(fresh);
     if (key) {
       const again = document.getElementById(key) || fresh.querySelector(`[href="${CSS.escape(key)}"]`);
       if (again) again.focus();
