@@ -26,23 +26,7 @@ def test_rename_a_speaker_and_download_the_vtt(
     page_served: pb.PageService, page_browser: WebDriver
 ) -> None:
     served, browser = page_served, page_browser
-    wav = served.out / "two-voices.wav"
-    make_conversation(wav, speakers=2, turns=6, seed=7)
-    auth = {"Authorization": f"Bearer {served.token}"}
-    with wav.open("rb") as f:
-        r = httpx.post(
-            f"{served.url}/v1/recordings",
-            headers=auth,
-            files={"file": ("two-voices.wav", f, "audio/wav")},
-            data={"speakers": "auto", "language": "en", "title": "Two voices"},
-            timeout=60,
-        )
-    assert r.status_code == 201, r.text
-    rid = r.json()["id"]
-    deadline = time.monotonic() + pb.RECOGNITION_WAIT_S
-    while not (card := httpx.get(f"{served.url}/v1/recordings/{rid}", headers=auth).json())["done"]:
-        assert card["stopped"] is None and time.monotonic() < deadline, card
-        time.sleep(0.5)
+    rid, card = conversation_done(served, "two-voices.wav", 7, "auto", "Two voices")
     assert card["speakers"] == {"asked": "auto", "found": 2}
 
     d = browser
@@ -141,23 +125,7 @@ def test_move_one_part_of_a_split_segment(
     the SRT; one part moved by its menu changes that part alone, on the page and in the
     SRT; and the word being said is highlighted within a part."""
     served, d = batched_served, page_browser
-    wav = served.out / "quick-turns.wav"
-    make_conversation(wav, speakers=2, turns=6, seed=3)
-    auth = {"Authorization": f"Bearer {served.token}"}
-    with wav.open("rb") as f:
-        r = httpx.post(
-            f"{served.url}/v1/recordings",
-            headers=auth,
-            files={"file": ("quick-turns.wav", f, "audio/wav")},
-            data={"speakers": "2", "language": "en", "title": "Quick turns"},
-            timeout=60,
-        )
-    assert r.status_code == 201, r.text
-    rid = r.json()["id"]
-    deadline = time.monotonic() + pb.RECOGNITION_WAIT_S
-    while not (card := httpx.get(f"{served.url}/v1/recordings/{rid}", headers=auth).json())["done"]:
-        assert card["stopped"] is None and time.monotonic() < deadline, card
-        time.sleep(0.5)
+    rid, _ = conversation_done(served, "quick-turns.wav", 3, "2", "Quick turns")
 
     d.get(served.url + "/signin")
     pb.css(d, "#token").send_keys(served.token)
@@ -206,3 +174,28 @@ def test_move_one_part_of_a_split_segment(
     status, srt = pb.fetch_text(d, f"/recordings/{rid}/transcript.srt?profile=segments")
     assert [(r["speaker"], r["text"]) for r in after] == srt_cues(srt), (after, srt)
     pb.screenshots(d, served.out, "speaker-parts")
+
+
+def conversation_done(
+    served: pb.PageService, name: str, seed: int, speakers: str, title: str
+) -> tuple[str, dict]:
+    """A two-voice conversation (six turns, `seed`) uploaded asking `speakers`, waited
+    for until done: its id and card."""
+    wav = served.out / name
+    make_conversation(wav, speakers=2, turns=6, seed=seed)
+    auth = {"Authorization": f"Bearer {served.token}"}
+    with wav.open("rb") as f:
+        r = httpx.post(
+            f"{served.url}/v1/recordings",
+            headers=auth,
+            files={"file": (name, f, "audio/wav")},
+            data={"speakers": speakers, "language": "en", "title": title},
+            timeout=60,
+        )
+    assert r.status_code == 201, r.text
+    rid = r.json()["id"]
+    deadline = time.monotonic() + pb.RECOGNITION_WAIT_S
+    while not (card := httpx.get(f"{served.url}/v1/recordings/{rid}", headers=auth).json())["done"]:
+        assert card["stopped"] is None and time.monotonic() < deadline, card
+        time.sleep(0.5)
+    return rid, card
