@@ -259,6 +259,8 @@ class ProcessRecognizer:
                 answer = self._read(child, control)
                 if "progress" in answer:
                     control.report(answer["progress"])
+                    for text in answer.get("drafts", ()):
+                        control.draft(text)
                 elif key in answer:
                     self._give_back(child)
                     return answer[key]
@@ -312,7 +314,8 @@ class ProcessRecognizer:
 
 
 class _Reporter(Control):
-    """The child's control: progress goes to the parent, at most every REPORT_EVERY_S."""
+    """The child's control: progress goes to the parent, at most every REPORT_EVERY_S,
+    with the drafts (recognized segments' texts) since the last report."""
 
     def __init__(self, send: Any):
         super().__init__()
@@ -323,7 +326,7 @@ class _Reporter(Control):
         now = time.monotonic()
         if now - self._last >= REPORT_EVERY_S:
             self._last = now
-            self._send({"progress": fraction})
+            self._send({"progress": fraction, "drafts": self.take_drafts()})
 
 
 def _exit_when_orphaned(parent: int) -> None:

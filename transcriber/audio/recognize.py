@@ -225,6 +225,8 @@ class WhisperRecognizer:
                     control.report(min(1.0, (offset + piece.end) / max(duration_s, 1e-9)))
                 if piece.text.strip():
                     segments.extend(segments_of(piece, offset))
+                    if control is not None:
+                        control.draft(piece.text.strip())
         return Transcript(" ".join(s["text"] for s in segments), segments, language, self.name)
 
     def _window(
