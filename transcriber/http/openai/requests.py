@@ -140,7 +140,7 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
             "timestamp_granularities",
             f"timestamp_granularities takes segment and word, not {', '.join(sorted(unknown))}",
         )
-    stream = parse_stream(form_value(fields, "stream"), task, response_format)
+    stream = parse_stream(form_value(fields, "stream"), response_format)
     if response_format == DIARIZED and task != "transcribe":
         raise bad("response_format", "diarized_json is for transcriptions, not translations")
     speakers = "auto" if response_format == DIARIZED else None
@@ -164,16 +164,15 @@ STREAMED_FORMATS = ("json", "text")
 """The formats OpenAI streams in: each `transcript.text.delta` event carries text."""
 
 
-def parse_stream(value: str | None, task: str, response_format: str) -> bool:
-    """Whether the answer is to be OpenAI's server-sent events (`stream=true`): for
-    transcriptions in json or text; any other value than true or false is refused."""
+def parse_stream(value: str | None, response_format: str) -> bool:
+    """Whether the answer is to be OpenAI's server-sent events (`stream=true`, a field of
+    transcriptions only, as OpenAI's): in json or text; any other value than true or
+    false is refused."""
     word = (value or "false").lower()
     if word in ("false", "0"):
         return False
     if word not in ("true", "1"):
         raise bad("stream", f"stream must be true or false, not {value!r}")
-    if task != "transcribe":
-        raise bad("stream", "streaming is for transcriptions: leave stream out or false")
     if response_format not in STREAMED_FORMATS:
         raise bad(
             "stream",
