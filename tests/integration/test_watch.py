@@ -26,9 +26,9 @@ from transcriber.intake import Described, Sink, accept
 from transcriber.owners import add_owner
 from transcriber.storage.blobs import Blobs
 from transcriber.storage.configured import blobs_of
-from transcriber.watch.folder import content_hash
+from transcriber.watch.folder import Entry, NotTheFile, content_hash, list_folder, open_listed
 from transcriber.watch.scanning import Watcher
-from transcriber.watch.taking import CLAIM_S, idempotency_key
+from transcriber.watch.taking import CLAIM_S, Watch, idempotency_key
 from transcriber.watch.watches import add_watch, list_watches
 
 QUIET_S = 1.0
@@ -213,8 +213,8 @@ async def test_a_dead_daemons_claim_is_taken_over(
 ) -> None:
     path = folder / "a.ogg"
     path.write_bytes((SAMPLES / "en.ogg").read_bytes())
-    sha = content_hash(path)
     st = path.stat()
+    sha = content_hash(path, Entry("a.ogg", st.st_size, st.st_mtime_ns, st.st_ino))
     now = await db_now(db)
 
     async def dead_claim(at: dt.datetime) -> None:
@@ -288,6 +288,13 @@ async def test_a_refused_file_leaves_a_note(
     await scan_at(small, clock, 20 + QUIET_S)
     assert "larger than 1000 bytes" in (folder / "b.refused.txt").read_text()
     assert len(await records(db, ann)) == 1
+    # The service's own disk full: not the owner's to fix, so no note; tried again later.
+    (folder / "b.refused.txt").unlink()
+    disk_full = watcher(db, attrs.evolve(config, min_free_bytes=10**18), clock)
+    await scan_at(disk_full, clock, 30)
+    await scan_at(disk_full, clock, 30 + QUIET_S)
+    assert not (folder / "b.refused.txt").exists() and len(await takes(db)) == 1
+    assert disk_full.folders[watched].seen["b.ogg"].rest_until == 30 + QUIET_S + 60
 
 
 @scenario("An unreadable folder is reported, not a crash")
@@ -346,3 +353,38 @@ async def test_deleting_an_owner_deletes_their_watches(
     assert len(await takes(db)) == 1
     await db.run(lambda con: con.execute("DELETE FROM owners WHERE id = $1", ann))
     assert await list_watches(db) == [] and await takes(db) == []
+
+
+async def test_links_are_never_followed(
+    db: Database, config: Config, ann: int, watched: int, folder: Path, tmp_path: Path
+) -> None:
+    """A link in the folder could point anywhere the daemon may read (another owner's
+    uploads): never taken, and never written through."""
+    secret = tmp_path / "elsewhere.ogg"
+    secret.write_bytes((SAMPLES / "en.ogg").read_bytes())
+    (folder / "link.ogg").symlink_to(secret)
+    (folder / "talk.ogg").write_bytes((SAMPLES / "ru.ogg").read_bytes())
+    [listed] = list_folder(folder).media
+    assert listed.name == "talk.ogg"
+    # Swapped for a link between the listing and the read: refused.
+    (folder / "talk.ogg").rename(folder / "kept.ogg")
+    (folder / "talk.ogg").symlink_to(secret)
+    with pytest.raises(OSError, match="symbolic link"):
+        open_listed(folder / "talk.ogg", listed)
+    (folder / "talk.ogg").unlink()
+    (folder / "talk.ogg").write_bytes(b"another file")  # or for another file
+    with pytest.raises(NotTheFile):
+        open_listed(folder / "talk.ogg", listed)
+    (folder / "talk.ogg").unlink()
+    (folder / "kept.ogg").rename(folder / "talk.ogg")
+    clock = Clock()
+    w = watcher(db, config, clock)
+    await scan_at(w, clock, 0)
+    await scan_at(w, clock, QUIET_S)
+    [record] = await records(db, ann)
+    assert record["filename"] == "talk.ogg"
+    # A dangling link where a note would go is the owner's: kept, nothing written there.
+    (folder / "b.refused.txt").symlink_to(tmp_path / "nowhere")
+    here = Watch(watched, ann, str(folder), ("txt",))
+    assert await w.note(here, "b.ogg", ".refused.txt", b"x") == "kept"
+    assert not (tmp_path / "nowhere").exists()

@@ -109,10 +109,28 @@ def stamp_of(path: Path) -> tuple[int, int] | None:
     return (st.st_size, st.st_mtime_ns)
 
 
-def content_hash(path: Path) -> bytes:
-    """The file's sha256. Blocking (hashlib lets other threads run while it hashes)."""
+class NotTheFile(OSError):
+    """The name no longer opens the regular file the scan listed (replaced by a link,
+    a folder or another file since)."""
+
+
+def open_listed(path: Path, entry: Entry) -> int:
+    """A read-only descriptor of the file the scan listed as `entry`, never through a
+    symbolic link (one put in its place since the listing could point anywhere the
+    daemon may read: another owner's uploads). NotTheFile otherwise. Blocking."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_ino != entry.inode:
+        os.close(fd)
+        raise NotTheFile(f"{path} changed since it was listed")
+    return fd
+
+
+def content_hash(path: Path, entry: Entry) -> bytes:
+    """The sha256 of the file listed as `entry`. Blocking (hashlib lets other threads
+    run while it hashes)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open(open_listed(path, entry), "rb") as f:
         while chunk := f.read(HASH_CHUNK):
             digest.update(chunk)
     return digest.digest()

@@ -106,7 +106,7 @@ class Watcher:
             path = Path(w.folder) / e.name
             try:
                 if s.sha256 is None:
-                    s.sha256 = await trio.to_thread.run_sync(content_hash, path)
+                    s.sha256 = await trio.to_thread.run_sync(content_hash, path, e)
                     if await trio.to_thread.run_sync(stamp_of, path) != e.stamp:
                         raise FileChanged(str(path))
                 got = await take(self.db, self.blobs, self.config, w, e, s.sha256)
@@ -124,6 +124,9 @@ class Watcher:
                     s.rest_until = self.clock() + CLAIM_S
             elif got.outcome == "already":
                 s.rest_until = self.clock() + CLAIM_S
+            elif got.outcome == "later":
+                event(logging.WARNING, "watch_take_later", watch=w.id, message=got.message)
+                s.rest_until = self.clock() + float(got.retry_after or 60)
 
     async def refused(self, w: Watch, name: str, message: str) -> bool:
         """The intake's refusal written beside the file as STEM.refused.txt: while it is

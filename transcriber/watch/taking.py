@@ -25,9 +25,18 @@ import trio
 from actors.log import event
 from transcriber.config import Config
 from transcriber.db.database import Database
-from transcriber.intake import Described, Limits, Refused, Sink, TooLarge, accept
+from transcriber.intake import (
+    Conflicted,
+    Described,
+    Limits,
+    Refused,
+    Sink,
+    TooLarge,
+    Unconfirmed,
+    accept,
+)
 from transcriber.storage.blobs import CHUNK, Blobs
-from transcriber.watch.folder import Entry, stamp_of
+from transcriber.watch.folder import Entry, open_listed, stamp_of
 
 CLAIM_S = 600.0
 """How long a daemon holds a file it is taking before another may take it over: reading
@@ -51,11 +60,13 @@ class Watch:
 @attrs.frozen
 class Taken:
     """What became of one whole file: `record` made (or named), `refused` with the
-    intake's words, or `already` taken (by its content)."""
+    intake's words, `later` (the service could not take it now: after `retry_after`),
+    or `already` taken (by its content)."""
 
     outcome: str
     recording_id: uuid.UUID | None = None
     message: str | None = None
+    retry_after: float | None = None
 
 
 ALREADY = Taken("already")
@@ -103,7 +114,8 @@ async def take(
 
     async def copy(sink: Sink) -> Described:
         digest = hashlib.sha256()
-        async with await trio.open_file(path, "rb") as f:
+        fd = await trio.to_thread.run_sync(open_listed, path, entry)
+        async with await trio.open_file(fd, "rb") as f:
             while chunk := await f.read(CHUNK):
                 digest.update(chunk)
                 await sink.write(chunk)
@@ -127,6 +139,10 @@ async def take(
         )
     except Refused as e:
         await _release(db, watch, sha256, token)
+        if e.retry_after is not None or isinstance(e, (Unconfirmed, Conflicted)):
+            # The service's trouble (its disk full, the database slow), not the file's:
+            # tried again later, without a note the owner would have to remove.
+            return Taken("later", message=e.message, retry_after=e.retry_after or 60)
         return Taken("refused", message=e.message)
     except BaseException:
         with trio.CancelScope(shield=True), trio.move_on_after(10):

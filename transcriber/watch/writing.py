@@ -92,7 +92,7 @@ def write_new(target: Path, data: bytes) -> str:
                 raise
             # No hard links here: a rename after a look (a file made between the two by
             # someone else would be replaced; the window is one system call wide).
-            if target.exists():
+            if os.path.lexists(target):
                 return SAME if _same_bytes(target, data) else KEPT
             os.rename(part, target)
         _sync_folder(target.parent)
