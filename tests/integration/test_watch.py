@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,13 +25,22 @@ from tests.helpers.pg_pipeline import db_now, journal
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import Described, Sink, accept
-from transcriber.owners import add_owner
+from transcriber.owners import add_owner, revoke
 from transcriber.storage.blobs import Blobs
 from transcriber.storage.configured import blobs_of
 from transcriber.watch.folder import Entry, NotTheFile, content_hash, list_folder, open_listed
 from transcriber.watch.scanning import Watcher
 from transcriber.watch.taking import CLAIM_S, Watch, idempotency_key
 from transcriber.watch.watches import add_watch, list_watches
+from transcriber.watch.writing import (
+    KEPT,
+    PART_AGE_S,
+    SAME,
+    WRITTEN,
+    part_name,
+    sweep_parts,
+    write_new,
+)
 
 QUIET_S = 1.0
 
@@ -388,3 +399,36 @@ async def test_links_are_never_followed(
     here = Watch(watched, ann, str(folder), ("txt",))
     assert await w.note(here, "b.ogg", ".refused.txt", b"x") == "kept"
     assert not (tmp_path / "nowhere").exists()
+
+
+async def test_a_revoked_owners_watch_pauses(
+    db: Database, config: Config, ann: int, watched: int, folder: Path
+) -> None:
+    await revoke(db, "ann", by="test")
+    (folder / "a.ogg").write_bytes((SAMPLES / "en.ogg").read_bytes())
+    clock = Clock()
+    w = watcher(db, config, clock)
+    await scan_at(w, clock, 0)
+    await scan_at(w, clock, QUIET_S)
+    assert await records(db, ann) == []
+    [row] = await list_watches(db)
+    assert row.state == "paused (owner revoked)"
+
+
+def test_only_old_part_files_of_ours_are_swept(folder: Path) -> None:
+    """A daemon killed while writing a transcript leaves a hidden part file: removed
+    after PART_AGE_S, and nothing else of the folder ever is."""
+    target = folder / "talk.srt"
+    old, young = part_name(target), part_name(target)
+    for p in (old, young, folder / ".talk.srt.part", folder / "talk.ogg"):
+        p.write_bytes(b"x")
+    long_ago = time.time() - PART_AGE_S - 1
+    for p in (old, folder / ".talk.srt.part", folder / "talk.ogg"):
+        os.utime(p, (long_ago, long_ago))
+    sweep_parts(folder, frozenset(p.name for p in folder.iterdir()))
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [young.name, ".talk.srt.part", "talk.ogg"]
+    )
+    assert write_new(target, b"1\n") == WRITTEN
+    assert write_new(target, b"1\n") == SAME
+    assert write_new(target, b"2\n") == KEPT and target.read_bytes() == b"1\n"
