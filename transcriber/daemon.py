@@ -26,6 +26,7 @@ from transcriber.pipeline.runner import Pipeline
 from transcriber.records.drafts import Drafts
 from transcriber.storage.blobs import Blobs, StorageError
 from transcriber.storage.configured import blobs_of
+from transcriber.watch.scanning import keep_watching
 
 
 @attrs.frozen
@@ -191,6 +192,9 @@ async def serve(
                 # below or goes silent).
                 daemon_id = await daemons.register(db, daemon_info(config, options))
                 nursery.start_soon(daemons.heartbeat, db, daemon_id, pipeline.held, totals)
+                # The watched folders, scanned every TRANSCRIBER_WATCH_SCAN_S; cancelled
+                # with the rest (a file being taken is let go: transcriber.watch.taking).
+                await nursery.start(keep_watching, db, store, config)
                 if config.retention_days is not None:
                     # Cancelled with the rest at shutdown: between rounds, or inside one
                     # with what it deleted deleted whole (transcriber.pipeline.deletions).
