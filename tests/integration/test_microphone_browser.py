@@ -1,0 +1,248 @@
+"""The page's microphone in a real headless Chromium (Debian's, with its fake
+microphone playing a WAV over and over: `chromium(microphone=...)`) against the owner's
+page's real `transcriber serve` (tests/integration/conftest.py's `page_served`: the
+pipeline runs in it, and the live socket decodes with the bundled model).
+
+The fake microphone says two known English sentences (espeak-ng, resampled by sox to
+48 kHz), each followed by a pause longer than the page's end of a turn. The page's
+AudioWorklet resamples to 24 kHz, its level meter ends the turns (the service takes no
+`server_vad` yet; once it does, the page uses it), and the captions must bring the
+known words; after Stop the kept record must be transcribed by the pipeline with them.
+
+Screenshots (English and Russian, light, dark and a 390 px phone) go to the service's
+output folder, printed at the start; they are never committed."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from axe_selenium_python import Axe
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import Select
+
+from tests.helpers.browser import (
+    RECOGNITION_WAIT_S,
+    PageService,
+    browser_session,
+    css,
+    screenshots,
+    wait,
+)
+
+SENTENCES = (
+    "Good morning everyone. Today we talk about the garden and the weather.",
+    "Please close the window, it is cold outside.",
+)
+KNOWN = {"garden", "weather", "window", "outside"}
+"""Words of `SENTENCES` the bundled base model gets right from espeak-ng's voice."""
+CAPTION_WAIT_S = 120.0
+"""The first sentence (about 5 s) plus its pause, then its live decoding on a busy CPU."""
+
+
+def spoken_wav(folder: Path) -> Path:
+    """`SENTENCES` spoken by espeak-ng, each padded by sox with a pause of 1.2-1.5 s
+    (longer than the page's 0.7 s end of a turn), as a 16-bit mono WAV at 48 kHz."""
+    parts = []
+    for i, sentence in enumerate(SENTENCES):
+        raw, part = folder / f"said-{i}.wav", folder / f"said-{i}-48k.wav"
+        subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", raw, sentence], check=True)
+        subprocess.run(
+            ["sox", raw, "-r", "48000", "-b", "16", "-c", "1", part, "pad", "0.3", "1.4"],
+            check=True,
+        )
+        parts.append(part)
+    out = folder / "microphone.wav"
+    subprocess.run(["sox", *parts, out], check=True)
+    return out
+
+
+def words_of(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def api(served: PageService, path: str) -> Any:
+    r = httpx.get(
+        served.url + path, headers={"authorization": f"Bearer {served.token}"}, timeout=30
+    )
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def record_ids(served: PageService) -> set[str]:
+    return {card["id"] for card in api(served, "/v1/recordings?limit=100")["items"]}
+
+
+def serious(d: WebDriver) -> list[str]:
+    """axe's serious and critical violations on the page as it is (rule: targets)."""
+    axe = Axe(d)
+    axe.inject()
+    found = axe.run()["violations"]
+    return [
+        f"{v['id']}: {[n['target'] for n in v['nodes'][:3]]}"
+        for v in found
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+@pytest.fixture(scope="module")
+def out(page_served: PageService) -> Path:
+    folder = page_served.out / "microphone"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser(page_served: PageService, out: Path) -> Iterator[WebDriver]:
+    """Chromium with the fake microphone, signed in to the page as the service's owner."""
+    with browser_session(out / "chromium-profile", microphone=spoken_wav(out)) as d:
+        sign_in(d, page_served)
+        yield d
+
+
+def captions(d: WebDriver) -> str:
+    return str(d.execute_script("return document.getElementById('captions').innerText"))
+
+
+def caption_lines(d: WebDriver) -> list[str]:
+    """The captions whose turn has completed."""
+    return [
+        p.text
+        for p in d.find_elements(By.CSS_SELECTOR, "#captions p[data-item]")
+        if p.get_attribute("class") == ""
+    ]
+
+
+def sign_in(d: WebDriver, served: PageService) -> None:
+    d.get(served.url + "/signin")
+    css(d, "#token").send_keys(served.token)
+    css(d, "#signin-submit").click()
+    wait(d, lambda d: d.find_elements(By.ID, "upload-form"))
+
+
+@pytest.mark.scenario(
+    "page", "A refused microphone is said in words and Record can be pressed again"
+)
+def test_a_refused_microphone_is_said(page_served: PageService, out: Path) -> None:
+    """A Chromium that asks before it gives the microphone, told to refuse this site."""
+    with browser_session(
+        out / "refusing-profile", microphone=spoken_wav(out), microphone_allowed=False
+    ) as d:
+        sign_in(d, page_served)
+        d.execute_cdp_cmd(
+            "Browser.setPermission",
+            {
+                "origin": page_served.url,
+                "permission": {"name": "microphone"},
+                "setting": "denied",
+            },
+        )
+        d.get(page_served.url + "/microphone")
+        css(d, "#record-start").click()
+        wait(d, lambda d: "microphone was refused" in css(d, "#record-error").text)
+        assert css(d, "#record-start").is_enabled()
+        assert not css(d, "#record-stop").is_enabled()
+        assert css(d, "#elapsed").text == "0:00"
+        assert css(d, "#record-status").text == ""
+        assert "recording" not in (css(d, "#microphone").get_attribute("class") or "")
+        d.get(page_served.url + "/lang/ru?next=/microphone")
+        css(d, "#record-start").click()
+        wait(d, lambda d: "Доступ к микрофону запрещён" in css(d, "#record-error").text)
+        assert serious(d) == []
+        screenshots(d, out, "refused-ru")
+
+
+@pytest.mark.scenario(
+    "live", "The page's microphone captions what is said and the kept record is transcribed"
+)
+def test_record_captions_and_the_kept_record(
+    page_served: PageService, browser: WebDriver, out: Path
+) -> None:
+    d = browser
+    served = page_served
+    before = record_ids(served)
+    d.get(served.url + "/")
+    css(d, "#record-link").click()
+    wait(d, lambda d: d.current_url.endswith("/microphone"))
+    assert serious(d) == [], "the recorder, idle"
+    Select(css(d, "#live-language")).select_by_value("en")
+    css(d, "#record-start").click()
+    # Keyboard: the focus is on Stop once recording.
+    wait(d, lambda d: d.switch_to.active_element.get_attribute("id") == "record-stop")
+    wait(d, lambda d: float(css(d, "#level").get_attribute("value")) > 0.3, message="level")
+    wait(d, lambda d: css(d, "#elapsed").text not in ("0:00", "0:01"), message="elapsed")
+    started = time.monotonic()
+    try:
+        wait(d, lambda d: words_of(captions(d)) >= KNOWN, timeout=CAPTION_WAIT_S)
+    except TimeoutException:
+        pytest.fail(f"the known words are not in the captions: {captions(d)!r}")
+    served.figures["microphone_known_words_s"] = round(time.monotonic() - started, 1)
+    lines = caption_lines(d)
+    # The page's own turns: one sentence each (the pauses end them), not one long turn.
+    assert any(
+        {"garden", "weather"} <= words_of(t) and "window" not in words_of(t) for t in lines
+    ), lines
+    assert "Recording" in css(d, "#record-status").text
+    assert serious(d) == [], "the recorder, with captions"
+    screenshots(d, out, "recording-en")
+
+    css(d, "#record-stop").click()
+    wait(d, lambda d: not d.current_url.endswith("/microphone"), timeout=60, message="Stop")
+    assert re.search(r"/(recordings/[0-9a-f-]+)?$", d.current_url), d.current_url
+
+    deadline = time.monotonic() + 30
+    while not (new := record_ids(served) - before):
+        assert time.monotonic() < deadline, "the session was not kept"
+        time.sleep(0.2)
+    [rid] = new
+    if "/recordings/" in d.current_url:
+        assert d.current_url.endswith(f"/recordings/{rid}")
+    deadline = time.monotonic() + RECOGNITION_WAIT_S
+    while not (card := api(served, f"/v1/recordings/{rid}"))["done"]:
+        assert card["stopped"] is None, card
+        assert time.monotonic() < deadline, card
+        time.sleep(0.5)
+    assert card["duration_s"] > 5.0, card
+    r = httpx.get(
+        f"{served.url}/v1/recordings/{rid}/text",
+        headers={"authorization": f"Bearer {served.token}"},
+    )
+    assert {"garden", "weather"} <= words_of(r.text), r.text
+    served.figures["microphone_record"] = {"duration_s": card["duration_s"], "text": r.text}
+
+
+def test_the_recorder_in_russian_on_a_phone(
+    page_served: PageService, browser: WebDriver, out: Path
+) -> None:
+    """Screenshots and axe of the recorder in Russian while it records, desktop and
+    phone (the Record flow itself is proved above)."""
+    d = browser
+    d.get(page_served.url + "/lang/ru?next=/microphone")
+    assert css(d, "h1").text == "Запись с микрофона"
+    screenshots(d, out, "idle-ru")
+    Select(css(d, "#live-language")).select_by_value("en")
+    css(d, "#record-start").click()
+    wait(d, lambda d: caption_lines(d), timeout=CAPTION_WAIT_S, message="a caption")
+    assert "Идёт запись" in css(d, "#record-status").text
+    found = serious(d)
+    d.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True},
+    )
+    found += serious(d)
+    width = d.execute_script("return document.documentElement.scrollWidth")
+    d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    screenshots(d, out, "recording-ru")
+    css(d, "#record-stop").click()
+    wait(d, lambda d: not d.current_url.endswith("/microphone"), timeout=60, message="Stop")
+    d.get(page_served.url + "/lang/en?next=/")
+    assert found == []
+    assert width <= 390, "the phone's page scrolls sideways"
