@@ -160,6 +160,47 @@ def test_a_refused_microphone_is_said(page_served: PageService, out: Path) -> No
         screenshots(d, out, "refused-ru")
 
 
+RESAMPLED = """
+const [worklet, rate, done] = arguments;
+const seconds = 2, hz = 440;
+const context = new OfflineAudioContext(1, rate * seconds, rate);
+context.audioWorklet.addModule(worklet).then(async () => {
+  const node = new AudioWorkletNode(context, "pcm-24k");
+  const pieces = [];
+  node.port.onmessage = (ev) => { if (ev.data.pcm) pieces.push(new Int16Array(ev.data.pcm)); };
+  const tone = context.createOscillator();
+  tone.frequency.value = hz;
+  tone.connect(node);
+  node.connect(context.destination);
+  tone.start();
+  await context.startRendering();
+  await new Promise((r) => setTimeout(r, 300));  // the port's last messages
+  const pcm = Int16Array.from(pieces.flatMap((p) => Array.from(p)));
+  let crossings = 0;
+  for (let i = 1; i < pcm.length; i++) if (pcm[i - 1] < 0 && pcm[i] >= 0) crossings++;
+  done({samples: pcm.length, sizes: pieces.map((p) => p.length), crossings,
+        peak: Math.max(...pcm.map(Math.abs))});
+}).catch((e) => done({error: String(e)}));
+"""
+
+
+@pytest.mark.parametrize("rate", [48000, 44100])
+def test_the_worklet_makes_24khz_pcm_in_100ms_pieces(
+    page_served: PageService, browser: WebDriver, rate: int
+) -> None:
+    """The page's AudioWorklet, fed 2 s of a 440 Hz sine at the browser's rate: 24 kHz
+    out, in 2400-sample pieces, the tone's pitch kept (a wrong ratio would move it)."""
+    d = browser
+    d.get(page_served.url + "/microphone")
+    worklet = css(d, "#microphone").get_attribute("data-worklet")
+    got = d.execute_async_script(RESAMPLED, worklet, rate)
+    assert "error" not in got, got
+    assert abs(got["samples"] - 2 * 24000) <= 2400, got["samples"]
+    assert set(got["sizes"][:-1]) == {2400}, got["sizes"]
+    assert abs(got["crossings"] - 2 * 440) <= 2, got["crossings"]  # 440 Hz at 24 kHz
+    assert got["peak"] > 0.9 * 0x7FFF, got["peak"]
+
+
 @pytest.mark.scenario(
     "live", "The page's microphone captions what is said and the kept record is transcribed"
 )
@@ -170,6 +211,7 @@ def test_record_captions_and_the_kept_record(
     served = page_served
     before = record_ids(served)
     d.get(served.url + "/")
+    screenshots(d, out, "list-en")
     css(d, "#record-link").click()
     wait(d, lambda d: d.current_url.endswith("/microphone"))
     assert serious(d) == [], "the recorder, idle"
