@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import httpx
@@ -92,3 +93,30 @@ async def test_the_page_cookie_needs_this_sites_origin(
         status, body = await upgrade(url, {"Cookie": "transcriber_session=made-up"}, own)
         assert status == 401 and body["error"]["code"] == "invalid_api_key", body
     assert await live_records(db) == []  # no audio was sent: no record
+
+
+async def test_the_recorder_page_is_the_signed_in_owners(
+    db: Database, ann: NewOwner, config: Config
+) -> None:
+    """`/microphone` is a page like the others: a stranger is sent to sign in and back;
+    the owner gets the recorder, pointed at the socket on this origin, under the page's
+    content policy (its own scripts only: the worklet is a file of this site)."""
+    async with serving(live_app(db, config)) as url:
+        async with httpx.AsyncClient(base_url=url) as stranger:
+            r = await stranger.get("/microphone", headers={"Accept": "text/html"})
+            assert (r.status_code, r.headers["location"]) == (303, "/signin?next=%2Fmicrophone")
+            assert (await stranger.get("/microphone")).status_code == 401
+        page, _ = await page_cookie(url, ann)
+        try:
+            r = await page.get("/microphone", headers={"Accept": "text/html"})
+            assert r.status_code == 200, r.text
+            assert f'data-socket="{SOCKET}"' in r.text
+            worklet = re.search(r'data-worklet="([^"]+)"', r.text)
+            assert worklet, r.text
+            assert "script-src 'self'" in r.headers["content-security-policy"]
+            js = await page.get(worklet.group(1).replace("&amp;", "&"))
+            assert js.status_code == 200 and 'registerProcessor("pcm-24k"' in js.text
+            listed = await page.get("/", headers={"Accept": "text/html"})
+            assert 'href="/microphone" id="record-link"' in listed.text
+        finally:
+            await page.aclose()

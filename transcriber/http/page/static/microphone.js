@@ -119,7 +119,7 @@
       if (event.session && event.session.record_id) r.recordId = event.session.record_id;
       if (!r.configured) {
         r.configured = true;
-        const input = event.session.audio.input;
+        const input = ((event.session || {}).audio || {}).input || {};
         r.serverVad = !!input.turn_detection;
         say(r.serverVad ? words.recording_vad : words.recording);
         const early = r.early;
