@@ -14,6 +14,7 @@ output folder, printed at the start; they are never committed."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -263,6 +264,86 @@ def test_record_captions_and_the_kept_record(
     )
     assert {"garden", "weather"} <= words_of(r.text), r.text
     served.figures["microphone_record"] = {"duration_s": card["duration_s"], "text": r.text}
+
+
+FAKE_SERVER_VAD = """
+// A fake of the live socket as it will be with the server's voice detection and a
+// record from the session's start: it takes server_vad, names a record in
+// session.created, and answers a commit; the test speaks its other events.
+window.sent = [];
+class FakeSocket {
+  constructor(url) {
+    this.url = url;
+    this.readyState = 0;
+    window.fakeSocket = this;
+    setTimeout(() => {
+      this.readyState = 1;
+      if (this.onopen) this.onopen();
+      this.emit({type: "session.created",
+                 session: {id: "sess_1", record_id: RECORD, type: "transcription"}});
+    }, 10);
+  }
+  emit(event) { if (this.onmessage) this.onmessage({data: JSON.stringify(event)}); }
+  send(text) {
+    const event = JSON.parse(text);
+    window.sent.push(event.type === "input_audio_buffer.append" ? "append" : event);
+    if (event.type === "session.update") {
+      this.emit({type: "session.updated", session: event.session});
+    }
+    if (event.type === "input_audio_buffer.commit") {
+      this.emit({type: "input_audio_buffer.committed", item_id: "item_2"});
+      setTimeout(() => this.emit({type: "conversation.item.input_audio_transcription.completed",
+                                  item_id: "item_2", transcript: "And the last words."}), 200);
+    }
+  }
+  close() { this.readyState = 3; setTimeout(() => this.onclose && this.onclose({code: 1000}), 0); }
+}
+FakeSocket.CONNECTING = 0; FakeSocket.OPEN = 1; FakeSocket.CLOSED = 3;
+window.WebSocket = FakeSocket;
+"""
+
+
+def test_with_the_servers_voice_detection_the_page_commits_only_at_stop(
+    page_served: PageService, browser: WebDriver
+) -> None:
+    """Against a fake socket that takes `server_vad` (the service's own voice detection,
+    not here yet) and names the session's record: the page lets the server end the
+    turns — no commit of its own through pauses that would end its own turns — shows
+    a delta before its turn is committed, commits once at Stop, and opens the record."""
+    d = browser
+    record = "0b5e1d8c-0000-4000-8000-000000000042"
+    d.get(page_served.url + "/microphone")
+    d.execute_script(FAKE_SERVER_VAD.replace("RECORD", json.dumps(record)))
+    css(d, "#record-start").click()
+    wait(d, lambda d: d.execute_script("return window.sent.length") > 1)
+    [update] = [e for e in d.execute_script("return window.sent") if e != "append"]
+    assert update["session"]["audio"]["input"]["turn_detection"] == {"type": "server_vad"}
+    # The fake microphone's first sentence and its pause (1.4 s, twice the page's own
+    # end of a turn) go by: 8 s of appends, and no commit.
+    wait(d, lambda d: d.execute_script("return window.sent.length") > 80, timeout=30)
+    sent = [e for e in d.execute_script("return window.sent") if e != "append"]
+    assert [e["type"] for e in sent] == ["session.update"], sent
+    assert "as you speak" in css(d, "#record-status").text
+    d.execute_script(
+        "const s = window.fakeSocket;"
+        "s.emit({type: 'input_audio_buffer.speech_started', item_id: 'item_1'});"
+        "s.emit({type: 'conversation.item.input_audio_transcription.delta',"
+        "        item_id: 'item_1', delta: 'Good morning'});"
+    )
+    wait(d, lambda d: "Good morning" in captions(d))
+    d.execute_script(
+        "const s = window.fakeSocket;"
+        "s.emit({type: 'input_audio_buffer.committed', item_id: 'item_1'});"
+        "s.emit({type: 'conversation.item.input_audio_transcription.completed',"
+        "        item_id: 'item_1', transcript: 'Good morning, everyone.'});"
+    )
+    wait(d, lambda d: caption_lines(d) == ["Good morning, everyone."])
+    sent = [e for e in d.execute_script("return window.sent") if e != "append"]
+    assert [e["type"] for e in sent] == ["session.update"], sent
+    css(d, "#record-stop").click()
+    wait(d, lambda d: d.current_url.endswith(f"/recordings/{record}"), message="the record")
+    # (The fake's record is no record of the service: its page says so; what matters
+    # is where Stop went, after the last turn's caption.)
 
 
 def test_the_recorder_in_russian_on_a_phone(
