@@ -161,6 +161,24 @@ def test_a_refused_microphone_is_said(page_served: PageService, out: Path) -> No
         screenshots(d, out, "refused-ru")
 
 
+WATCH_TURNS = """
+// When each turn's caption line appears (its commit) and completes (its class cleared).
+window.turnTimes = [];
+const seen = new Map();
+new MutationObserver(() => {
+  for (const p of document.querySelectorAll("#captions p[data-item]")) {
+    if (!seen.has(p.dataset.item)) {
+      seen.set(p.dataset.item, {committed: performance.now()});
+      window.turnTimes.push(seen.get(p.dataset.item));
+    }
+    const t = seen.get(p.dataset.item);
+    if (p.className === "" && !t.done) t.done = performance.now();
+  }
+}).observe(document.getElementById("captions"),
+           {childList: true, subtree: true, attributes: true, characterData: true});
+"""
+
+
 RESAMPLED = """
 const [worklet, rate, done] = arguments;
 const seconds = 2, hz = 440;
@@ -217,6 +235,7 @@ def test_record_captions_and_the_kept_record(
     wait(d, lambda d: d.current_url.endswith("/microphone"))
     assert serious(d) == [], "the recorder, idle"
     Select(css(d, "#live-language")).select_by_value("en")
+    d.execute_script(WATCH_TURNS)
     css(d, "#record-start").click()
     # Keyboard: the focus is on Stop once recording.
     wait(d, lambda d: d.switch_to.active_element.get_attribute("id") == "record-stop")
@@ -228,6 +247,10 @@ def test_record_captions_and_the_kept_record(
     except TimeoutException:
         pytest.fail(f"the known words are not in the captions: {captions(d)!r}")
     served.figures["microphone_known_words_s"] = round(time.monotonic() - started, 1)
+    turns = d.execute_script("return window.turnTimes")
+    served.figures["microphone_commit_to_caption_s"] = [
+        round((t["done"] - t["committed"]) / 1000, 2) for t in turns if "done" in t
+    ]
     lines = caption_lines(d)
     # The page's own turns: one sentence each (the pauses end them), not one long turn.
     assert any(
