@@ -2,7 +2,9 @@
 transcription protocol (the `openai` SDK's `client.realtime.connect`).
 
 Before the upgrade is accepted: the owner's bearer token (the SDK sends it as
-`Authorization`), else a 401 in OpenAI's error shape and no socket; a query without
+`Authorization`) or the owner's page's session cookie from this site's own page
+(`session.caller`), else a 401 (a foreign Origin: 403) in OpenAI's error shape and no
+socket; a query without
 `intent=transcription`, a 400. After it: `session.created`, then each client event in
 turn — `session.update` → `session.updated`; `input_audio_buffer.append`;
 `input_audio_buffer.commit` → `input_audio_buffer.committed`, and when the turn is
@@ -31,8 +33,8 @@ from transcriber.http.live import events
 from transcriber.http.live.errors import error_body
 from transcriber.http.live.kept import Spool, keep
 from transcriber.http.live.recognizer import LiveRecognizer, whisper_decode
+from transcriber.http.live.session import Refusal, caller
 from transcriber.http.live.turns import RATE, LiveLimits, Refused, Turns
-from transcriber.owners import owner_of_token
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -87,11 +89,6 @@ def live_of(app: Any) -> Live:
     return live
 
 
-def _token(websocket: WebSocket) -> str:
-    scheme, _, token = websocket.headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
-
-
 async def _deny(websocket: WebSocket, status: int, message: str, code: str) -> None:
     await websocket.send_denial_response(
         JSONResponse(
@@ -105,9 +102,9 @@ async def _deny(websocket: WebSocket, status: int, message: str, code: str) -> N
 @router.websocket("/v1/realtime")
 async def realtime(websocket: WebSocket) -> None:
     app = websocket.app
-    owner = await owner_of_token(app.state.db, _token(websocket))
-    if owner is None:
-        await _deny(websocket, 401, "a valid API token is required", "invalid_api_key")
+    owner = await caller(app.state.db, websocket)
+    if isinstance(owner, Refusal):
+        await _deny(websocket, owner.status, owner.message, owner.code)
         return
     if websocket.query_params.get("intent") != "transcription":
         await _deny(
