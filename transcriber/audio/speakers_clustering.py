@@ -64,7 +64,8 @@ issue's case; a relative bar holds wherever the voices sit. Chosen on the tuning
 (bench-speakers' voices and seeds, 1–6 speakers, three conversations each: 18; see
 transcriber/bench/speakers_count.py): every size of 10–16 with every margin of
 0.10–0.15 gave the same, counts right 13/18 (LINK_COSINE alone 12/18), mean DER 2.2 %
-(4.5 %); a margin of 0.2 lost one, sizes of 4–6 made speakers of turns (7–12/18).
+(4.5 %); size 8 at 0.12 got 14/18, alone of its neighbours (not taken), a margin of
+0.2 lost one, sizes of 4–6 made speakers of single turns (7–12/18).
 Checked on the held-out set (other voices and seeds, other turn lengths, six male and
 female pairs of 8 turns, samples/en.ogg and ru.ogg; 31, never tuned on): right 23/31
 against 22/31, mean DER 6.5 % against 8.3 %; NME-SC (speakers_nme.py) 15/31."""
