@@ -54,6 +54,8 @@ right in nine; the eigengap of spectral clustering, senko's way, got it right in
 With FULL_S, every value from 0.54 to 0.57 gave the same counts on twenty conversations;
 0.53 and 0.58 each lost three."""
 APART_SIZE = 10
+"""Clusters this large (about 8 s of speech) know their own likeness; smaller ones' is
+inflated by their half-overlapping windows. Chosen and checked with APART_MARGIN."""
 APART_MARGIN = 0.12
 """Average linkage does not merge two clusters of APART_SIZE windows or more (about 8 s of
 speech each) whose windows are less alike across than either's are within, by this:
