@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -55,6 +56,13 @@ def bench_speakers(
     long_minutes: Annotated[
         float, typer.Option(help="instead: one conversation this long (memory, time)")
     ] = 0.0,
+    count_cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="instead: the count's methods on a tuning and a held-out set, "
+            "each conversation embedded once into this folder"
+        ),
+    ] = None,
 ) -> None:
     """Diarization on espeak-ng conversations of known turns: DER (missed, false alarm,
     confusion; 0.25 s collar), speaker counts, seconds, RTF and peak RSS beside
@@ -66,6 +74,11 @@ def bench_speakers(
             "bench-speakers needs espeak-ng and sox (apt-get install espeak-ng sox)", err=True
         )
         raise typer.Exit(2)
+    if count_cache is not None:
+        from transcriber.bench.speakers_count import main as count_table
+
+        typer.echo(count_table(count_cache))
+        return
     if long_minutes > 0:
         from transcriber.bench.speakers import long_conversation
 
