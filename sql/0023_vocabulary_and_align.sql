@@ -19,3 +19,18 @@ ALTER DOMAIN recording_options ADD CONSTRAINT options_vocabulary CHECK (
 ALTER DOMAIN recording_options ADD CONSTRAINT options_align_text CHECK (
     (coalesce(VALUE ->> 'task', 'transcribe') = 'align')
     = (VALUE ? 'text' AND jsonb_typeof(VALUE -> 'text') = 'string'));
+
+-- The owner's card shows the record's task and vocabulary (not the text: it is the
+-- transcript once aligned). Columns added at the view's end, so CREATE OR REPLACE keeps
+-- the rest as 0018 made it.
+CREATE OR REPLACE VIEW recording_rows AS
+SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
+       r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
+       r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
+       r.audio_path, r.duration_s,
+       coalesce(t.language, r.language) AS language,
+       r.options ->> 'speakers' AS speakers_asked,
+       t.speaker_count,
+       coalesce(r.options ->> 'task', 'transcribe') AS task,
+       r.options -> 'vocabulary' AS vocabulary
+  FROM recordings r LEFT JOIN transcripts t ON t.recording_id = r.id;
