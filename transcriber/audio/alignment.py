@@ -79,6 +79,10 @@ def align_words(owner: Sequence[str], heard: Sequence[dict[str, Any]]) -> list[T
     keys = [normalized(w) for w in owner]
     heard_keys = [normalized(str(w["word"])) for w in heard]
     matcher = difflib.SequenceMatcher(None, keys, heard_keys, autojunk=False)
+    if not any(block.size for block in matcher.get_matching_blocks()):
+        # Nothing in common (another text, another language): no time is a guess worth
+        # giving.
+        return [Timed(w, 0.0, 0.0, UNPLACED) for w in owner]
     out: list[Timed | None] = [None] * len(owner)
     # Anchors: (owner index, heard index) of every matched word, with sentinels.
     prev_o, prev_h = 0, 0
