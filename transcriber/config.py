@@ -8,6 +8,7 @@ from pathlib import Path
 import attrs
 
 from transcriber.languages import language_hint
+from transcriber.options import parse_vocabulary
 from transcriber.speaker_options import SpeakersOption
 
 
@@ -102,6 +103,9 @@ class Config:
     because diarization adds about a third of recognition's CPU time on base (bench-speakers)
     and most uploads are one voice; an owner asks for it per record, or the operator sets
     `auto` for the whole service."""
+    vocabulary: tuple[str, ...] = ()
+    """Names and terms every record that asks none has the recognizer hear (its
+    `vocabulary` option, transcriber.options)."""
     retention_days: float | None = None
     """Records older than this many days are deleted (journaled `deleted`, by
     retention), checked hourly by `serve`; None: kept until their owner deletes them."""
@@ -171,6 +175,7 @@ class Config:
             openai_wait_s=float(get("OPENAI_WAIT_S") or 300),
             storage_url=get("STORAGE_URL"),
             speakers=SpeakersOption.parse(get("SPEAKERS") or "off").text,
+            vocabulary=parse_vocabulary(get("VOCABULARY")) or (),
             retention_days=float(days) if (days := get("RETENTION_DAYS")) else None,
             watch_scan_s=float(get("WATCH_SCAN_S") or 10),
             watch_quiet_s=float(get("WATCH_QUIET_S") or 20),

@@ -88,6 +88,24 @@ def bench_speakers(
     typer.echo(table(rows))
 
 
+def bench_subtitles(
+    minutes: Annotated[float, typer.Option(help="minutes of speech (at least)")] = 5.0,
+    vocabulary: Annotated[bool, typer.Option(help="the vocabulary's clips too")] = True,
+) -> None:
+    """Subtitle profiles' rules broken per cue and words kept, on recognized and aligned
+    transcripts of speech made here; alignment's word-start error; the vocabulary's
+    effect on clips with rare names."""
+    from transcriber.bench.speakers import espeak_available
+    from transcriber.bench.subtitles import main as run_bench_subtitles
+
+    if not espeak_available():
+        typer.echo(
+            "bench-subtitles needs espeak-ng and sox (apt-get install espeak-ng sox)", err=True
+        )
+        raise typer.Exit(2)
+    raise typer.Exit(run_bench_subtitles(minutes, vocabulary))
+
+
 def bench_api(
     clients: Annotated[int, typer.Option(help="concurrent card readers")] = 50,
     seconds: Annotated[float, typer.Option(help="how long they read")] = 20.0,

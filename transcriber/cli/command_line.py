@@ -50,6 +50,7 @@ for command in (
     bench_commands.bench,
     bench_commands.bench_audio,
     bench_commands.bench_speakers,
+    bench_commands.bench_subtitles,
     bench_commands.bench_api,
     model_commands.models,
 ):
