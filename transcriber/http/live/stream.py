@@ -42,15 +42,21 @@ class Turn:
         self.language = language
         self.prompt = prompt
         self.pcm = bytearray()
-        self.heard_s = 0.0
-        """The turn's audio received so far."""
+        self.heard = 0
+        """Bytes of the turn's audio received so far (counted whole: sums of 0.1 s in
+        floating point fall short of the step)."""
         self.closed = False
         self.seconds = 0.0
         self.changed = trio.Event()
 
-    def add(self, pcm: bytes) -> None:
-        self.pcm += pcm
-        self.heard_s += len(pcm) / BYTES_PER_S
+    @property
+    def heard_s(self) -> float:
+        return self.heard / BYTES_PER_S
+
+    def add(self, pcm: bytes, keep: bool = True) -> None:
+        if keep:
+            self.pcm += pcm
+        self.heard += len(pcm)
         self.changed.set()
 
     def close(self) -> None:
@@ -85,11 +91,8 @@ class Stream:
         return self.current
 
     def add(self, item: str, language: str | None, prompt: str | None, pcm: bytes) -> None:
-        turn = self.open(item, language, prompt)
-        if self.state != STOPPED:
-            turn.add(pcm)
-        else:
-            turn.heard_s += len(pcm) / BYTES_PER_S
+        # A session that stopped its live text keeps no audio for it.
+        self.open(item, language, prompt).add(pcm, keep=self.state != STOPPED)
 
     def close(self, item: str, language: str | None, prompt: str | None) -> None:
         self.open(item, language, prompt).close()
@@ -116,7 +119,7 @@ class Stream:
         sent = ""
         while self.limits.policy == "agreement" and self.state != STOPPED:
             step = self.limits.step_s if self.state == LIVE else self.limits.slow_step_s
-            while not turn.closed and turn.heard_s - passed_s < step:
+            while not turn.closed and turn.heard_s - passed_s < step - 1e-9:
                 await turn.changes()
             if turn.closed:
                 break
