@@ -268,7 +268,8 @@ async def test_a_session_behind_goes_on_as_a_recording(
         await append_all(connection, tone(1.5))
         await synced(connection, seen)
         decoder.go.release()  # 1.5 s behind even so: the live text stops
-        await until_kind(connection, "error", seen)
+        if not any(e.type == "error" for e in seen):  # (or told at 2 s behind already)
+            await until_kind(connection, "error", seen)
         await append_all(connection, tone(0.5))  # and the session goes on
         await connection.input_audio_buffer.commit()
         await until_kind(connection, "conversation.item.input_audio_transcription.failed", seen)

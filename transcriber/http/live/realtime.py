@@ -289,7 +289,7 @@ class Session:
             pcm = self.turns.append(received.get("audio"), trio.current_time())
             await self.spool.write(pcm)
             if self.detector is None:
-                self.stream.add(self.turns.begin(), *self.hints(), pcm)
+                await self.stream.add(self.turns.begin(), *self.hints(), pcm)
             else:
                 await self.voiced(self.detector, pcm)
         elif kind == "input_audio_buffer.commit":
@@ -316,7 +316,7 @@ class Session:
         found = detector.feed(to_whisper(pcm, RATE))
         used = speaking
         if speaking:
-            self.stream.add(self.turns.begin(), *self.hints(), pcm)
+            await self.stream.add(self.turns.begin(), *self.hints(), pcm)
         for change in found:
             if isinstance(change, Started):
                 item = self.turns.begin()
@@ -324,7 +324,7 @@ class Session:
                 self.prefix, used = bytearray(), True
                 self.turns.turn_bytes = len(audio)
                 await self.send(events.speech_started(item, change.at_ms))
-                self.stream.add(item, *self.hints(), audio)
+                await self.stream.add(item, *self.hints(), audio)
             else:
                 await self.send(events.speech_stopped(self.turns.begin(), change.at_ms))
                 await self.commit()

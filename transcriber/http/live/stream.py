@@ -15,6 +15,7 @@ live text the same way."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -37,8 +38,10 @@ STOPPED = "stopped"
 class Turn:
     """One turn's audio since its buffer was last trimmed, as it arrives."""
 
-    def __init__(self, item: str, language: str | None, prompt: str | None):
+    def __init__(self, item: str, language: str | None, prompt: str | None, base: int = 0):
         self.item = item
+        self.base = base
+        """The session's live audio (bytes) before this turn's."""
         self.language = language
         self.prompt = prompt
         self.pcm = bytearray()
@@ -77,8 +80,14 @@ class Stream:
         self.limits = limits
         self.send = send
         self.state = LIVE
-        self.sender, self.receiver = trio.open_memory_channel[Turn](64)
+        # Unbounded in count, bounded in audio: `add` stops the live text when the audio
+        # waiting for passes passes twice `give_up_s`, and keeps none after that.
+        self.sender, self.receiver = trio.open_memory_channel[Turn](math.inf)
         self.current: Turn | None = None
+        self.added = 0
+        """Bytes of the session's live audio so far (the turns', not the VAD's quiet)."""
+        self.covered = 0
+        """Bytes of it that the last pass heard, those of the turns before its own too."""
         self.passes = 0
         self.pass_s = 0.0
         """Seconds the session's passes took, waiting included (bench-live reads it)."""
@@ -86,13 +95,28 @@ class Stream:
     def open(self, item: str, language: str | None, prompt: str | None) -> Turn:
         """The turn `item`, opened at its first audio."""
         if self.current is None or self.current.item != item:
-            self.current = Turn(item, language, prompt)
+            self.current = Turn(item, language, prompt, self.added)
             self.sender.send_nowait(self.current)
         return self.current
 
-    def add(self, item: str, language: str | None, prompt: str | None, pcm: bytes) -> None:
+    @property
+    def behind_s(self) -> float:
+        """The live audio no pass has heard yet: compute and waiting over audio time,
+        summed since the passes last kept up."""
+        return (self.added - self.covered) / BYTES_PER_S
+
+    async def add(self, item: str, language: str | None, prompt: str | None, pcm: bytes) -> None:
         # A session that stopped its live text keeps no audio for it.
         self.open(item, language, prompt).add(pcm, keep=self.state != STOPPED)
+        self.added += len(pcm)
+        policy = self.limits.policy
+        if (
+            policy == "agreement"
+            and self.state != STOPPED
+            and self.behind_s > 2 * self.limits.give_up_s
+        ):
+            # A pass that does not come back (a decoder stuck) holds no backlog either.
+            await self.stop(f"the live text fell {self.behind_s:.0f} s behind the audio")
 
     def close(self, item: str, language: str | None, prompt: str | None) -> None:
         self.open(item, language, prompt).close()
@@ -101,6 +125,7 @@ class Stream:
     def drop(self) -> None:
         """The turn being spoken is cleared: no text of it, finished or not."""
         if self.current is not None:
+            self.covered = max(self.covered, self.current.base + self.current.heard)
             self.current.pcm = bytearray()
             self.current.item = ""
             self.current.close()
@@ -128,6 +153,7 @@ class Stream:
             if words is None:
                 break
             passed_s = upto
+            self.covered = max(self.covered, turn.base + round(upto * BYTES_PER_S))
             agreement.insert(words)
             sent = await self.deltas(turn, agreement, sent)
             buffer_s = len(turn.pcm) / BYTES_PER_S
@@ -136,7 +162,7 @@ class Stream:
                 del turn.pcm[: int(cut * RATE) * 2]
                 agreement.trimmed(cut)
                 sent = await self.deltas(turn, agreement, sent)
-            await self.pace(turn.heard_s - passed_s)
+            await self.pace()
         while not turn.closed:
             await turn.changes()
         if not turn.item:
@@ -151,9 +177,11 @@ class Stream:
         if words is None:
             await self.send(events.failed(turn.item, "live transcription stopped: see the error"))
             return
+        self.covered = max(self.covered, turn.base + turn.heard)
         agreement.finish(words)
         sent = await self.deltas(turn, agreement, sent)
         await self.send(events.completed(turn.item, sent, turn.seconds))
+        await self.pace()
 
     async def words(self, turn: Turn, agreement: Agreement) -> list[Word] | None:
         """A pass over the turn's buffer; None when the decoder failed (the live text
@@ -180,7 +208,8 @@ class Stream:
             return text
         return sent
 
-    async def pace(self, behind_s: float) -> None:
+    async def pace(self) -> None:
+        behind_s = self.behind_s
         if self.state == LIVE and behind_s > self.limits.behind_s:
             log.info("a live session fell %.1f s behind: slow steps", behind_s)
             self.state = SLOW
