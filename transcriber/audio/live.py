@@ -68,7 +68,8 @@ class LiveDecoder:
         return self._spec
 
     def warm(self) -> None:
-        """Start the child and wait for its model (about a second for base)."""
+        """Start the child and wait for its model (about a second for base), unless it
+        runs already."""
         with self._lock:
             self._child()
 

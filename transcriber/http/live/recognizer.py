@@ -56,6 +56,14 @@ class LiveRecognizer:
         self.decode = decode
         self.lock = trio.Lock()
 
+    async def warm(self) -> None:
+        """Start the decoder's child and load its model, if it has one and has not
+        (a session's first words then wait for no model). Cancellation: the load goes
+        on in its thread and is used by the next pass."""
+        warm = getattr(self.decode, "warm", None)
+        if warm is not None:
+            await trio.to_thread.run_sync(warm, abandon_on_cancel=True)
+
     async def words(
         self, samples: np.ndarray, language: str | None, prompt: str | None
     ) -> list[Word]:

@@ -134,6 +134,10 @@ class Stream:
     async def run(self) -> None:
         """Follow each turn until the session ends. Cancellation: a pass running is
         abandoned with it (`LiveRecognizer.words`)."""
+        try:
+            await self.recognizer.warm()
+        except Exception:
+            log.exception("the live decoder did not start")  # the first pass says so
         async for turn in self.receiver:
             await self.follow(turn)
 
