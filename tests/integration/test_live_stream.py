@@ -319,8 +319,8 @@ async def test_a_dead_decoder_ends_the_live_text_not_the_session(
 
 
 def test_the_live_decoder_child_survives_a_kill(model_dir: Path) -> None:
-    """The real child with the bundled model: it hears the sample; killed, the pass it
-    was asked fails, and the next pass starts a fresh child."""
+    """The real child with the bundled model, not niced: it hears the sample; killed,
+    the pass it was asked fails, and the next pass starts a fresh child."""
     from tests.helpers.generated_audio import SAMPLES
     from tests.integration.test_live import pcm_of
     from transcriber.http.live.recognizer import to_whisper
@@ -331,6 +331,8 @@ def test_the_live_decoder_child_survives_a_kill(model_dir: Path) -> None:
         heard = "".join(w.text for w in decoder.decode(samples, "en", None)).lower()
         assert "quarterly" in heard, heard
         assert decoder.pid is not None
+        # At the daemon's own priority: ahead of the batch recognizers, which are niced.
+        assert os.getpriority(os.PRIO_PROCESS, decoder.pid) == os.getpriority(os.PRIO_PROCESS, 0)
         os.kill(decoder.pid, signal.SIGKILL)
         with pytest.raises(DecoderDied, match="signal 9"):
             decoder.decode(samples, "en", None)
