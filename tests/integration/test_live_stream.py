@@ -341,3 +341,34 @@ def test_the_live_decoder_child_survives_a_kill(model_dir: Path) -> None:
         assert decoder.started == 2
     finally:
         decoder.close()
+
+
+async def test_a_monologue_with_server_vad_is_cut_into_bounded_turns(
+    db: Database, ann: NewOwner, config: Config
+) -> None:
+    """Speech that never pauses does not grow one turn without bound: at the turn bound
+    the server commits it, and the speech goes on in the next."""
+
+    async def script(connection: Any) -> list[Any]:
+        await next_event(connection)
+        await connection.session.update(
+            session={
+                "type": "transcription",
+                "audio": {"input": {"turn_detection": {"type": "server_vad"}}},
+            }
+        )
+        seen = [await next_event(connection)]
+        await append_all(connection, tone(2.5) + silence(0.5))
+        while sum(e.type.endswith(".completed") for e in seen) < 3:
+            seen.append(await next_event(connection))
+        return seen
+
+    async with serving(app_with(db, config, counting, max_turn_s=1.0, burst_s=30)) as url:
+        seen = await session(url, ann.token, script)
+    committed = [e for e in seen if e.type == "input_audio_buffer.committed"]
+    done = [e for e in seen if e.type.endswith(".completed")]
+    assert [e.type for e in seen].count("input_audio_buffer.speech_started") == 1
+    assert len(committed) == 3 and [d.item_id for d in done] == [c.item_id for c in committed]
+    assert [c.previous_item_id for c in committed[1:]] == [c.item_id for c in committed[:2]]
+    # At most the bound each (the padding and the 100 ms append past it included).
+    assert all(d.usage.seconds <= 1.1 for d in done), [d.usage for d in done]
