@@ -2,7 +2,7 @@
 `transcriber serve` at real-time pace (100 ms messages, server VAD), for each policy of
 live text side by side in one run (LocalAgreement-2, and the whole turn at its end).
 
-    transcriber bench-live [--sessions 1 --sessions 2 --sessions 3]
+    transcriber bench-live [--sessions 1 --sessions 2 --sessions 3] [--minutes M]
                            [--policy agreement --policy whole]
 
 The clients are the `openai` SDK of the dev extra (`pip install -e '.[dev]'`).
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import av
+import numpy as np
 
 from transcriber.audio.recognize import WhisperRecognizer, bundled_model
 from transcriber.bench.api_latency import Server, percentile
@@ -190,6 +191,7 @@ async def stream(url: str, token: str, pcm: bytes, language: str) -> dict[str, A
         "errors": errors,
         "turns": len(committed_at),
         "late_s": max(late, default=0.0),
+        "lates": late,
     }
 
 
@@ -256,9 +258,11 @@ async def run_policy(
     tokens: list[str],
     found: list[dict[str, Any]],
     sessions: list[int],
+    minutes: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Each material alone, then N sessions at once (of N owners: an owner's bound is
-    two)."""
+    two); with `minutes`, one session that long (the longest material again and again):
+    whether its turns complete later at the end than at the start."""
     token = tokens[0]
     server = Server({**env, "TRANSCRIBER_LIVE_POLICY": policy}, workers=0)
     rows: list[dict[str, Any]] = []
@@ -326,9 +330,33 @@ async def run_policy(
                 }
             )
             print(json.dumps(rows[-1]), file=sys.stderr)
+        if minutes > 0:
+            rows.append(await long_session(server.url, token, longest, minutes, policy))
+            print(json.dumps(rows[-1]), file=sys.stderr)
     finally:
         server.stop()
     return rows
+
+
+async def long_session(
+    url: str, token: str, material: dict[str, Any], minutes: float, policy: str
+) -> dict[str, Any]:
+    times = max(1, round(minutes * 60 / (len(material["pcm"]) / RATE / 2)))
+    await asyncio.sleep(2.0)
+    got = await stream(url, token, material["pcm"] * times, material["language"])
+    lates = got["lates"]
+    third = max(1, len(lates) // 3)
+    return {
+        "policy": policy,
+        "material": f"{material['name']} x{times}",
+        "sessions": 1,
+        "audio_s": round(times * len(material["pcm"]) / RATE / 2, 1),
+        "late_s": f"first third {np.median(lates[:third]):.2f}, "
+        f"last third {np.median(lates[-third:]):.2f}, most {max(lates, default=0):.2f}"
+        if lates
+        else None,
+        "errors": got["errors"],
+    }
 
 
 def _ready(server: Server) -> None:
@@ -359,7 +387,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(sessions: list[int], policies: list[str]) -> int:
+def main(sessions: list[int], policies: list[str], minutes: float = 0.0) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         work = Path(tmp)
         model = str(bundled_model(work / "models"))
@@ -390,7 +418,7 @@ def main(sessions: list[int], policies: list[str]) -> int:
         started = time.monotonic()
         before = one_pass_s(model, found[0]["pcm"])
         for policy in policies:
-            rows += asyncio.run(run_policy(policy, env, tokens, found, sessions))
+            rows += asyncio.run(run_policy(policy, env, tokens, found, sessions, minutes))
         after = one_pass_s(model, found[0]["pcm"])
         print(table(rows))
         print(

@@ -97,10 +97,15 @@ def bench_live(
     policy: Annotated[
         list[str] | None, typer.Option(help="live text policies side by side: agreement, whole")
     ] = None,
+    minutes: Annotated[
+        float, typer.Option(help="also one session this long: does its delay grow?")
+    ] = 0.0,
 ) -> None:
     """Live sessions of the real SDK at real-time pace against `serve`: word latency,
     live WER against the reference and a batch transcript, CPU per audio second, and
     the sessions held at once in real time, per policy."""
     from transcriber.bench.live import main as run_bench_live
 
-    raise typer.Exit(run_bench_live(sessions or [1, 2, 3], policy or ["agreement", "whole"]))
+    raise typer.Exit(
+        run_bench_live(sessions or [1, 2, 3], policy or ["agreement", "whole"], minutes)
+    )
