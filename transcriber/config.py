@@ -86,6 +86,13 @@ class Config:
     """Bound of every statement and every wait for a pooled connection."""
     lease_s: float = 30.0
     """A claim lasts this long without a sign of life from its worker."""
+    live_max_sessions: int = 2
+    """Live sessions of every owner at once (transcriber.http.live); another is refused
+    429. What 2 cores decode in real time with the base model (bench-live)."""
+    live_policy: str = "agreement"
+    """How live text is sent during a turn: `agreement` (LocalAgreement-2: words two
+    passes over the growing buffer agree on), or `whole` (the turn's text when it
+    ends); bench-live measures both."""
     renew_s: float = 10.0
     """How often a live worker renews its lease."""
     run_limit_s: float = 900.0
@@ -169,6 +176,8 @@ class Config:
             database_timeout_s=float(get("DATABASE_TIMEOUT_S") or 30),
             lease_s=float(get("LEASE_S") or 30),
             renew_s=float(get("RENEW_S") or 10),
+            live_max_sessions=int(get("LIVE_MAX_SESSIONS") or 2),
+            live_policy=get("LIVE_POLICY") or "agreement",
             run_limit_s=float(get("RUN_LIMIT_S") or 900),
             run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 3),
             page_session_days=float(get("PAGE_SESSION_DAYS") or 14),

@@ -119,3 +119,24 @@ def bench_api(
     from transcriber.bench.api_latency import main as run_bench_api
 
     raise typer.Exit(run_bench_api(clients, seconds, upload_gib, every))
+
+
+def bench_live(
+    sessions: Annotated[
+        list[int] | None, typer.Option(help="sessions at once (repeat: --sessions 2 --sessions 3)")
+    ] = None,
+    policy: Annotated[
+        list[str] | None, typer.Option(help="live text policies side by side: agreement, whole")
+    ] = None,
+    minutes: Annotated[
+        float, typer.Option(help="also one session this long: does its delay grow?")
+    ] = 0.0,
+) -> None:
+    """Live sessions of the real SDK at real-time pace against `serve`: word latency,
+    live WER against the reference and a batch transcript, CPU per audio second, and
+    the sessions held at once in real time, per policy."""
+    from transcriber.bench.live import main as run_bench_live
+
+    raise typer.Exit(
+        run_bench_live(sessions or [1, 2, 3], policy or ["agreement", "whole"], minutes)
+    )

@@ -52,6 +52,7 @@ for command in (
     bench_commands.bench_speakers,
     bench_commands.bench_subtitles,
     bench_commands.bench_api,
+    bench_commands.bench_live,
     model_commands.models,
 ):
     app.command()(command)
