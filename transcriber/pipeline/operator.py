@@ -156,7 +156,7 @@ async def card(db: Database, recording_id: Any) -> dict[str, Any] | None:
     """The card of any record, as the operator reads it (the stop's error included), or
     None if there is no such record. Cancellation: a plain read."""
     r = await db.fetchrow("recording", recording_id)
-    return None if r is None else card_from_row(r)
+    return None if r is None else card_from_row(r, owner=False)
 
 
 @attrs.frozen

@@ -10,7 +10,8 @@ answers 404 alike — pages, audio and downloads.
 A module per screen, each with its `router`: `sign_in`, `recordings` (the list),
 `upload`, `record` (the record page, its audio, waveform and downloads), `edits` (the
 owner's fields and corrections), `deletion`, `printing`, `speakers` (its forms),
-`shares` (its forms), `shared_view` (the stranger's view of a link); `html` has the
+`shares` (its forms), `settings` (the owner's defaults, their voices, "remember this
+voice"), `shared_view` (the stranger's view of a link); `html` has the
 templates, `text` the words of states and stops, `audio` the audio and its waveform.
 `FACE` is what the application takes of it (`transcriber.http.faces`).
 """
@@ -31,6 +32,7 @@ from transcriber.http.page import (
     printing,
     record,
     recordings,
+    settings,
     shared_view,
     shares,
     sign_in,
@@ -41,7 +43,9 @@ from transcriber.http.page.html import not_found_page
 from transcriber.http.page.session import SIGNIN_PATH, session_of
 from transcriber.http.sessions import SIGNIN_FORM_MAX
 
-_PAGE_PATH = re.compile(r"/(?:|signin|signout|upload|delete|recordings/[^/]+(?:/.*)?)")
+_PAGE_PATH = re.compile(
+    r"/(?:|signin|signout|upload|delete|settings|voices(?:/[^/]+/delete)?|recordings/[^/]+(?:/.*)?)"
+)
 
 STREAMED = frozenset({("POST", "/upload")})
 """(method, path) of the page's routes that stream their body under their own cap."""
@@ -89,6 +93,7 @@ FACE = Face(
         deletion.router,
         printing.router,
         speakers.router,
+        settings.router,
         shares.router,
         shared_view.router,
     ),
