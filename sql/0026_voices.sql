@@ -40,12 +40,12 @@ CREATE TABLE voice_matches (
 );
 CREATE INDEX voice_matches_voice ON voice_matches (voice_id);
 
--- The found voices of record `rec` (`found`: [[speaker, [vector], seconds], ...]) kept
+-- The found voices of record `rec` (`heard`: [[speaker, [vector], seconds], ...]) kept
 -- and matched against its owner's library, when the owner remembers voices: the most
 -- alike pair first, each speaker and each voice once, at `threshold` or more (cosine of
 -- unit vectors). A diarization run again replaces what the last one kept. Without the
 -- owner's opt-in nothing is kept. Returns the matches made.
-CREATE FUNCTION name_found_voices(rec uuid, found jsonb, threshold float8) RETURNS integer
+CREATE FUNCTION name_found_voices(rec uuid, heard jsonb, threshold float8) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
     who bigint;
@@ -59,14 +59,14 @@ BEGIN
     SELECT r.owner_id INTO who
       FROM recordings r JOIN owner_settings s ON s.owner_id = r.owner_id
      WHERE r.id = rec AND s.remember_voices;
-    IF who IS NULL OR found IS NULL OR jsonb_typeof(found) <> 'array' THEN
+    IF who IS NULL OR heard IS NULL OR jsonb_typeof(heard) <> 'array' THEN
         RETURN 0;
     END IF;
     INSERT INTO record_voices (recording_id, speaker, vector, seconds)
     SELECT rec, (f ->> 0)::integer,
            ARRAY(SELECT x::real FROM jsonb_array_elements_text(f -> 1) AS x),
            (f ->> 2)::float8
-      FROM jsonb_array_elements(found) AS f;
+      FROM jsonb_array_elements(heard) AS f;
     FOR pair IN
         SELECT rv.speaker, v.id,
                (SELECT sum(a * b) FROM unnest(rv.vector, v.vector) AS u (a, b)) AS cosine

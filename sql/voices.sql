@@ -22,8 +22,11 @@ SELECT id, name, vector, seconds, recordings, created_at, updated_at
   FROM voices WHERE owner_id = $1 AND name = $2
 
 -- name: voice_add
--- A new voice $2 of the owner ($1): vector $3, seconds $4. No row: the name is taken.
-INSERT INTO voices (owner_id, name, vector, seconds) VALUES ($1, $2, $3, $4)
+-- A new voice $2 of the owner ($1): vector $3, seconds $4, while they have fewer than
+-- $5. No row: the name is taken, or they have $5.
+INSERT INTO voices (owner_id, name, vector, seconds)
+SELECT $1, $2, $3, $4
+ WHERE (SELECT count(*) FROM voices WHERE owner_id = $1) < $5
 ON CONFLICT (owner_id, name) DO NOTHING
 RETURNING id
 
@@ -51,13 +54,6 @@ SELECT k.vector, k.seconds
   FROM record_voices k JOIN recordings r ON r.id = k.recording_id
  WHERE r.owner_id = $1 AND k.recording_id = $2 AND k.speaker = $3
 
--- name: record_turns
--- The owner's ($1) record $2: its turns and audio, for a voice not kept; no row: not
--- theirs or not transcribed.
-SELECT t.turns, r.audio_path
-  FROM transcripts t JOIN recordings r ON r.id = t.recording_id
- WHERE r.owner_id = $1 AND t.recording_id = $2
-
 -- name: voice_names
 -- The names the owner's ($1) voices give the speakers of their record $2, by speaker.
 SELECT m.speaker, v.name
@@ -77,3 +73,18 @@ WITH saved AS (
     RETURNING recording_id
 )
 SELECT name_found_voices(recording_id, $4::jsonb, $5) FROM saved
+
+-- name: voice_match_clear
+-- Before `voice_match_set`: what named speaker $3 of the owner's ($1) record $2, and
+-- where their voice $4 named another speaker of it.
+DELETE FROM voice_matches m USING recordings r
+ WHERE r.id = m.recording_id AND r.owner_id = $1 AND m.recording_id = $2
+   AND (m.speaker = $3 OR m.voice_id = $4)
+
+-- name: voice_match_set
+-- Speaker $3 of the owner's ($1) record $2 named by their voice $4: the record a voice
+-- was remembered from is named after it at once (the owner said who it is).
+INSERT INTO voice_matches (recording_id, speaker, voice_id, cosine)
+SELECT r.id, $3, v.id, 1
+  FROM recordings r JOIN voices v ON v.owner_id = r.owner_id
+ WHERE r.owner_id = $1 AND r.id = $2 AND v.id = $4

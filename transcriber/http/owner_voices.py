@@ -72,7 +72,7 @@ async def remember_speaker(
     heard = await kept_voice(db, owner, recording_id, speaker)
     if heard is None:
         heard = await _heard_now(db, config, owner, recording_id, turns, speaker)
-    done = await remember(db, owner, name, heard, voice_id)
+    done = await remember(db, owner, name, heard, voice_id, (recording_id, speaker))
     if done is None:
         raise ApiError(404, "no such voice")
     return done

@@ -16,6 +16,7 @@ it gave.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,10 +28,14 @@ from transcriber.db.database import Database
 from transcriber.records.owner_text import refused_in, what_is_held
 from transcriber.records.speaker_names import NAME_MAX
 
-MATCH_COSINE = 0.55
+MATCH_COSINE = 0.87
 """A found speaker is a library voice when their unit vectors' cosine is at least this.
-Measured (docs/pipeline.md#voices-named-once): chosen on the bench's espeak-ng voices and
-checked on the real voices of samples/ and the tests' calls."""
+CAM++'s window means are all alike to some degree (0.5-0.77 between espeak-ng's voices,
+0.84-0.86 between the two people of samples/): chosen on the real voices (samples/en.ogg
+and ru.ogg, each cut in two recordings: the same person 0.88 and 0.96, the other 0.84
+and 0.86), checked on espeak-ng conversations of 2-4 voices diarized twice (docs/
+pipeline.md#voices-named-once has the table, and what it gets wrong)."""
+_LABEL = re.compile(r"^\s*(?:speaker\s*)?\d{1,2}\s*$", re.IGNORECASE)
 VOICES_MAX = 200
 """Voices one owner keeps."""
 
@@ -64,6 +69,9 @@ def check_voice_name(text: Any) -> str:
         raise BadVoice(f"the name contains {what_is_held(bad)}; it is one line of plain text")
     if not 1 <= len(name) <= NAME_MAX:
         raise BadVoice(f"a voice's name is 1 to {NAME_MAX} characters")
+    if _LABEL.match(name):
+        # It would name speakers of other records like one of their found labels.
+        raise BadVoice(f"{name!r} is a speaker's label; give the voice a person's name")
     return name
 
 
@@ -118,12 +126,40 @@ async def remember(
     name: str,
     heard: KeptVoice,
     voice_id: uuid.UUID | None = None,
+    source: tuple[Any, int] | None = None,
 ) -> tuple[dict[str, Any], bool] | None:
     """`heard` kept as the owner's voice `name` (checked by `check_voice_name`): added
     to the voice of that name, or to `voice_id` when given (None when it is not theirs),
-    else a new one. The voice as shown, and whether it is new. BadVoice when the owner
-    has VOICES_MAX already. Cancellation: reads, then one statement; a voice changed by
+    else a new one; `source`, the (record, speaker) it was heard in, is named after it
+    at once. The voice as shown, and whether it is new. BadVoice when the owner has
+    VOICES_MAX already. Cancellation: reads, then one statement each; a voice changed by
     another request meanwhile is read again (the last write adds to the first's)."""
+    done = await _remember(db, owner, name, heard, voice_id)
+    if done is not None and source is not None:
+        await name_after(db, owner, source[0], source[1], uuid.UUID(done[0]["id"]))
+    return done
+
+
+async def name_after(db: Database, owner: int, rid: Any, speaker: int, voice_id: Any) -> None:
+    """Speaker `speaker` of the owner's record named by their voice `voice_id` (the
+    speaker's earlier match, and the voice's of another speaker there, go). Cancellation:
+    one transaction."""
+
+    async def work(con: asyncpg.Connection) -> None:
+        async with con.transaction():
+            await con.execute(db.sql("voice_match_clear"), owner, rid, speaker, voice_id)
+            await con.execute(db.sql("voice_match_set"), owner, rid, speaker, voice_id)
+
+    await db.run(work)
+
+
+async def _remember(
+    db: Database,
+    owner: int,
+    name: str,
+    heard: KeptVoice,
+    voice_id: uuid.UUID | None,
+) -> tuple[dict[str, Any], bool] | None:
     for _ in range(5):
         row = (
             await db.fetchrow("voice_of_owner", owner, voice_id)
@@ -133,13 +169,13 @@ async def remember(
         if row is None and voice_id is not None:
             return None
         if row is None:
-            if len(await db.fetch("voices_of_owner", owner)) >= VOICES_MAX:
-                raise BadVoice(f"at most {VOICES_MAX} voices; delete one first")
             made = await db.fetchval(
-                "voice_add", owner, name, list(unit(heard.vector)), heard.seconds
+                "voice_add", owner, name, list(unit(heard.vector)), heard.seconds, VOICES_MAX
             )
             if made is not None:
                 return await _read(db, owner, made), True
+            if await db.fetchrow("voice_named", owner, name) is None:
+                raise BadVoice(f"at most {VOICES_MAX} voices; delete one first")
             continue  # the name was taken meanwhile: add to that voice
         old = KeptVoice(tuple(row["vector"]), float(row["seconds"]))
         new = merged(old, heard)

@@ -20,6 +20,7 @@ from transcriber.http.page.html import html, lang_of, mine, not_found_page
 from transcriber.http.page.session import CSRF_FIELD, Session, check_csrf
 from transcriber.languages import NAMES
 from transcriber.records.settings import BadSettings, change_settings, owner_settings
+from transcriber.records.speaker_names import NAME_MAX
 from transcriber.records.voices import BadVoice, NotRemembering, delete_voice, list_voices
 from transcriber.subtitles import profiles
 
@@ -49,12 +50,16 @@ async def _context(db: Db, owner: int, csrf: str) -> dict[str, Any]:
         "voices": await list_voices(db, owner),
         "csrf": csrf,
         "errors": {},
+        "saved": False,
+        "deleted": False,
     }
 
 
 @router.get("/settings")
 async def settings_page(request: Request, db: Db, session: Session) -> HTMLResponse:
-    return html(request, "settings.html", **await _context(db, session.owner, session.csrf))
+    context = await _context(db, session.owner, session.csrf)
+    context["saved"] = bool(request.query_params.get("saved"))
+    return html(request, "settings.html", **context)
 
 
 @router.post("/settings")
@@ -82,7 +87,9 @@ async def save_settings(request: Request, db: Db, session: Session) -> Response:
 
 @router.get("/voices")
 async def voices_page(request: Request, db: Db, session: Session) -> HTMLResponse:
-    return html(request, "voices.html", **await _context(db, session.owner, session.csrf))
+    context = await _context(db, session.owner, session.csrf)
+    context["deleted"] = bool(request.query_params.get("deleted"))
+    return html(request, "voices.html", **context)
 
 
 @router.post("/voices/{voice_id}/delete")
@@ -108,16 +115,17 @@ async def remember_voice(
     card = await mine(db, session.owner, recording_id)
     if card is None:
         return not_found_page(request, session)
-    name = str(form.get("name", "")).strip() or label
+    name = str(form.get("name", ""))
     lang = lang_of(request)
     try:
         await remember_speaker(db, config, session.owner, uuid.UUID(card["id"]), label, name)
     except NotRemembering:
         error = lang.gettext("Turn on remembering voices in your settings first.")
     except BadVoice:
-        error = lang.gettext("A name is one line of plain text, at most %(max)d characters.") % {
-            "max": 80
-        }
+        error = lang.gettext(
+            "A voice's name is a person's name: one line of plain text, at most %(max)d "
+            "characters, not a speaker's label."
+        ) % {"max": NAME_MAX}
     except ApiError as e:
         if e.status == 404:
             return not_found_page(request, session)
