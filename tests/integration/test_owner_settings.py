@@ -5,6 +5,7 @@ downloads follow the default subtitle profile; settings are the owner's alone.""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from tests.helpers.api_clients import transcribe, uploaded
 from tests.helpers.cli_process import cli
+from tests.integration.test_page import signed_in
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
 from transcriber.pipeline.operator import card as operator_card
@@ -89,7 +91,11 @@ async def test_settings_are_kept_checked_and_the_owners_own(
 
 @scenario("An upload that does not say uses the owner's defaults")
 async def test_uploads_that_do_not_say_use_the_defaults(
-    db: Database, as_ann: httpx.AsyncClient, as_ben: httpx.AsyncClient, ann: NewOwner
+    db: Database,
+    as_ann: httpx.AsyncClient,
+    as_ben: httpx.AsyncClient,
+    ann: NewOwner,
+    base_url: str,
 ) -> None:
     r = await as_ann.patch("/v1/settings", json={"language": "ru", "speakers": "2"})
     assert r.status_code == 200, r.text
@@ -120,6 +126,17 @@ async def test_uploads_that_do_not_say_use_the_defaults(
 
     # The operator's card of the same record does not say which were the owner's.
     assert "from_settings" not in (await operator_card(db, uuid.UUID(plain["id"])) or {})
+
+    # The page's upload form, and its record page saying which came from the settings.
+    async with signed_in(base_url, ann) as page:
+        r = await page.post(
+            "/upload",
+            files={"file": ("a.wav", b"RIFF page " + uuid.uuid4().bytes, "audio/wav")},
+            headers={"X-CSRF-Token": page.csrf},  # type: ignore[attr-defined]
+        )
+        assert r.status_code == 201 and r.json()["from_settings"] == ["language", "speakers"]
+        shown = (await page.get(r.json()["page"])).text
+        assert re.search(r'id="from-settings">Language, Speakers<', shown), shown[:2000]
 
 
 async def newest(db: Database, owner: int) -> str:
