@@ -88,3 +88,9 @@ INSERT INTO voice_matches (recording_id, speaker, voice_id, cosine)
 SELECT r.id, $3, v.id, 1
   FROM recordings r JOIN voices v ON v.owner_id = r.owner_id
  WHERE r.owner_id = $1 AND r.id = $2 AND v.id = $4
+
+-- name: voice_match_forget
+-- The owner ($1) gave speaker $3 of their record $2 back its found label: the name a
+-- voice gave it goes too (the owner's say wins; a diarization run again may match anew).
+DELETE FROM voice_matches m USING recordings r
+ WHERE r.id = m.recording_id AND r.owner_id = $1 AND m.recording_id = $2 AND m.speaker = $3

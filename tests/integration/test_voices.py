@@ -114,6 +114,10 @@ async def test_a_voice_named_once_names_later_recordings(
     assert r.status_code == 200 and r.json()["name"] == "Anna P.", r.text
     assert await speakers_of(as_ann, first) == ["Speaker 1", "Anna P.", "Speaker 1"]
     assert await speakers_of(as_ann, later) == ["Ann K.", "Speaker 2", "Ann K."]
+    # Back to the found label is that, not the voice's name again.
+    r = await as_ann.put(f"/v1/recordings/{later}/speakers/Speaker 1", json={"name": ""})
+    assert r.status_code == 200, r.text
+    assert await speakers_of(as_ann, later) == ["Speaker 1", "Speaker 2", "Speaker 1"]
 
 
 @scenario("One voice names one speaker")

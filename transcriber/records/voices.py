@@ -153,6 +153,12 @@ async def name_after(db: Database, owner: int, rid: Any, speaker: int, voice_id:
     await db.run(work)
 
 
+async def forget_match(db: Database, owner: int, rid: Any, speaker: int) -> None:
+    """The name a voice gave `speaker` of the owner's record, gone: the owner gave the
+    speaker its found label back. Cancellation: one statement."""
+    await db.execute("voice_match_forget", owner, rid, speaker)
+
+
 async def _remember(
     db: Database,
     owner: int,
