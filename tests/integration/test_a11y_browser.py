@@ -179,6 +179,8 @@ def pages(served: Served) -> list[tuple[str, str, str]]:
         ("owner stopped record", f"/recordings/{stopped}", "main h1"),
         ("owner print", f"/recordings/{rid}/print", "#print-title"),
         ("owner microphone", "/microphone", "#record-start"),
+        ("owner settings", "/settings", "#settings-form"),
+        ("owner voices", "/voices", "#voices-title"),
         ("share holder", "/" + share, "main"),
         ("operator sign-in", "/ops/signin", "#token"),
         ("operator glance", "/ops", "#milestones"),
