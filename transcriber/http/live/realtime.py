@@ -12,7 +12,10 @@ will not change) and `.completed`; `input_audio_buffer.clear` →
 unsupported event, a bad field, a bound passed — is an `error` event and the session
 goes on. Appends keep arriving while a turn is recognized; turns complete in order.
 
-When the socket closes, however it closes, the session's audio is kept (`kept.keep`).
+The session is a record of its owner from before `session.created`, whose session
+object names it (`record_id`); its audio goes into the store as it arrives, and when
+the socket closes, however it closes, the record enters the pipeline (`kept.Kept`,
+transcriber.live).
 The middleware lets the websocket scope through untouched (`middleware.Guard` serves
 `http` only): this route authenticates itself."""
 
@@ -29,17 +32,21 @@ from fastapi.responses import JSONResponse
 
 from transcriber.http.live import events
 from transcriber.http.live.errors import error_body
-from transcriber.http.live.kept import Spool, keep
+from transcriber.http.live.kept import Kept
 from transcriber.http.live.recognizer import LiveRecognizer, whisper_decode
 from transcriber.http.live.turns import RATE, LiveLimits, Refused, Turns
+from transcriber.intake import NoRoom
+from transcriber.live import LeaseLost, start
 from transcriber.owners import owner_of_token
+from transcriber.storage.blobs import StorageError
 
 log = logging.getLogger(__name__)
 router = APIRouter()
 
 KEEP_TIMEOUT_S = 60.0
-"""How long keeping a closed session's audio may take (the intake's own commit is
-bounded too); it runs shielded, whatever ended the socket."""
+"""How long ending a closed session's record may take; it runs shielded, whatever ended
+the socket (past it, the lease runs out and a daemon's sweep ends it)."""
+TELL_TIMEOUT_S = 5.0
 
 SUPPORTED = frozenset(
     (
@@ -134,45 +141,72 @@ async def realtime(websocket: WebSocket) -> None:
 
 
 async def _session(websocket: WebSocket, live: Live, owner: int) -> None:
-    """The session on an accepted socket, and its audio kept when it ends."""
+    """The session on an accepted socket, a record of its owner from its start, and
+    that record ended when the socket closes."""
     app = websocket.app
-    session = Session(websocket, live, Turns(live.limits))
     try:
-        await session.run()
+        record = await start(app.state.db, app.state.config, owner, RATE)
+    except (NoRoom, StorageError) as e:
+        code = "insufficient_quota" if isinstance(e, NoRoom) else "storage_unavailable"
+        await _tell(websocket, code, getattr(e, "message", str(e)))
+        return
+    kept = Kept(record)
+    session = Session(websocket, live, Turns(live.limits), kept)
+    try:
+        with kept.scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(kept.hold)
+                await session.run()
+                nursery.cancel_scope.cancel()
+        if kept.why is not None:
+            await _tell(websocket, *kept.why)
     finally:
         with trio.move_on_after(KEEP_TIMEOUT_S) as scope:
             scope.shield = True
             try:
-                kept = await keep(
-                    app.state.db,
-                    app.state.config,
-                    owner,
-                    session.spool,
-                    RATE,
-                    session.turns.language,
-                    session.turns.prompt,
-                )
-                if kept is not None:
-                    log.info("live session of owner %s kept as record %s", owner, kept)
+                if kept.lost:
+                    record.release()
+                else:
+                    ended = await record.end(
+                        kept.why[0] if kept.why else "closed",
+                        session.turns.language,
+                        session.turns.prompt,
+                    )
+                    log.info("live session of owner %s ended: record %s", owner, ended)
+            except LeaseLost:
+                record.release()
+                log.warning("live session %s was taken over before it ended", record.id)
             except Exception:
-                log.exception("a live session of owner %s could not be kept", owner)
-            finally:
-                await session.spool.aclose()
+                # Its lease runs out, and a daemon's sweep ends it.
+                log.exception("live session %s could not be ended here", record.id)
+
+
+async def _tell(websocket: WebSocket, code: str, message: str) -> None:
+    """An error event and the socket closed, if the client is still there."""
+    with trio.move_on_after(TELL_TIMEOUT_S):
+        try:
+            await websocket.send_text(json.dumps(events.error(code, message)))
+            await websocket.close(1011 if code == "storage_unavailable" else 1000, code)
+        except Exception:  # the client went first
+            pass
 
 
 class Session:
     """One socket's session: reads client events until the socket closes; each
     committed turn is recognized in a task of its own."""
 
-    def __init__(self, websocket: WebSocket, live: Live, turns: Turns):
+    def __init__(self, websocket: WebSocket, live: Live, turns: Turns, kept: Kept):
         self.websocket = websocket
         self.live = live
         self.turns = turns
-        self.spool = Spool()
+        self.kept = kept
         self.sending = trio.Lock()
         self.id = events.new_id("sess")
 
     async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "conversation.item.input_audio_transcription.completed":
+            # Every completed turn passes here, whoever recognized it: the live draft.
+            await self.kept.text(message["transcript"])
         async with self.sending:
             await self.websocket.send_text(json.dumps(message))
 
@@ -206,9 +240,12 @@ class Session:
         await self.websocket.close(1000, "idle")
 
     def described(self) -> dict[str, Any]:
-        return {"id": self.id, "object": "realtime.transcription_session"} | (
-            self.turns.described()
-        )
+        return {
+            "id": self.id,
+            "object": "realtime.transcription_session",
+            # The session's record, from its first second: a client goes to its page.
+            "record_id": str(self.kept.id),
+        } | self.turns.described()
 
     async def handle(self, message: Mapping[str, Any], nursery: trio.Nursery) -> None:
         client_event_id = None
@@ -249,7 +286,7 @@ class Session:
             self.turns.update(received.get("session"))
             await self.send(events.event("session.updated", session=self.described()))
         elif kind == "input_audio_buffer.append":
-            await self.spool.write(self.turns.append(received.get("audio")))
+            await self.kept.write(self.turns.append(received.get("audio")))
         elif kind == "input_audio_buffer.commit":
             item, previous, pcm = self.turns.commit()
             await self.send(events.committed(item, previous))

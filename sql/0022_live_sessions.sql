@@ -1,0 +1,39 @@
+-- Live sessions are records from their first second (transcriber/live/): a session of
+-- the realtime socket is a record of its owner at the milestone `live` from its start,
+-- which no step starts from, so no worker claims it (claim_next joins the step table's
+-- milestones) while the session runs. Beside it, the session's own row: the lease of
+-- the daemon whose socket holds it (a token and an expiry, renewed while the socket
+-- lives, as a claim's), where its audio is being written, how much of it is durable,
+-- and the live draft, the turns' text as they complete. When the session ends, or its
+-- lease runs out and another daemon takes it, the record moves on to `received` with
+-- its audio complete, and the pipeline transcribes it like an upload. The row stays
+-- (its `text` the draft the card shows until the transcript is there); it goes with
+-- its record.
+CREATE TABLE live_sessions (
+    recording_id     uuid PRIMARY KEY REFERENCES recordings (id) ON DELETE CASCADE,
+    token            uuid NOT NULL,
+    lease_expires_at timestamptz NOT NULL,
+    rate             integer NOT NULL CHECK (rate > 0),
+    audio_ref        text NOT NULL,
+    audio_bytes      bigint NOT NULL DEFAULT 0,
+    text             text NOT NULL DEFAULT '',
+    started_at       timestamptz NOT NULL DEFAULT now(),
+    ended_at         timestamptz,
+    end_reason       text
+);
+-- The sweep's question: which running sessions' leases ran out.
+CREATE INDEX live_sessions_running ON live_sessions (lease_expires_at) WHERE ended_at IS NULL;
+
+-- The card's rows (sql/0018) with the live draft, last (a replaced view may only add).
+CREATE OR REPLACE VIEW recording_rows AS
+SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
+       r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
+       r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
+       r.audio_path, r.duration_s,
+       coalesce(t.language, r.language) AS language,
+       r.options ->> 'speakers' AS speakers_asked,
+       t.speaker_count,
+       l.text AS live_text
+  FROM recordings r
+  LEFT JOIN transcripts t ON t.recording_id = r.id
+  LEFT JOIN live_sessions l ON l.recording_id = r.id;
