@@ -55,6 +55,16 @@ UPDATE live_sessions
  WHERE recording_id = $1 AND token = $2 AND ended_at IS NULL
 RETURNING recording_id
 
+-- name: live_configure
+-- The language hint $3 and recognition options $4 (jsonb; NULL: the defaults) a client
+-- set on session $1 held with token $2, on its record at once, so a daemon that takes
+-- the session over ends it with them. No row: the lease is gone.
+UPDATE recordings r SET language = $3, options = coalesce($4::jsonb, '{}')
+  FROM live_sessions s
+ WHERE r.id = $1 AND s.recording_id = r.id AND s.token = $2 AND s.ended_at IS NULL
+   AND r.milestone = 'live'
+RETURNING r.id
+
 -- name: live_take_expired
 -- The sweep: up to $3 running sessions whose lease ran out before $2 (NULL: now), each
 -- taken over with a fresh token and a lease of $1 s, so one daemon finishes each. The

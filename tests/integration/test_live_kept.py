@@ -78,7 +78,8 @@ def local(tmp_path: Path) -> Config:
 async def row_of(db: Database, rid: uuid.UUID) -> Any:
     return await db.run(
         lambda con: con.fetchrow(
-            "SELECT r.milestone, r.size_bytes, r.source_path, r.language, l.text, l.end_reason"
+            "SELECT r.milestone, r.size_bytes, r.source_path, r.language, r.options::jsonb,"
+            " l.text, l.end_reason"
             " FROM recordings r LEFT JOIN live_sessions l ON l.recording_id = r.id"
             " WHERE r.id = $1",
             rid,
@@ -225,7 +226,12 @@ async def test_a_killed_daemons_session_is_finished_by_another(
         seen["rid"] = uuid.UUID((await next_event(connection)).session.model_dump()["record_id"])
         for audio in chunks(tone(sent_s)):
             await connection.input_audio_buffer.append(audio=audio)
-        await connection.session.update(session={"type": "transcription"})
+        await connection.session.update(
+            session={
+                "type": "transcription",
+                "audio": {"input": {"transcription": {"language": "ru", "prompt": "Tone."}}},
+            }
+        )
         await next_event(connection)  # every append arrived before it
         token.run_sync_soon(appended.set)
         with pytest.raises(ConnectionClosed):
@@ -253,6 +259,9 @@ async def test_a_killed_daemons_session_is_finished_by_another(
     else:
         assert lost == pytest.approx(0, abs=1 / RATE), seconds
     assert ended["detail"]["audio_s"] == pytest.approx(seconds, abs=0.001)
+    # The hints the client set, on the record before the daemon died.
+    row = await row_of(db, rid)
+    assert row["language"] == "ru" and row["options"]["prompt"] == "Tone.", dict(row)
 
 
 @scenario("A session whose lease ran out is no longer its daemon's")

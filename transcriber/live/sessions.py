@@ -78,6 +78,16 @@ class LiveRecord:
         if await self.db.fetchval("live_text", self.id, self.token, text, MAX_TEXT_CHARS) is None:
             raise LeaseLost(str(self.id))
 
+    async def configure(self, language: str | None, prompt: str | None) -> None:
+        """The session's language hint and prompt, on its record at once (a daemon that
+        takes the session over ends it with them); LeaseLost if the session is no
+        longer this daemon's. Cancellation: one statement, committed or not."""
+        found = await self.db.fetchval(
+            "live_configure", self.id, self.token, language, _options(prompt)
+        )
+        if found is None:
+            raise LeaseLost(str(self.id))
+
     async def renew(self, now: Any = None) -> None:
         """The lease renewed, with the audio durable so far; LeaseLost when it is gone.
         Cancellation: one statement, committed or not."""
@@ -126,7 +136,6 @@ class LiveRecord:
         it); cancelled anyway, the lease runs out and a sweep finishes it."""
         self.ended = True
         await self.audio.aclose()
-        options = RecognitionOptions(prompt=prompt)
         return await finish(
             self.db,
             self.blobs,
@@ -136,8 +145,14 @@ class LiveRecord:
             self.rate,
             {"reason": reason},
             language,
-            None if options == RecognitionOptions() else options.to_json(),
+            _options(prompt),
         )
+
+
+def _options(prompt: str | None) -> dict[str, Any] | None:
+    """The record's recognition options of a session with `prompt` (None: defaults)."""
+    options = RecognitionOptions(prompt=prompt)
+    return None if options == RecognitionOptions() else options.to_json()
 
 
 async def start(db: Database, config: Config, owner: int, rate: int, now: Any = None) -> LiveRecord:

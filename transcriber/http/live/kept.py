@@ -70,6 +70,17 @@ class Kept:
         except Exception as e:
             event(logging.WARNING, "live_text_failed", id=self.id, error=str(e))
 
+    async def configure(self, language: str | None, prompt: str | None) -> None:
+        """The session's hint and prompt on its record. A database that does not answer
+        leaves them to the session's end (a daemon that takes it over then lacks them).
+        Cancellation: one statement, committed or not."""
+        try:
+            await self.record.configure(language, prompt)
+        except LeaseLost:
+            self.lose()
+        except Exception as e:
+            event(logging.WARNING, "live_configure_failed", id=self.id, error=str(e))
+
     def lose(self) -> None:
         self.stop(
             "session_lost",

@@ -204,9 +204,12 @@ class Session:
         self.id = events.new_id("sess")
 
     async def send(self, message: dict[str, Any]) -> None:
+        # Every completed turn and every accepted update passes here, whoever made it:
+        # the live draft, and the hints a daemon taking the session over ends it with.
         if message["type"] == "conversation.item.input_audio_transcription.completed":
-            # Every completed turn passes here, whoever recognized it: the live draft.
             await self.kept.text(message["transcript"])
+        elif message["type"] == "session.updated":
+            await self.kept.configure(self.turns.language, self.turns.prompt)
         async with self.sending:
             await self.websocket.send_text(json.dumps(message))
 
