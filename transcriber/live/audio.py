@@ -4,13 +4,13 @@ took the session over after that one died.
 
 The local folder: one file, `uploads/<hex>`, a WAV header (sizes still zero) then the
 samples, each append written through at once (so a killed process loses nothing the
-socket gave it) and fsynced each FLUSH_S of audio (so a host that loses power loses at
-most that). The record points at the file from its first second, so the stray sweep
+socket gave it) and fsynced each FLUSH_S (so a host that loses power loses at most
+that). The record points at the file from its first second, so the stray sweep
 leaves it; completing it writes the header's sizes in place, no copy.
 
 An object store: an object cannot be appended to, and a multipart upload's parts must
 be at least 5 MiB but the last — 109 s of the protocol's audio (24 kHz, 16-bit), which a
-killed process would lose. So each FLUSH_S of audio is an object of its own,
+killed process would lose. So the audio of each FLUSH_S is an object of its own,
 `live/<record id>/<00000001…>`, and completing the session reads them in order into one
 upload (`Blobs.incoming`, multipart in 8 MiB parts) with the WAV header first; the
 chunks are removed once the record points at the whole. While the session runs, the
@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 import attrs
 import trio
 
-from transcriber.storage.blobs import Blobs, keep_reserve
+from transcriber.storage.blobs import Blobs, StorageError, keep_reserve
 from transcriber.storage.files import create_private, fsync_dir, private_dir
 from transcriber.storage.local import LocalBlobs
 from transcriber.storage.s3 import S3Blobs
@@ -92,6 +92,7 @@ class LocalLiveAudio(LiveAudio):
     reserve: int
     durable: int = 0
     written: int = 0
+    flushing: trio.Lock = attrs.field(factory=trio.Lock)
 
     @property
     def ref(self) -> str:  # type: ignore[override]
@@ -103,21 +104,26 @@ class LocalLiveAudio(LiveAudio):
             # Through to the kernel at once: a killed process loses none of it.
             self.out.flush()
 
-        await trio.to_thread.run_sync(put)
+        try:
+            await trio.to_thread.run_sync(put)
+        except OSError as e:  # the disk full, or failing
+            raise StorageError(f"the live session's audio could not be written: {e}") from e
         self.written += len(pcm)
-        if self.written - self.durable >= FLUSH_S * self.rate * 2:
-            await self.flush()
 
     async def flush(self) -> None:
         def sync() -> None:
-            self.out.flush()
             os.fsync(self.out.fileno())
             # The session ends (kept) at the disk's reserve rather than filling it.
             keep_reserve(self.path.parent, self.reserve, what="disk of live sessions")
 
-        written = self.written
-        await trio.to_thread.run_sync(sync)
-        self.durable = written
+        async with self.flushing:
+            written = self.written  # every write before the fsync is in it
+            if written > self.durable:
+                try:
+                    await trio.to_thread.run_sync(sync)
+                except OSError as e:
+                    raise StorageError(f"the live session's audio could not be synced: {e}") from e
+                self.durable = written
 
     async def aclose(self) -> None:
         try:
@@ -142,6 +148,7 @@ class ObjectLiveAudio(LiveAudio):
     chunks: int = 0
     durable: int = 0
     written: int = 0
+    flushing: trio.Lock = attrs.field(factory=trio.Lock)
 
     @property
     def ref(self) -> str:  # type: ignore[override]
@@ -150,19 +157,19 @@ class ObjectLiveAudio(LiveAudio):
     async def write(self, pcm: bytes) -> None:
         self.buffer += pcm
         self.written += len(pcm)
-        if len(self.buffer) >= FLUSH_S * self.rate * 2:
-            await self.flush()
 
     async def flush(self) -> None:
-        if not self.buffer:
-            return
-        s, data = self.store, bytes(self.buffer)
-        key = f"{self.prefix}{self.chunks + 1:08d}"
-        await s.call(s.client.put_object, Bucket=s.bucket, Key=key, Body=data)
-        # Counted once stored: a failed put is sent again whole by the next flush.
-        self.chunks += 1
-        del self.buffer[: len(data)]
-        self.durable += len(data)
+        async with self.flushing:
+            if not self.buffer:
+                return
+            s, data = self.store, bytes(self.buffer)
+            key = f"{self.prefix}{self.chunks + 1:08d}"
+            await s.call(s.client.put_object, Bucket=s.bucket, Key=key, Body=data)
+            # Counted once stored: a failed put is sent again whole by the next flush,
+            # with what came meanwhile.
+            self.chunks += 1
+            del self.buffer[: len(data)]
+            self.durable += len(data)
 
     async def aclose(self) -> None:
         await self.flush()

@@ -32,7 +32,7 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import Limits
 from transcriber.intake.room import room_for
-from transcriber.live.audio import LiveAudio, completed, open_live_audio
+from transcriber.live.audio import FLUSH_S, LiveAudio, completed, open_live_audio
 from transcriber.options import RecognitionOptions
 from transcriber.records.deletion import remove_bytes
 from transcriber.storage.blobs import Blobs
@@ -62,12 +62,23 @@ class LiveRecord:
     rate: int
     lease_s: float
     ended: bool = False
+    due: trio.Event = attrs.field(factory=trio.Event)
+    """Set when a second of audio waits for its flush."""
 
     async def write(self, pcm: bytes) -> None:
-        """The samples appended to the session's audio, durable within FLUSH_S.
-        Raises StorageError (DiskReserve too): the audio before it stays kept.
-        Cancellation: a write in progress finishes in its thread."""
+        """The samples appended to the session's audio, durable within FLUSH_S of audio
+        or of time (with `keep_flushing` running). Raises StorageError (DiskReserve
+        too): the audio before it stays kept. Cancellation: a write or a flush in
+        progress finishes in its thread."""
         await self.audio.write(pcm)
+        second = FLUSH_S * self.rate * 2
+        unflushed = self.audio.written - self.audio.durable
+        if unflushed >= 2 * second:
+            # The store fell behind (or a client sends faster than real time): the
+            # append waits for it, so neither memory nor what a kill loses grows.
+            await self.audio.flush()
+        elif unflushed >= second:
+            self.due.set()
 
     async def add_text(self, text: str) -> None:
         """A completed turn's text added to the live draft; LeaseLost if the session is
@@ -107,16 +118,27 @@ class LiveRecord:
         while True:
             await trio.sleep(every)
             try:
-                await self.audio.flush()
                 await self.renew()
             except LeaseLost:
                 return
-            except Exception as e:  # the database or the store away for a moment
+            except Exception as e:  # the database away for a moment
                 event(logging.WARNING, "live_renew_failed", id=self.id, error=str(e))
                 if trio.current_time() >= held_until:
                     return
             else:
                 held_until = trio.current_time() + self.lease_s
+
+    async def keep_flushing(self) -> None:
+        """Flush the audio every FLUSH_S until cancelled, apart from the appends: an
+        fsync or a chunk's PUT that stalls (seen up to 1.6 s on a loaded disk) never
+        holds the socket's reading up. Raises StorageError when the store refuses (the
+        session then ends, kept up to the last flush). Cancellation: ends it between
+        flushes, or after the flush in progress (its thread runs to its end)."""
+        while True:
+            with trio.move_on_after(FLUSH_S):
+                await self.due.wait()
+            self.due = trio.Event()
+            await self.audio.flush()
 
     def release(self) -> None:
         """The session lost (LeaseLost): its audio let go, for its new holder to end."""

@@ -52,12 +52,7 @@ class Kept:
         try:
             await self.record.write(pcm)
         except StorageError as e:
-            event(logging.ERROR, "live_audio_refused", id=self.id, error=str(e))
-            self.stop(
-                "storage_unavailable",
-                "the server cannot store more of this session's audio: the session ends, "
-                "kept up to here",
-            )
+            self.refused(e)
 
     async def text(self, transcript: str) -> None:
         """A completed turn's text into the live draft. A database that does not answer
@@ -92,6 +87,22 @@ class Kept:
         """The lease renewed until cancelled; the session stopped once it is lost."""
         await self.record.hold()
         self.lose()
+
+    async def keep_flushing(self) -> None:
+        """The audio flushed each second until cancelled; the session stopped when the
+        store refuses it."""
+        try:
+            await self.record.keep_flushing()
+        except StorageError as e:
+            self.refused(e)
+
+    def refused(self, e: StorageError) -> None:
+        event(logging.ERROR, "live_audio_refused", id=self.id, error=str(e))
+        self.stop(
+            "storage_unavailable",
+            "the server cannot store more of this session's audio: the session ends, "
+            "kept up to here",
+        )
 
 
 __all__ = ["Kept"]

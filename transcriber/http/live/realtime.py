@@ -156,6 +156,7 @@ async def _session(websocket: WebSocket, live: Live, owner: int) -> None:
         with kept.scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(kept.hold)
+                nursery.start_soon(kept.keep_flushing)
                 await session.run()
                 nursery.cancel_scope.cancel()
         if kept.why is not None:
