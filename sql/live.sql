@@ -65,6 +65,11 @@ UPDATE recordings r SET language = $3, options = coalesce($4::jsonb, '{}')
    AND r.milestone = 'live'
 RETURNING r.id
 
+-- name: live_record_exists
+-- Whether record $1 is still there (a session that lost its lease: taken over, or
+-- deleted by its owner).
+SELECT true FROM recordings WHERE id = $1
+
 -- name: live_take_expired
 -- The sweep: up to $3 running sessions whose lease ran out before $2 (NULL: now), each
 -- taken over with a fresh token and a lease of $1 s, so one daemon finishes each. The

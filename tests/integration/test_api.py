@@ -68,6 +68,8 @@ CARD_FIELDS = {
     "stopped",
     "speakers",
     "links",
+    # A live session's draft, while it runs and until the transcript is readable.
+    "live_text",
 }
 
 

@@ -41,6 +41,7 @@ from transcriber.http import serving
 from transcriber.live import LeaseLost, finish_expired, start
 from transcriber.live.audio import FLUSH_S
 from transcriber.owners import NewOwner
+from transcriber.records.deletion import delete_own
 from transcriber.storage.configured import blobs_of
 
 LEASE_S = 1.5
@@ -287,11 +288,38 @@ async def test_an_expired_lease_is_taken_over_and_the_old_holder_fenced(
         await record.renew()
     with pytest.raises(LeaseLost):
         await record.add_text("more")
-    record.release()
-    empty.release()
+    await record.abandon()
+    await empty.abandon()
     row = await row_of(db, record.id)
     assert row["milestone"] == "received" and row["text"] == "hello there", dict(row)
     assert await kept_seconds(config, db, record.id) == pytest.approx(1.2, abs=1 / RATE)
     assert await row_of(db, empty.id) is None
     [gone] = [e for e in await events_of(db, empty.id) if e["kind"] == "deleted"]
     assert gone["detail"]["by"] == "live" and gone["detail"]["taken_over"] is True
+
+
+@scenario("A session deleted by its owner while it runs leaves no bytes")
+async def test_a_session_deleted_while_it_runs_leaves_nothing(
+    db: Database, ann: NewOwner, config: Config
+) -> None:
+    """Ann deletes her live record mid-session: the daemon holding it learns at its
+    next renewal, and what it wrote after the deletion's removal goes too."""
+    blobs = blobs_of(config)
+    record = await start(db, config, ann.id, RATE)
+    await record.write(tone(1.0))
+    await record.audio.flush()
+    [gone] = await delete_own(db, blobs, ann.id, [record.id], via="api")
+    assert gone.finished
+    await record.write(tone(1.0))  # before the daemon knows
+    await record.audio.flush()
+    with pytest.raises(LeaseLost):
+        await record.renew()
+    await record.abandon()
+    assert await row_of(db, record.id) is None
+    if config.storage_url:
+        left = blobs.client.list_objects_v2(  # type: ignore[attr-defined]
+            Bucket=config.storage_url.split("/")[2], Prefix="tx/"
+        )
+        assert left.get("KeyCount", 0) == 0, left
+    else:
+        assert list((config.home / "uploads").iterdir()) == []

@@ -140,10 +140,16 @@ class LiveRecord:
             self.due = trio.Event()
             await self.audio.flush()
 
-    def release(self) -> None:
-        """The session lost (LeaseLost): its audio let go, for its new holder to end."""
+    async def abandon(self) -> None:
+        """The session lost (LeaseLost): its audio let go, for its new holder to end; or,
+        when its record was deleted, what this daemon wrote after the deletion removed
+        the audio removed too. Raises StorageError, or the database's errors (the
+        deletion's bytes then stay where the deletion left them).
+        Cancellation: the removal is shielded (`Blobs.remove`)."""
         self.ended = True
         self.audio.release()
+        if await self.db.fetchval("live_record_exists", self.id) is None:
+            await self.blobs.remove(self.audio.ref)
 
     async def end(
         self, reason: str, language: str | None = None, prompt: str | None = None

@@ -166,7 +166,7 @@ async def _session(websocket: WebSocket, live: Live, owner: int) -> None:
             scope.shield = True
             try:
                 if kept.lost:
-                    record.release()
+                    await record.abandon()
                 else:
                     ended = await record.end(
                         kept.why[0] if kept.why else "closed",
@@ -175,8 +175,8 @@ async def _session(websocket: WebSocket, live: Live, owner: int) -> None:
                     )
                     log.info("live session of owner %s ended: record %s", owner, ended)
             except LeaseLost:
-                record.release()
                 log.warning("live session %s was taken over before it ended", record.id)
+                await record.abandon()
             except Exception:
                 # Its lease runs out, and a daemon's sweep ends it.
                 log.exception("live session %s could not be ended here", record.id)
