@@ -112,6 +112,16 @@ class Config:
     """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.storage.blobs);
     None: in the folder under `home`."""
 
+    watch_scan_s: float = 10.0
+    """How often `serve` scans the watched folders (transcriber.watch); 0: this daemon
+    scans none (another host that can see them does)."""
+    watch_quiet_s: float = 20.0
+    """How long a file in a watched folder keeps its size and time, over two scans at
+    least, before it is taken: a copy that pauses longer is taken half-copied."""
+    watch_files_per_scan: int = 10
+    """Files read (hashed and taken) per scan, over all watches: the rest wait for the
+    next scan."""
+
     @property
     def models(self) -> Path:
         return self.home / "models"
@@ -166,4 +176,7 @@ class Config:
             storage_url=get("STORAGE_URL"),
             speakers=SpeakersOption.parse(get("SPEAKERS") or "off").text,
             retention_days=float(days) if (days := get("RETENTION_DAYS")) else None,
+            watch_scan_s=float(get("WATCH_SCAN_S") or 10),
+            watch_quiet_s=float(get("WATCH_QUIET_S") or 20),
+            watch_files_per_scan=int(get("WATCH_FILES_PER_SCAN") or 10),
         )

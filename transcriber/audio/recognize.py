@@ -224,7 +224,11 @@ class WhisperRecognizer:
                     control.check()
                     control.report(min(1.0, (offset + piece.end) / max(duration_s, 1e-9)))
                 if piece.text.strip():
-                    segments.extend(segments_of(piece, offset))
+                    heard = segments_of(piece, offset)
+                    segments.extend(heard)
+                    if control is not None:
+                        for segment in heard:
+                            control.draft(segment["text"])
         return Transcript(" ".join(s["text"] for s in segments), segments, language, self.name)
 
     def _window(

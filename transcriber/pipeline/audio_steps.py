@@ -22,20 +22,26 @@ from transcriber.milestones import TRANSCRIBED
 from transcriber.options import RecognitionOptions
 from transcriber.pipeline.pg_queue import Saved
 from transcriber.pipeline.step_table import step_table
+from transcriber.records.drafts import Drafts
 from transcriber.speaker_options import SpeakersOption
 from transcriber.storage.blobs import Blobs, audio_name
 from transcriber.storage.configured import blobs_of
 
 
 def audio_steps(
-    config: Config, recognizer: ProcessRecognizer | None = None, *, warm: int = 0
+    config: Config,
+    recognizer: ProcessRecognizer | None = None,
+    *,
+    warm: int = 0,
+    drafts: Drafts | None = None,
 ) -> StepTable:
     """Recognition by the remote server when TRANSCRIBER_RECOGNIZER_URL is set, else by
     the local model in child processes (`recognizer`'s, when given: warm ones shared).
 
     `warm` children start loading the model now, so the first recognitions do not wait
     for it (about a second for base, much longer for a large model); they load at the
-    children's low priority while the service starts."""
+    children's low priority while the service starts. `drafts`: where local recognition
+    keeps the segments it has heard so far (a daemon's streamed OpenAI answers read them)."""
     diarizer: BlockingDiarizer
     if config.recognizer_url:
         recognize = remote_step(
@@ -47,7 +53,7 @@ def audio_steps(
     else:
         recognizer = recognizer or ProcessRecognizer(config)
         recognizer.warm(warm, wait=False)
-        recognize = recognize_step(config, recognizer, diarized=True)
+        recognize = recognize_step(config, recognizer, diarized=True, drafts=drafts)
         diarizer = recognizer
     return step_table(
         normalize=normalize_step(config),
@@ -130,21 +136,36 @@ class BlockingRecognizer(Protocol):
 
 
 def recognize_step(
-    config: Config, recognizer: BlockingRecognizer, *, diarized: bool = False
+    config: Config,
+    recognizer: BlockingRecognizer,
+    *,
+    diarized: bool = False,
+    drafts: Drafts | None = None,
 ) -> StepFn:
     """The step, with a recognizer whose blocking `transcribe(audio, duration, language,
     control, options)` runs in a thread: the engine itself, or a process of its own.
-    `diarized`: the table has a diarize step, which records with speakers off skip."""
+    `diarized`: the table has a diarize step, which records with speakers off skip.
+    `drafts`: the segments' texts are kept there as they are recognized, under this
+    claim's token."""
 
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
         options = RecognitionOptions.from_json(job.inputs.get("options"))
+        written = 0
+
+        async def keep_drafts(texts: list[str]) -> None:
+            nonlocal written
+            assert drafts is not None
+            await drafts.add(job.claim.id, job.claim.token, written, texts)  # type: ignore[arg-type]
+            written += len(texts)
+
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
             transcript = await run_in_thread(
                 lambda control: recognizer.transcribe(
                     audio, job.inputs["duration_s"] or 0.0, language, control, options
                 ),
                 progress,
+                drafts=keep_drafts if drafts is not None else None,
             )
         return saved_transcript(transcript, skip_diarize=diarized and speakers_off(config, job))
 

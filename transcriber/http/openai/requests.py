@@ -82,7 +82,7 @@ a client that always sends them works, and otherwise unused (docs/api.md)."""
 
 
 DROPPED_FIELDS = IGNORED_FIELDS - {"stream"}
-"""The ignored fields thrown away as they are read (`stream` is read: true is refused)."""
+"""The ignored fields thrown away as they are read (`stream` is read: `parse_stream`)."""
 
 
 TRANSCRIPTION_FIELDS = (
@@ -103,9 +103,6 @@ def form_value(fields: dict[str, str], name: str) -> str | None:
 def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]) -> AudioRequest:
     """The form's fields as an AudioRequest; OpenAIError 400 naming the field that is
     wrong."""
-
-    def bad(param: str, message: str) -> OpenAIError:
-        return OpenAIError(400, message, code="invalid_value", param=param)
 
     model = form_value(fields, "model") or WHISPER_1
     if len(model) > MODEL_MAX:
@@ -143,8 +140,7 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
             "timestamp_granularities",
             f"timestamp_granularities takes segment and word, not {', '.join(sorted(unknown))}",
         )
-    if (form_value(fields, "stream") or "false").lower() not in ("false", "0"):
-        raise bad("stream", "streaming is not supported: leave stream out or false")
+    stream = parse_stream(form_value(fields, "stream"), response_format)
     if response_format == DIARIZED and task != "transcribe":
         raise bad("response_format", "diarized_json is for transcriptions, not translations")
     speakers = "auto" if response_format == DIARIZED else None
@@ -160,7 +156,34 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
         response_format,
         granularities,
         known,
+        stream=stream,
     )
+
+
+STREAMED_FORMATS = ("json", "text")
+"""The formats OpenAI streams in: each `transcript.text.delta` event carries text."""
+
+
+def parse_stream(value: str | None, response_format: str) -> bool:
+    """Whether the answer is to be OpenAI's server-sent events (`stream=true`, a field of
+    transcriptions only, as OpenAI's): in json or text; any other value than true or
+    false is refused."""
+    word = (value or "false").lower()
+    if word in ("false", "0"):
+        return False
+    if word not in ("true", "1"):
+        raise bad("stream", f"stream must be true or false, not {value!r}")
+    if response_format not in STREAMED_FORMATS:
+        raise bad(
+            "stream",
+            f"a streamed answer is in json or text, not {response_format}: "
+            "leave stream out for that format",
+        )
+    return True
+
+
+def bad(param: str, message: str) -> OpenAIError:
+    return OpenAIError(400, message, code="invalid_value", param=param)
 
 
 async def receive_request(
