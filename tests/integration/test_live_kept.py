@@ -323,3 +323,42 @@ async def test_a_session_deleted_while_it_runs_leaves_nothing(
         assert left.get("KeyCount", 0) == 0, left
     else:
         assert list((config.home / "uploads").iterdir()) == []
+
+
+@scenario("A daemon whose session was taken over closes its socket")
+async def test_a_taken_over_session_closes_its_socket(
+    db: Database, ann: NewOwner, local: Config
+) -> None:
+    """Another daemon's sweep takes the session over (its lease run out, as for a daemon
+    cut off from the database): at its next renewal the serving daemon tells the client
+    `session_lost` and closes the socket, and ends nothing itself."""
+    token = trio.lowlevel.current_trio_token()
+    appended = trio.Event()
+    seen: dict[str, Any] = {}
+
+    async def script(connection: Any) -> Any:
+        seen["rid"] = uuid.UUID((await next_event(connection)).session.model_dump()["record_id"])
+        for audio in chunks(tone(1.0)):
+            await connection.input_audio_buffer.append(audio=audio)
+        await connection.session.update(session={"type": "transcription"})
+        await next_event(connection)
+        token.run_sync_soon(appended.set)
+        told = await next_event(connection)
+        with pytest.raises(ConnectionClosed):
+            await next_event(connection)
+        return told
+
+    async with serving(live_app(db, local)) as url, trio.open_nursery() as nursery:
+
+        async def client() -> None:
+            seen["told"] = await session(url, ann.token, script)
+
+        nursery.start_soon(client)
+        await appended.wait()
+        later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=LEASE_S + 1)
+        assert await finish_expired(db, blobs_of(local), LEASE_S, now=later) == [seen["rid"]]
+    told = seen["told"]
+    assert told.type == "error" and told.error.code == "session_lost", told
+    ended = [e for e in await events_of(db, seen["rid"]) if e["kind"] == "live_ended"]
+    assert [e["detail"]["taken_over"] for e in ended] == [True]
+    assert await kept_seconds(local, db, seen["rid"]) == pytest.approx(1.0, abs=1 / RATE)
