@@ -19,7 +19,10 @@ CREATE TABLE live_sessions (
     text             text NOT NULL DEFAULT '',
     started_at       timestamptz NOT NULL DEFAULT now(),
     ended_at         timestamptz,
-    end_reason       text
+    end_reason       text,
+    -- An object store's chunks still there after the session ended (they go once the
+    -- whole is stored; a daemon that died in between leaves them to the sweep).
+    chunks_left      boolean NOT NULL DEFAULT false
 );
 -- The sweep's question: which running sessions' leases ran out.
 CREATE INDEX live_sessions_running ON live_sessions (lease_expires_at) WHERE ended_at IS NULL;

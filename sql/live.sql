@@ -70,6 +70,18 @@ RETURNING r.id
 -- deleted by its owner).
 SELECT true FROM recordings WHERE id = $1
 
+-- name: live_chunks_left
+-- Ended sessions whose chunk objects are still there, ended before $1 (NULL: a minute
+-- ago; the daemon that ended one removes its chunks at once), $2 at most.
+SELECT recording_id, audio_ref FROM live_sessions
+ WHERE chunks_left AND ended_at < coalesce($1, now() - interval '1 minute')
+ ORDER BY ended_at
+ LIMIT $2
+
+-- name: live_chunks_removed
+-- Session $1's chunk objects are gone.
+UPDATE live_sessions SET chunks_left = false WHERE recording_id = $1
+
 -- name: live_take_expired
 -- The sweep: up to $3 running sessions whose lease ran out before $2 (NULL: now), each
 -- taken over with a fresh token and a lease of $1 s, so one daemon finishes each. The
@@ -93,7 +105,8 @@ RETURNING s.recording_id, s.token, s.audio_ref, s.rate, s.audio_bytes
 -- the language hint and the recognition options (jsonb) the session ended with (NULL:
 -- as the record has them). No row: the lease is gone.
 WITH session AS (
-    UPDATE live_sessions SET ended_at = now(), end_reason = $5::jsonb ->> 'reason'
+    UPDATE live_sessions SET ended_at = now(), end_reason = $5::jsonb ->> 'reason',
+                             chunks_left = audio_ref LIKE '%/'
      WHERE recording_id = $1 AND token = $2 AND ended_at IS NULL
     RETURNING recording_id
 ), rec AS (

@@ -40,6 +40,7 @@ from transcriber.db.database import Database
 from transcriber.http import serving
 from transcriber.live import LeaseLost, finish_expired, start
 from transcriber.live.audio import FLUSH_S
+from transcriber.live.sessions import remove_chunks_left
 from transcriber.owners import NewOwner
 from transcriber.records.deletion import delete_own
 from transcriber.storage.configured import blobs_of
@@ -66,10 +67,18 @@ def config(
     home = tmp_path / "home"
     if request.param == "local":
         return Config(home=home, live_lease_s=LEASE_S)
-    moto: MotoStore = request.getfixturevalue("moto")
+    return in_bucket(request.getfixturevalue("moto"), home, monkeypatch)
+
+
+def in_bucket(moto: MotoStore, home: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
     for name, value in moto.env().items():
         monkeypatch.setenv(name, value)  # this process's store and the daemons it starts
     return Config(home=home, storage_url=f"s3://{moto.new_bucket()}/tx", live_lease_s=LEASE_S)
+
+
+@pytest.fixture
+def bucket(moto: MotoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
+    return in_bucket(moto, tmp_path / "home", monkeypatch)
 
 
 @pytest.fixture
@@ -362,3 +371,28 @@ async def test_a_taken_over_session_closes_its_socket(
     ended = [e for e in await events_of(db, seen["rid"]) if e["kind"] == "live_ended"]
     assert [e["detail"]["taken_over"] for e in ended] == [True]
     assert await kept_seconds(local, db, seen["rid"]) == pytest.approx(1.0, abs=1 / RATE)
+
+
+@scenario("Chunks an ended session left in the object store are removed by the sweep")
+async def test_chunks_left_behind_are_swept(db: Database, ann: NewOwner, bucket: Config) -> None:
+    """A session ended normally leaves no chunk and nothing for the sweep; one whose
+    daemon died between storing the whole and removing its chunks (made here by
+    putting a chunk back and marking it) has them removed by the next round."""
+    config = bucket
+    blobs = blobs_of(config)
+    record = await start(db, config, ann.id, RATE)
+    await record.write(tone(1.5))
+    assert await record.end("closed") == record.id
+    assert await remove_chunks_left(db, blobs, dt.datetime.now(dt.UTC)) == 0
+    s3: Any = blobs
+    name, prefix = record.audio.ref.removeprefix("s3://").split("/", 1)
+    s3.client.put_object(Bucket=name, Key=f"{prefix}00000001", Body=b"\0\0")
+    await db.run(
+        lambda con: con.execute(
+            "UPDATE live_sessions SET chunks_left = true WHERE recording_id = $1", record.id
+        )
+    )
+    assert await remove_chunks_left(db, blobs, dt.datetime.now(dt.UTC)) == 1
+    assert s3.client.list_objects_v2(Bucket=name, Prefix=prefix).get("KeyCount", 0) == 0
+    assert await remove_chunks_left(db, blobs, dt.datetime.now(dt.UTC)) == 0
+    assert await kept_seconds(config, db, record.id) == pytest.approx(1.5, abs=1 / RATE)

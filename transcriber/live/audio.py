@@ -209,6 +209,7 @@ class Completed:
     samples: int
     kept: bool = False
     on_keep: Any = None
+    chunks_removed: bool = False
 
     def keep(self) -> None:
         self.kept = True
@@ -291,6 +292,9 @@ async def completed(blobs: Blobs, ref: str, rate: int) -> AsyncIterator[Complete
         done = Completed(into.ref, HEADER_BYTES + samples, samples, on_keep=into.keep)
         yield done
     if done.kept:
-        # The record points at the whole now: its chunks go (a process that dies here
-        # leaves them; see docs).
-        await s.remove(ref)
+        # The record points at the whole now: its chunks go. A store away now, or a
+        # process that dies here, leaves them to the daemons' sweep (the session's
+        # `chunks_left`, transcriber.live.sessions.remove_chunks_left).
+        with contextlib.suppress(StorageError):
+            await s.remove(ref)
+            done.chunks_removed = True

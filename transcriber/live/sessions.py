@@ -252,6 +252,8 @@ async def finish(
         if ended is None:
             raise LeaseLost(str(record_id))
         done.keep()
+    if done.chunks_removed:
+        await db.execute("live_chunks_removed", record_id)
     event(logging.INFO, "live_ended", id=record_id, audio_s=round(seconds, 3), **detail)
     return record_id
 
@@ -290,6 +292,17 @@ async def finish_expired(
     return done
 
 
+async def remove_chunks_left(db: Database, blobs: Blobs, before: Any = None) -> int:
+    """The chunk objects of ended sessions whose daemon died between storing the whole
+    and removing them; how many sessions' were removed. Raises StorageError.
+    Cancellation: between sessions or inside one (removing again is harmless)."""
+    rows = await db.fetch("live_chunks_left", before, TAKE_BATCH)
+    for r in rows:
+        await blobs.remove(r["audio_ref"])
+        await db.execute("live_chunks_removed", r["recording_id"])
+    return len(rows)
+
+
 async def keep_finishing(
     db: Database,
     store: Blobs,
@@ -307,6 +320,7 @@ async def keep_finishing(
     while True:
         try:
             finished = await finish_expired(db, store, lease_s)
+            await remove_chunks_left(db, store)
         except Exception as e:  # the next round tries again
             event(logging.WARNING, "live_sweep_failed", error=str(e))
         else:
