@@ -8,6 +8,7 @@ from pathlib import Path
 import attrs
 
 from transcriber.languages import language_hint
+from transcriber.options import parse_vocabulary
 from transcriber.speaker_options import SpeakersOption
 
 
@@ -85,6 +86,13 @@ class Config:
     """Bound of every statement and every wait for a pooled connection."""
     lease_s: float = 30.0
     """A claim lasts this long without a sign of life from its worker."""
+    live_max_sessions: int = 2
+    """Live sessions of every owner at once (transcriber.http.live); another is refused
+    429. What 2 cores decode in real time with the base model (bench-live)."""
+    live_policy: str = "agreement"
+    """How live text is sent during a turn: `agreement` (LocalAgreement-2: words two
+    passes over the growing buffer agree on), or `whole` (the turn's text when it
+    ends); bench-live measures both."""
     renew_s: float = 10.0
     """How often a live worker renews its lease."""
     run_limit_s: float = 900.0
@@ -102,6 +110,9 @@ class Config:
     because diarization adds about a third of recognition's CPU time on base (bench-speakers)
     and most uploads are one voice; an owner asks for it per record, or the operator sets
     `auto` for the whole service."""
+    vocabulary: tuple[str, ...] = ()
+    """Names and terms every record that asks none has the recognizer hear (its
+    `vocabulary` option, transcriber.options)."""
     retention_days: float | None = None
     """Records older than this many days are deleted (journaled `deleted`, by
     retention), checked hourly by `serve`; None: kept until their owner deletes them."""
@@ -168,6 +179,8 @@ class Config:
             database_timeout_s=float(get("DATABASE_TIMEOUT_S") or 30),
             lease_s=float(get("LEASE_S") or 30),
             renew_s=float(get("RENEW_S") or 10),
+            live_max_sessions=int(get("LIVE_MAX_SESSIONS") or 2),
+            live_policy=get("LIVE_POLICY") or "agreement",
             run_limit_s=float(get("RUN_LIMIT_S") or 900),
             run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 3),
             page_session_days=float(get("PAGE_SESSION_DAYS") or 14),
@@ -175,6 +188,7 @@ class Config:
             live_lease_s=float(get("LIVE_LEASE_S") or 30),
             storage_url=get("STORAGE_URL"),
             speakers=SpeakersOption.parse(get("SPEAKERS") or "off").text,
+            vocabulary=parse_vocabulary(get("VOCABULARY")) or (),
             retention_days=float(days) if (days := get("RETENTION_DAYS")) else None,
             watch_scan_s=float(get("WATCH_SCAN_S") or 10),
             watch_quiet_s=float(get("WATCH_QUIET_S") or 20),

@@ -178,6 +178,7 @@ def pages(served: Served) -> list[tuple[str, str, str]]:
         ("owner record", f"/recordings/{rid}", ".segment"),
         ("owner stopped record", f"/recordings/{stopped}", "main h1"),
         ("owner print", f"/recordings/{rid}/print", "#print-title"),
+        ("owner microphone", "/microphone", "#record-start"),
         ("share holder", "/" + share, "main"),
         ("operator sign-in", "/ops/signin", "#token"),
         ("operator glance", "/ops", "#milestones"),

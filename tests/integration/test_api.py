@@ -67,6 +67,9 @@ CARD_FIELDS = {
     "language",
     "stopped",
     "speakers",
+    # How it was asked to be recognized: the task, and the owner's vocabulary.
+    "task",
+    "vocabulary",
     "links",
     # A live session's draft, while it runs and until the transcript is readable.
     "live_text",

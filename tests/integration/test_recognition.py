@@ -226,7 +226,7 @@ def test_recognizer_runs_niced(warm_recognizer: ProcessRecognizer) -> None:
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, ours + 10)
 
 
-@scenario("A streamed transcription sends text as it is recognized")
+@pytest.mark.scenario("openai", "A streamed transcription sends text as it is recognized")
 def test_a_child_sends_each_segment_as_it_is_heard(
     warm_recognizer: ProcessRecognizer, tmp_path: Path
 ) -> None:

@@ -239,8 +239,10 @@ class WhisperRecognizer:
         )
         common = {
             "language": language,
-            "task": options.task,
+            # Alignment recognizes the speech as it is, then times the owner's text by it.
+            "task": "translate" if options.task == "translate" else "transcribe",
             "initial_prompt": options.prompt,
+            "hotwords": hotwords(options),
             "temperature": temperature,
             "beam_size": 5,
             "word_timestamps": True,
@@ -258,6 +260,12 @@ class WhisperRecognizer:
             samples, batch_size=self.config.batch_size, vad_filter=True, **common
         )
         return pieces, info
+
+
+def hotwords(options: RecognitionOptions) -> str | None:
+    """The record's vocabulary as faster-whisper's hotwords (a phrase it reads as said
+    before each window): the terms with commas between them, as a list is written."""
+    return ", ".join(options.vocabulary) if options.vocabulary else None
 
 
 @attrs.frozen

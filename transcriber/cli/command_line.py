@@ -50,7 +50,9 @@ for command in (
     bench_commands.bench,
     bench_commands.bench_audio,
     bench_commands.bench_speakers,
+    bench_commands.bench_subtitles,
     bench_commands.bench_api,
+    bench_commands.bench_live,
     model_commands.models,
 ):
     app.command()(command)

@@ -8,7 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+import trio
+
 from actors import Job, Progress, StepFn, StepTable, StopRecord
+from transcriber.audio.alignment import align
 from transcriber.audio.models import model_name
 from transcriber.audio.normalize import Rejected, decode_to_wav
 from transcriber.audio.processes import ProcessRecognizer
@@ -150,7 +153,7 @@ def recognize_step(
 
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
-        options = RecognitionOptions.from_json(job.inputs.get("options"))
+        options = recognition_options(config, job)
         written = 0
 
         async def keep_drafts(texts: list[str]) -> None:
@@ -161,8 +164,11 @@ def recognize_step(
 
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
             transcript = await run_in_thread(
-                lambda control: recognizer.transcribe(
-                    audio, job.inputs["duration_s"] or 0.0, language, control, options
+                lambda control: aligned(
+                    recognizer.transcribe(
+                        audio, job.inputs["duration_s"] or 0.0, language, control, options
+                    ),
+                    options,
                 ),
                 progress,
                 drafts=keep_drafts if drafts is not None else None,
@@ -170,6 +176,21 @@ def recognize_step(
         return saved_transcript(transcript, skip_diarize=diarized and speakers_off(config, job))
 
     return recognize
+
+
+def recognition_options(config: Config, job: Job) -> RecognitionOptions:
+    """The record's options, its vocabulary the service's (TRANSCRIBER_VOCABULARY) when it
+    asks none."""
+    options = RecognitionOptions.from_json(job.inputs.get("options"))
+    return options.vocabulary_or(config.vocabulary)
+
+
+def aligned(transcript: Transcript, options: RecognitionOptions) -> Transcript:
+    """The transcript as the record asks: the owner's text timed by it for task `align`
+    (transcriber.audio.alignment), else as recognized."""
+    if options.task == "align" and options.text is not None:
+        return align(transcript, options.text)
+    return transcript
 
 
 def speakers_off(config: Config, job: Job) -> bool:
@@ -238,10 +259,14 @@ def diarize_step(config: Config, diarizer: BlockingDiarizer) -> StepFn:
 def remote_step(config: Config, recognizer: RemoteRecognizer, *, diarized: bool = False) -> StepFn:
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
+        options = recognition_options(config, job)
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
-            transcript = await recognizer.transcribe(
-                audio, language, RecognitionOptions.from_json(job.inputs.get("options"))
-            )
+            transcript = await recognizer.transcribe(audio, language, options)
+        # A long text's alignment takes a while: off the event loop (abandoned, not
+        # stopped, when cancelled; it only computes).
+        transcript = await trio.to_thread.run_sync(
+            lambda: aligned(transcript, options), abandon_on_cancel=True
+        )
         return saved_transcript(transcript, skip_diarize=diarized and speakers_off(config, job))
 
     return recognize

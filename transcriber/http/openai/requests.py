@@ -38,7 +38,7 @@ from transcriber.http.uploads import (
     receive_form,
 )
 from transcriber.intake import Described, Sink, TooLarge
-from transcriber.options import RecognitionOptions
+from transcriber.options import RecognitionOptions, parse_vocabulary
 
 WHISPER_1 = "whisper-1"
 
@@ -61,7 +61,11 @@ KEY_MAX = 200
 """Characters of an Idempotency-Key, as `POST /v1/recordings` takes it."""
 
 
-COMMON_FIELDS = frozenset({"model", "prompt", "response_format", "temperature", "language"})
+COMMON_FIELDS = frozenset(
+    {"model", "prompt", "response_format", "temperature", "language", "vocabulary"}
+)
+"""OpenAI's fields, and `vocabulary` (ours: names and terms the recognizer is to hear,
+separated by commas, as `POST /v1/recordings` takes them)."""
 
 
 IGNORED_FIELDS = frozenset(
@@ -134,6 +138,10 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
         # OpenAI: 0 means "raise the temperature as needed", which is the recognizer's
         # own fallback; only another value fixes it.
         temperature = temperature or None
+    try:
+        vocabulary = parse_vocabulary(form_value(fields, "vocabulary"))
+    except ValueError as e:
+        raise bad("vocabulary", str(e)) from None
     granularities = frozenset(lists.get("timestamp_granularities[]", ()))
     if unknown := granularities - set(GRANULARITIES):
         raise bad(
@@ -152,7 +160,13 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
         task,
         model,
         language,
-        RecognitionOptions(task=task, prompt=prompt, temperature=temperature, speakers=speakers),
+        RecognitionOptions(
+            task=task,
+            prompt=prompt,
+            temperature=temperature,
+            speakers=speakers,
+            vocabulary=vocabulary,
+        ),
         response_format,
         granularities,
         known,

@@ -241,6 +241,11 @@
           if (language) body.append("language", language);
           const speakers = form.speakers.value.trim();
           if (speakers) body.append("speakers", speakers);
+          const vocabulary = form.vocabulary.value.trim();
+          if (vocabulary) body.append("vocabulary", vocabulary);
+          // The owner's own text: the transcript is to be it, timed (task align).
+          const text = form.elements["align-text"].value;
+          if (text.trim()) { body.append("task", "align"); body.append("text", text); }
           body.append("file", item.file, item.file.name);
           return body;
         }, (f) => { bar.value = f; });
