@@ -26,17 +26,3 @@ CREATE TABLE live_sessions (
 );
 -- The sweep's question: which running sessions' leases ran out.
 CREATE INDEX live_sessions_running ON live_sessions (lease_expires_at) WHERE ended_at IS NULL;
-
--- The card's rows (sql/0018) with the live draft, last (a replaced view may only add).
-CREATE OR REPLACE VIEW recording_rows AS
-SELECT r.id, r.owner_id, r.title, r.summary, r.topics, r.filename, r.size_bytes,
-       r.created_at, r.milestone, r.milestone_entered_at, r.claim_token, r.lease_expires_at,
-       r.attempts, r.retry_at, r.stopped_at, r.stop_reason, r.stop_error, r.progress,
-       r.audio_path, r.duration_s,
-       coalesce(t.language, r.language) AS language,
-       r.options ->> 'speakers' AS speakers_asked,
-       t.speaker_count,
-       l.text AS live_text
-  FROM recordings r
-  LEFT JOIN transcripts t ON t.recording_id = r.id
-  LEFT JOIN live_sessions l ON l.recording_id = r.id;
