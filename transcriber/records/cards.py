@@ -99,6 +99,9 @@ def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "task": r.get("task") or "transcribe",
         "vocabulary": _terms(r.get("vocabulary")),
         "progress": r["progress"] if state in AT_WORK.values() else None,
+        # A live session's draft: filled in on the owner's own card of one record only
+        # (`owner_card`), never in a list or an operator's card.
+        "live_text": None,
         "duration_s": r["duration_s"],
         "language": r["language"],
         "stopped": None
