@@ -8,8 +8,11 @@
 ---------------------------------------------------------------------------------------
 
 -- name: owner_recording
--- The owner's ($1) record $2 as its card is made of; no row: not theirs.
-SELECT * FROM recording_rows WHERE owner_id = $1 AND id = $2
+-- The owner's ($1) record $2 as its card is made of, with a live session's draft
+-- (`live_text`, sql/0022; the owner's card only); no row: not theirs.
+SELECT rr.*, l.text AS live_text
+  FROM recording_rows rr LEFT JOIN live_sessions l ON l.recording_id = rr.id
+ WHERE rr.owner_id = $1 AND rr.id = $2
 
 -- name: owner_transcript
 -- $1 owner, $2 record.

@@ -116,6 +116,9 @@ class Config:
     retention_days: float | None = None
     """Records older than this many days are deleted (journaled `deleted`, by
     retention), checked hourly by `serve`; None: kept until their owner deletes them."""
+    live_lease_s: float = 30.0
+    """A live session's lease (transcriber.live): renewed every third of it while its
+    socket lives; once run out, another daemon's sweep finishes the session."""
     storage_url: str | None = None
     """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.storage.blobs);
     None: in the folder under `home`."""
@@ -182,6 +185,7 @@ class Config:
             run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 3),
             page_session_days=float(get("PAGE_SESSION_DAYS") or 14),
             openai_wait_s=float(get("OPENAI_WAIT_S") or 300),
+            live_lease_s=float(get("LIVE_LEASE_S") or 30),
             storage_url=get("STORAGE_URL"),
             speakers=SpeakersOption.parse(get("SPEAKERS") or "off").text,
             vocabulary=parse_vocabulary(get("VOCABULARY")) or (),

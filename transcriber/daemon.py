@@ -20,6 +20,7 @@ from transcriber.audio.recognize import ModelUnavailable
 from transcriber.config import Config
 from transcriber.db.connect import open_session
 from transcriber.db.database import Database
+from transcriber.live import keep_finishing
 from transcriber.pipeline import daemons
 from transcriber.pipeline.deletions import keep_removing, keep_retention
 from transcriber.pipeline.runner import Pipeline
@@ -177,6 +178,9 @@ async def serve(
                 # Deletions whose bytes are not all removed (the process that deleted
                 # died, its store was away), now and every few minutes, in every daemon.
                 await nursery.start(keep_removing, db, store)
+                # Live sessions whose daemon died (their lease ran out): ended and in
+                # the pipeline, now and every half lease, in every daemon.
+                await nursery.start(keep_finishing, db, store, config.live_lease_s)
                 await sweep_strays(db, store)
                 if options.http is not None:
                     from transcriber.http import create_app

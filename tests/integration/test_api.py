@@ -73,6 +73,8 @@ CARD_FIELDS = {
     # Which of those came from the owner's settings (tests/integration/test_owner_settings.py).
     "from_settings",
     "links",
+    # A live session's draft, while it runs and until the transcript is readable.
+    "live_text",
 }
 
 

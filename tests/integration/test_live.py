@@ -103,6 +103,13 @@ def live_app(db: Database, config: Config, decode: Any = counting, **limits: Any
 
 
 async def live_records(db: Database) -> list[uuid.UUID]:
+    """The sessions' records that entered the pipeline (journaled `live_ended`): a
+    session is a record at `live` from its start, moved on to `received` when it ends."""
+    return [e["recording_id"] for e in await journal(db) if e["kind"] == "live_ended"]
+
+
+async def live_started(db: Database) -> list[uuid.UUID]:
+    """Every session's record, from its start (journaled `accepted` with `via: live`)."""
     return [
         e["recording_id"]
         for e in await journal(db)

@@ -11,15 +11,17 @@ from transcriber.db.database import Database
 from transcriber.milestones import NORMALIZED, RECEIVED, RECOGNIZED, TRANSCRIBED
 from transcriber.stops import stop_message
 
-# Where a record is, as its owner reads it (the card's `state`): waiting in the queue,
-# one of the steps at work on it, done, or stopped.
+# Where a record is, as its owner reads it (the card's `state`): a live session still
+# running (transcriber.live), waiting in the queue, one of the steps at work on it, done,
+# or stopped.
+LIVE = "live"
 QUEUED = "queued"
 NORMALIZING = "normalizing"
 TRANSCRIBING = "transcribing"
 FINDING_SPEAKERS = "finding_speakers"
 DONE = "done"
 STOPPED = "stopped"
-STATES = (QUEUED, NORMALIZING, TRANSCRIBING, FINDING_SPEAKERS, DONE, STOPPED)
+STATES = (LIVE, QUEUED, NORMALIZING, TRANSCRIBING, FINDING_SPEAKERS, DONE, STOPPED)
 # The step at work on a claimed record, by the milestone it starts from.
 AT_WORK = {RECEIVED: NORMALIZING, NORMALIZED: TRANSCRIBING, RECOGNIZED: FINDING_SPEAKERS}
 
@@ -31,6 +33,9 @@ async def owner_card(db: Database, owner: int, recording_id: Any) -> dict[str, A
     if r is None:
         return None
     card = card_from_row(r)
+    # The live draft is the owner's text: on their own card only (never an operator's),
+    # and only until the transcript replaces it.
+    card["live_text"] = None if card["readable"] else r.get("live_text")
     await add_queue_places(db, owner, [card])
     return card
 
@@ -53,6 +58,8 @@ def state_of_row(r: Mapping[str, Any], now: dt.datetime | None = None) -> str:
         return STOPPED
     if r["milestone"] == TRANSCRIBED:
         return DONE
+    if r["milestone"] == LIVE:
+        return LIVE
     lease = r.get("lease_expires_at")
     now = now or dt.datetime.now(dt.UTC)
     if r.get("claim_token") is not None and lease is not None and lease > now:
@@ -93,6 +100,9 @@ def card_from_row(r: Mapping[str, Any], *, owner: bool = True) -> dict[str, Any]
         "task": r.get("task") or "transcribe",
         "vocabulary": _terms(r.get("vocabulary")),
         "progress": r["progress"] if state in AT_WORK.values() else None,
+        # A live session's draft: filled in on the owner's own card of one record only
+        # (`owner_card`), never in a list or an operator's card.
+        "live_text": None,
         "duration_s": r["duration_s"],
         "language": r["language"],
         "stopped": None

@@ -204,7 +204,23 @@ class S3Blobs(Blobs):
 
     async def _remove(self, ref: str) -> None:
         bucket, key = split_ref(ref)
+        if key.endswith("/"):
+            # A folder of objects: a live session's chunks (transcriber.live.audio).
+            await self.call(self._remove_under, bucket, key)
+            return
         await self.call(self.client.delete_object, Bucket=bucket, Key=key)
+
+    def _remove_under(self, bucket: str, prefix: str) -> None:
+        pages = self.client.get_paginator("list_objects_v2")
+        found = [
+            obj["Key"]
+            for page in pages.paginate(Bucket=bucket, Prefix=prefix)
+            for obj in page.get("Contents", [])
+        ]
+        for batch in batches(found, 1000):  # what one DeleteObjects takes
+            self.client.delete_objects(
+                Bucket=bucket, Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True}
+            )
 
     async def _remove_claim_objects(self, prefix: str) -> list[str]:
         def remove() -> list[str]:

@@ -51,13 +51,17 @@ class Card(BaseModel):
     filename: str | None
     size_bytes: int | None
     created_at: dt.datetime
-    milestone: Literal["received", "normalized", "recognized", "transcribed"]
+    milestone: Literal["live", "received", "normalized", "recognized", "transcribed"] = Field(
+        description="`live`: a live session still running (its audio being kept); it"
+        " enters the pipeline at `received` when the session ends"
+    )
     milestone_entered_at: dt.datetime
     done: bool
     state: Literal[
-        "queued", "normalizing", "transcribing", "finding_speakers", "done", "stopped"
+        "live", "queued", "normalizing", "transcribing", "finding_speakers", "done", "stopped"
     ] = Field(
-        description="where the record is: waiting in the queue, a step at work on it"
+        description="where the record is: a live session running, waiting in the queue,"
+        " a step at work on it"
         " (normalizing, transcribing, finding_speakers), done, or stopped"
     )
     queue_ahead: int | None = Field(
@@ -91,6 +95,11 @@ class Card(BaseModel):
         " (/v1/settings) because the upload did not say",
     )
     links: Links
+    live_text: str | None = Field(
+        default=None,
+        description="a live session's draft: the completed turns' text as they came,"
+        " while the session runs and until the transcript is readable; null otherwise",
+    )
 
 
 class CardPage(BaseModel):

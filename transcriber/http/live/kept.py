@@ -1,91 +1,108 @@
-"""A live session kept: when its socket closes, however it closes, the session's whole
-audio becomes a record of its owner through the intake (journaled `accepted` with
-`via: live`), at `received` like an upload, and the pipeline transcribes it with the
-whole context.
-
-The audio waits for that in a temporary file on disk (appended as it arrives, so a
-session's memory stays bounded by its turn), not yet in the store: a daemon that dies
-during a session loses it. Writing it into the store as it arrives, under a lease
-another daemon can take, is the next step (DESIGN: "Live sessions are records from
-their first second")."""
+"""A live session kept from its first second: the socket's side of its record
+(transcriber.live). Before `session.created` the session is a record of its owner at
+`live` (its id is the session's `record_id`); each append goes into the store as it
+arrives; each completed turn's text is added to the record's live draft; the lease is
+renewed while the socket lives. When the socket closes, however it closes, the record
+is ended here and enters the pipeline; when this daemon loses the session (its lease
+taken over, its record deleted) or the store refuses the audio, the socket is told and
+closed."""
 
 from __future__ import annotations
 
-import struct
-import tempfile
+import logging
 import uuid
-from typing import Any
 
+import attrs
 import trio
 
-from transcriber.config import Config
-from transcriber.db.database import Database
-from transcriber.intake import Described, Limits, Sink, accept
-from transcriber.options import RecognitionOptions
-from transcriber.storage.blobs import CHUNK
-from transcriber.storage.configured import blobs_of
+from actors.log import event
+from transcriber.live import LeaseLost, LiveRecord
+from transcriber.storage.blobs import StorageError
+
+log = logging.getLogger(__name__)
 
 
-def wav_header(data_bytes: int, rate: int) -> bytes:
-    """A RIFF/WAVE header of 16-bit mono PCM at `rate` with `data_bytes` of samples."""
-    return b"".join(
-        (
-            b"RIFF",
-            struct.pack("<I", 36 + data_bytes),
-            b"WAVE",
-            b"fmt ",
-            struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16),
-            b"data",
-            struct.pack("<I", data_bytes),
-        )
-    )
+@attrs.define(eq=False)
+class Kept:
+    """A running session's record, as the socket's session uses it. `scope` is
+    cancelled when the session must end from this side (`why`: the error event's code
+    and message)."""
 
+    record: LiveRecord
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    why: tuple[str, str] | None = None
 
-class Spool:
-    """The session's audio so far, in a temporary file (removed when closed)."""
+    @property
+    def id(self) -> uuid.UUID:
+        return self.record.id
 
-    def __init__(self) -> None:
-        self.file: Any = None
-        self.size = 0
+    @property
+    def lost(self) -> bool:
+        return self.why is not None and self.why[0] == "session_lost"
+
+    def stop(self, code: str, message: str) -> None:
+        if self.why is None:
+            self.why = (code, message)
+        self.scope.cancel()
 
     async def write(self, pcm: bytes) -> None:
-        if self.file is None:
-            self.file = trio.wrap_file(await trio.to_thread.run_sync(tempfile.TemporaryFile))
-        await self.file.write(pcm)
-        self.size += len(pcm)
+        """Cancellation: a write in progress finishes in its thread."""
+        if self.why is not None:
+            return
+        try:
+            await self.record.write(pcm)
+        except StorageError as e:
+            self.refused(e)
 
-    async def aclose(self) -> None:
-        if self.file is not None:
-            await self.file.aclose()
+    async def text(self, transcript: str) -> None:
+        """A completed turn's text into the live draft. A database that does not answer
+        loses this turn's draft only (the final transcript has it).
+        Cancellation: one statement, committed or not."""
+        try:
+            await self.record.add_text(transcript)
+        except LeaseLost:
+            self.lose()
+        except Exception as e:
+            event(logging.WARNING, "live_text_failed", id=self.id, error=str(e))
+
+    async def configure(self, language: str | None, prompt: str | None) -> None:
+        """The session's hint and prompt on its record. A database that does not answer
+        leaves them to the session's end (a daemon that takes it over then lacks them).
+        Cancellation: one statement, committed or not."""
+        try:
+            await self.record.configure(language, prompt)
+        except LeaseLost:
+            self.lose()
+        except Exception as e:
+            event(logging.WARNING, "live_configure_failed", id=self.id, error=str(e))
+
+    def lose(self) -> None:
+        self.stop(
+            "session_lost",
+            "this session's record is no longer held by this server (deleted, or taken "
+            "over after a lost lease): the session ends",
+        )
+
+    async def hold(self) -> None:
+        """The lease renewed until cancelled; the session stopped once it is lost."""
+        await self.record.hold()
+        self.lose()
+
+    async def keep_flushing(self) -> None:
+        """The audio flushed each second until cancelled; the session stopped when the
+        store refuses it."""
+        try:
+            await self.record.keep_flushing()
+        except StorageError as e:
+            self.refused(e)
+
+    def refused(self, e: StorageError) -> None:
+        event(logging.ERROR, "live_audio_refused", id=self.id, error=str(e))
+        self.stop(
+            "storage_unavailable",
+            "the server cannot store more of this session's audio: the session ends, "
+            "kept up to here",
+        )
 
 
-async def keep(
-    db: Database,
-    config: Config,
-    owner: int,
-    spool: Spool,
-    rate: int,
-    language: str | None,
-    prompt: str | None,
-) -> uuid.UUID | None:
-    """The record of the session's audio, or None for a session that sent none.
-
-    Cancellation: before the intake's commit nothing is kept (the caller shields this
-    with a deadline, so a client's going away does not cancel it)."""
-    if spool.file is None or spool.size == 0:
-        return None
-
-    async def fill(sink: Sink) -> Described:
-        await sink.write(wav_header(spool.size, rate))
-        await spool.file.seek(0)
-        while chunk := await spool.file.read(CHUNK):
-            await sink.write(chunk)
-        return Described("live.wav", None, language, RecognitionOptions(prompt=prompt))
-
-    # The session's own bound already holds its size; the owner's quota and the disk's
-    # room are the intake's to measure.
-    limits = Limits.of(config, max_bytes=len(wav_header(0, rate)) + spool.size)
-    accepted = await accept(
-        db, blobs_of(config), owner, fill, via="live", limits=limits, dedupe=False
-    )
-    return accepted.id
+__all__ = ["Kept"]

@@ -16,7 +16,10 @@ refused — unreadable JSON, an unknown or unsupported event, a bad field, a bou
 — is an `error` event and the session goes on. Appends keep arriving while a turn is
 recognized; turns complete in order.
 
-When the socket closes, however it closes, the session's audio is kept (`kept.keep`).
+The session is a record of its owner from before `session.created`, whose session
+object names it (`record_id`); its audio goes into the store as it arrives, and when
+the socket closes, however it closes, the record enters the pipeline (`kept.Kept`,
+transcriber.live).
 The middleware lets the websocket scope through untouched (`middleware.Guard` serves
 `http` only): this route authenticates itself."""
 
@@ -34,18 +37,22 @@ from fastapi.responses import JSONResponse
 from transcriber.audio.voice import Judge, SileroVoice, Started, TurnDetector
 from transcriber.http.live import events
 from transcriber.http.live.errors import error_body
-from transcriber.http.live.kept import Spool, keep
+from transcriber.http.live.kept import Kept
 from transcriber.http.live.recognizer import LiveRecognizer, to_whisper, whisper_decode
 from transcriber.http.live.session import Refusal, caller
 from transcriber.http.live.stream import Stream
 from transcriber.http.live.turns import BYTES_PER_S, RATE, LiveLimits, Refused, Turns
+from transcriber.intake import NoRoom
+from transcriber.live import LeaseLost, start
+from transcriber.storage.blobs import StorageError
 
 log = logging.getLogger(__name__)
 router = APIRouter()
 
 KEEP_TIMEOUT_S = 60.0
-"""How long keeping a closed session's audio may take (the intake's own commit is
-bounded too); it runs shielded, whatever ended the socket."""
+"""How long ending a closed session's record may take; it runs shielded, whatever ended
+the socket (past it, the lease runs out and a daemon's sweep ends it)."""
+TELL_TIMEOUT_S = 5.0
 
 SUPPORTED = frozenset(
     (
@@ -155,30 +162,55 @@ async def realtime(websocket: WebSocket) -> None:
 
 
 async def _session(websocket: WebSocket, live: Live, owner: int) -> None:
-    """The session on an accepted socket, and its audio kept when it ends."""
+    """The session on an accepted socket, a record of its owner from its start, and
+    that record ended when the socket closes."""
     app = websocket.app
-    session = Session(websocket, live, Turns(live.limits))
     try:
-        await session.run()
+        record = await start(app.state.db, app.state.config, owner, RATE)
+    except (NoRoom, StorageError) as e:
+        code = "insufficient_quota" if isinstance(e, NoRoom) else "storage_unavailable"
+        await _tell(websocket, code, getattr(e, "message", str(e)))
+        return
+    kept = Kept(record)
+    session = Session(websocket, live, Turns(live.limits), kept)
+    try:
+        with kept.scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(kept.hold)
+                nursery.start_soon(kept.keep_flushing)
+                await session.run()
+                nursery.cancel_scope.cancel()
+        if kept.why is not None:
+            await _tell(websocket, *kept.why)
     finally:
         with trio.move_on_after(KEEP_TIMEOUT_S) as scope:
             scope.shield = True
             try:
-                kept = await keep(
-                    app.state.db,
-                    app.state.config,
-                    owner,
-                    session.spool,
-                    RATE,
-                    session.turns.language,
-                    session.turns.prompt,
-                )
-                if kept is not None:
-                    log.info("live session of owner %s kept as record %s", owner, kept)
+                if kept.lost:
+                    await record.abandon()
+                else:
+                    ended = await record.end(
+                        kept.why[0] if kept.why else "closed",
+                        session.turns.language,
+                        session.turns.prompt,
+                    )
+                    log.info("live session of owner %s ended: record %s", owner, ended)
+            except LeaseLost:
+                log.warning("live session %s was taken over before it ended", record.id)
+                await record.abandon()
             except Exception:
-                log.exception("a live session of owner %s could not be kept", owner)
-            finally:
-                await session.spool.aclose()
+                # Its lease runs out, and a daemon's sweep ends it.
+                log.exception("live session %s could not be ended here", record.id)
+
+
+async def _tell(websocket: WebSocket, code: str, message: str) -> None:
+    """An error event and the socket closed, if the client is still there."""
+    with trio.move_on_after(TELL_TIMEOUT_S):
+        try:
+            await websocket.send_text(json.dumps(events.error(code, message)))
+            await websocket.close(1011 if code == "storage_unavailable" else 1000, code)
+        except Exception:  # the client went first
+            pass
 
 
 class Session:
@@ -187,11 +219,11 @@ class Session:
     then each turn completed, in order) in a task of its own. With server VAD the turns
     start and end where the VAD hears speech start and stop."""
 
-    def __init__(self, websocket: WebSocket, live: Live, turns: Turns):
+    def __init__(self, websocket: WebSocket, live: Live, turns: Turns, kept: Kept):
         self.websocket = websocket
         self.live = live
         self.turns = turns
-        self.spool = Spool()
+        self.kept = kept
         self.sending = trio.Lock()
         self.id = events.new_id("sess")
         self.stream = Stream(live.recognizer, live.limits, self.send)
@@ -201,6 +233,12 @@ class Session:
         the turn starts with when speech is heard."""
 
     async def send(self, message: dict[str, Any]) -> None:
+        # Every completed turn and every accepted update passes here, whoever made it:
+        # the live draft, and the hints a daemon taking the session over ends it with.
+        if message["type"] == "conversation.item.input_audio_transcription.completed":
+            await self.kept.text(message["transcript"])
+        elif message["type"] == "session.updated":
+            await self.kept.configure(self.turns.language, self.turns.prompt)
         async with self.sending:
             await self.websocket.send_text(json.dumps(message))
 
@@ -235,9 +273,12 @@ class Session:
         await self.websocket.close(1000, "idle")
 
     def described(self) -> dict[str, Any]:
-        return {"id": self.id, "object": "realtime.transcription_session"} | (
-            self.turns.described()
-        )
+        return {
+            "id": self.id,
+            "object": "realtime.transcription_session",
+            # The session's record, from its first second: a client goes to its page.
+            "record_id": str(self.kept.id),
+        } | self.turns.described()
 
     async def handle(self, message: Mapping[str, Any]) -> None:
         client_event_id = None
@@ -284,7 +325,7 @@ class Session:
             await self.send(events.event("session.updated", session=self.described()))
         elif kind == "input_audio_buffer.append":
             pcm = self.turns.append(received.get("audio"), trio.current_time())
-            await self.spool.write(pcm)
+            await self.kept.write(pcm)
             if self.detector is None:
                 await self.stream.add(self.turns.begin(), *self.hints(), pcm)
             else:

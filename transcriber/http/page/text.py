@@ -76,6 +76,8 @@ STATE_WORDS = {
 # or by (kind, what it reached) where one kind says several things.
 EVENT_WORDS = {
     "accepted": N_("Uploaded"),
+    ("accepted", "live"): N_("Live session started"),
+    "live_ended": N_("Live session ended; queued for the transcript"),
     ("milestone_reached", "normalized"): N_("Audio prepared"),
     ("milestone_reached", "recognized"): N_("Transcribed; finding the speakers next"),
     ("milestone_reached", "transcribed"): N_("Transcribed"),
@@ -103,6 +105,8 @@ def event_key(event: dict[str, Any]) -> Any:
         if reached == "transcribed" and detail.get("step") == "diarize":
             reached = "diarized"
         return (kind, reached)
+    if kind == "accepted" and detail.get("via") == "live":
+        return (kind, "live")
     if kind == "edited":
         for key in ("fields", "named", "speaker"):
             if key in detail:
@@ -154,6 +158,8 @@ def progress_words(lang: Lang, card: dict[str, Any]) -> str:
         return _("Stopped")
     if state == "done":
         return _("Transcribed")
+    if state == "live":
+        return _("Live: recording")
     if state == "queued":
         ahead = card.get("queue_ahead")
         if ahead is None:
