@@ -337,25 +337,24 @@ async def test_a_full_buffer_is_refused(db: Database, ann: NewOwner, config: Con
 
 @scenario("A session's audio and its appends are bounded")
 async def test_a_session_is_bounded(db: Database, ann: NewOwner, config: Config) -> None:
-    async def script(connection: Any) -> list[Any]:
+    async def to_the_bound(connection: Any) -> list[Any]:
         await next_event(connection)
-        for _ in range(3):
+        for _ in range(2):
             await connection.input_audio_buffer.append(audio=base64.b64encode(tone(0.5)).decode())
             await connection.input_audio_buffer.commit()
-        # Two turns (committed, delta, completed each), then two refusals.
-        got = []
+            for _ in range(3):  # committed, delta, completed
+                await next_event(connection)
+        await connection.input_audio_buffer.append(audio=base64.b64encode(tone(0.5)).decode())
+        too_long = await next_event(connection)
         try:
-            for _ in range(2 * 3 + 2):
-                got.append(await next_event(connection))
-        except TimeoutError:
-            raise AssertionError([e.type for e in got]) from None
-        return [e for e in got if e.type == "error"] + [
-            await errors_then_alive(
-                connection,
-                lambda: connection.input_audio_buffer.append(
-                    audio=base64.b64encode(tone(0.5)).decode()
-                ),
-            ),
+            after = await next_event(connection)
+        except ConnectionClosedOK as closed:
+            return [too_long, closed]
+        raise AssertionError(f"the session went on past its bound: {after}")
+
+    async def appends(connection: Any) -> list[Any]:
+        await next_event(connection)
+        return [
             await errors_then_alive(
                 connection,
                 lambda: connection.input_audio_buffer.append(
@@ -367,12 +366,17 @@ async def test_a_session_is_bounded(db: Database, ann: NewOwner, config: Config)
             ),
         ]
 
-    app = live_app(db, config, max_session_s=1.2, max_append_bytes=RATE)
-    async with serving(app) as url:
-        *early, too_long, too_large, undecodable = await session(url, ann.token, script)
-    # The third half second passed 1.2 s: refused, the two before were turns.
-    assert [e.error.code for e in early] == ["session_too_long", "input_audio_buffer_commit_empty"]
-    assert too_long.error.code == "session_too_long", too_long
+    async with serving(live_app(db, config, max_session_s=1.2)) as url:
+        too_long, closed = await session(url, ann.token, to_the_bound)
+        # The third half second passed 1.2 s: refused, and the session ended with the
+        # two turns before it kept.
+        assert too_long.error.code == "session_too_long", too_long
+        assert closed.rcvd is not None and closed.rcvd.reason == "session_too_long"
+        [rid] = await until(lambda: live_records(db))
+    row = await db.fetchrow("recording", rid)
+    assert row["size_bytes"] == 44 + int(1.0 * RATE) * 2  # the two turns' WAV
+    async with serving(live_app(db, config, max_append_bytes=RATE)) as url:
+        too_large, undecodable = await session(url, ann.token, appends)
     assert too_large.error.code == "input_audio_buffer_append_too_large", too_large
     assert undecodable.error.code == "invalid_value", undecodable
 

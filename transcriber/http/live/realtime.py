@@ -13,7 +13,8 @@ will not change) and when it ends `.completed`; `input_audio_buffer.clear` →
 `input_audio_buffer.cleared`. With `turn_detection: server_vad` the server sends
 `input_audio_buffer.speech_started` / `speech_stopped` / `committed` itself. Anything
 refused — unreadable JSON, an unknown or unsupported event, a bad field, a bound passed
-— is an `error` event and the session goes on. Appends keep arriving while a turn is
+— is an `error` event and the session goes on, but an append past the session's bound,
+which ends it (`session_too_long`). Appends keep arriving while a turn is
 recognized; turns complete in order.
 
 The session is a record of its owner from before `session.created`, whose session
@@ -53,6 +54,10 @@ KEEP_TIMEOUT_S = 60.0
 """How long ending a closed session's record may take; it runs shielded, whatever ended
 the socket (past it, the lease runs out and a daemon's sweep ends it)."""
 TELL_TIMEOUT_S = 5.0
+
+SESSION_TOO_LONG = "session_too_long"
+"""The refusal of an append past the session's bound (`TRANSCRIBER_MAX_DURATION_S`),
+which also ends the session."""
 
 SUPPORTED = frozenset(
     (
@@ -257,7 +262,11 @@ class Session:
                     break
                 if message["type"] == "websocket.disconnect":
                     break
-                await self.handle(message)
+                if not await self.handle(message):
+                    # The session holds its most audio: it ends here, kept like any
+                    # other (a client that kept appending would hold it open forever).
+                    await self.websocket.close(1000, "session_too_long")
+                    break
             nursery.cancel_scope.cancel()
 
     async def idle(self) -> None:
@@ -280,7 +289,9 @@ class Session:
             "record_id": str(self.kept.id),
         } | self.turns.described()
 
-    async def handle(self, message: Mapping[str, Any]) -> None:
+    async def handle(self, message: Mapping[str, Any]) -> bool:
+        """One client event answered; False when the session is to end: it holds its
+        most audio (`session_too_long`)."""
         client_event_id = None
         try:
             text = message.get("text")
@@ -304,6 +315,8 @@ class Session:
                     client_event_id=client_event_id,
                 )
             )
+            return refused.code != SESSION_TOO_LONG
+        return True
 
     async def dispatch(self, received: dict[str, Any]) -> None:
         kind = received.get("type")

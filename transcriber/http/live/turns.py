@@ -184,7 +184,8 @@ class Turns:
         if self.session_bytes + len(pcm) > self.limits.max_session_s * BYTES_PER_S:
             raise Refused(
                 "session_too_long",
-                f"a session holds at most {self.limits.max_session_s:g} s of audio",
+                f"a session holds at most {self.limits.max_session_s:g} s of audio: "
+                "it ends here, and what it holds is kept and transcribed",
                 "audio",
             )
         seconds = len(pcm) / BYTES_PER_S
