@@ -12,6 +12,7 @@ application takes of it (`transcriber.http.faces`).
 """
 
 from transcriber.http.api import (
+    again,
     corrections,
     events,
     health,
@@ -32,6 +33,7 @@ FACE = Face(
         events.router,
         health.router,
         shares.router,
+        again.router,
     ),
     public=frozenset({"/healthz", "/metrics"}),
     streamed=frozenset({("POST", "/v1/recordings")}),

@@ -26,6 +26,7 @@ from fastapi.responses import Response
 from transcriber.db.database import Database
 from transcriber.http.faces import Face
 from transcriber.http.page import (
+    again,
     deletion,
     edits,
     printing,
@@ -91,6 +92,7 @@ FACE = Face(
         speakers.router,
         shares.router,
         shared_view.router,
+        again.router,
     ),
     authenticates=authenticates,
     streamed=STREAMED,

@@ -3,6 +3,7 @@ who spoke, the journal, the share links; its audio, its waveform and its downloa
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -100,6 +101,9 @@ async def record_context(
         "shares": await shares_of(db, owner, card["id"]),
         "new_share": None,
         "share_values": None,
+        # "Transcribe again with…" (again.py): what the form shows, and its attempt.
+        "again_values": None,
+        "attempt": secrets.token_urlsafe(18),
     }
 
 

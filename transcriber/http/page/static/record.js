@@ -398,7 +398,8 @@
         break;
       }
       case "KeyE": {
-        if (!segments.length) return;
+        // The shared view has nothing to correct.
+        if (!segments.length || !document.getElementById("correction-template")) return;
         openForm(segments[Math.max(0, playingIndex())].el);
         break;
       }
