@@ -38,11 +38,19 @@ from tests.helpers.browser import (
     full_page,
     service_database,
     service_env,
+    sql,
     wait,
 )
 from transcriber.languages import NAMES
 
-SHOT = ("owner list", "owner record", "owner stopped record", "share holder", "operator glance")
+SHOT = (
+    "owner list",
+    "owner record",
+    "owner stopped record",
+    "share holder",
+    "share refused",
+    "operator glance",
+)
 """The pages whose whole-page screenshots (light) go to the output folder."""
 LANGUAGES = ("en", "ru")
 WIDTHS = {"desktop": None, "phone": 390}
@@ -234,6 +242,8 @@ def test_axe_finds_nothing_serious(
                     failures.append(f"{name} ({scheme}): {described(found)}")
             d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
             if name in SHOT:
+                # From the top: axe scrolls, and the sticky player would be shot midway.
+                d.execute_script("window.scrollTo(0, 0)")
                 full_page(d, served.out / f"{name.replace(' ', '-')}-{lang}-{width}.png")
     finally:
         set_width(d, None)
@@ -426,11 +436,81 @@ def test_keyboard_alone(served: Served, browser: WebDriver) -> None:
     ActionChains(d).send_keys(Keys.ESCAPE).perform()
     assert not d.find_elements(By.CSS_SELECTOR, "form.correction")
 
-    # A stop: its "Transcribe again with…" is reached and sent by the keyboard alone.
-    d.get(f"{served.url}/recordings/{served.stopped}")
-    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#stopped"))
+    # A stop another language may cure (the list's test deleted the first stop): its
+    # "Transcribe again with…" is reached and sent by the keyboard alone.
+    stop = api_upload(served, "notes-2.ogg", b"not audio either" * 64, "audio/ogg")
+    wait_for(served, stop, ("stopped",))
+    sql(
+        served.serve.env["TRANSCRIBER_DATABASE_URL"],
+        "UPDATE recordings SET milestone = 'normalized', stop_reason = 'attempts_exhausted'"
+        f" WHERE id = '{stop}'",
+    )
+    d.get(f"{served.url}/recordings/{stop}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#again-form"))
+    for lang, width in (("en", None), ("en", 390), ("ru", None), ("ru", 390)):
+        d.get(f"{served.url}/lang/{lang}?next=/recordings/{stop}")
+        set_width(d, width)
+        wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#again-form"))
+        full_page(d, served.out / f"stop-again-{lang}-{'phone' if width else 'desktop'}.png")
+    set_width(d, None)
+    d.get(f"{served.url}/lang/en?next=/recordings/{stop}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#again-form"))
     shown, reached = tab_through(d)
     assert shown and shown <= reached, unreached(d, shown, reached)
+    language = css(d, "#again-language")
+    d.execute_script("arguments[0].focus()", language)
+    language.send_keys("de")
+    d.execute_script("arguments[0].focus()", css(d, "#again-submit"))
+    ActionChains(d).send_keys(Keys.ENTER).perform()
+    wait(d, lambda d: d.current_url.rstrip("/") != f"{served.url}/recordings/{stop}")
+    assert d.find_elements(By.ID, "status") and not d.find_elements(By.ID, "again-error")
+
+
+# --- edits in place -------------------------------------------------------------------------
+
+
+@pytest.mark.scenario("page", "Edits on the record page are put in place, without a reload")
+def test_edits_in_place(served: Served, browser: WebDriver) -> None:
+    d = browser
+    on_list(served, d, "en")
+    d.get(f"{served.url}/recordings/{served.record}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".segment"))
+    d.execute_script(
+        "window.notReloaded = true; document.getElementById('player').currentTime = 4;"
+    )
+    # The title: saved, shown in the heading, the editor still open, said.
+    css(d, "#edit-details summary").click()
+    title = css(d, "#edit-title")
+    title.clear()
+    title.send_keys("Weekly sync")
+    css(d, "#edit-save").click()
+    wait(d, lambda d: css(d, "#record-title").text == "Weekly sync")
+    wait(d, lambda d: css(d, "#in-place-status").get_attribute("textContent") == "Saved.")
+    assert css(d, "#edit-details").get_attribute("open") is not None
+    # Refused: the reason next to the field, nothing saved.
+    title = css(d, "#edit-title")
+    title.clear()
+    title.send_keys("x" * 600)
+    css(d, "#edit-save").click()
+    wait(d, lambda d: d.find_elements(By.ID, "edit-title-error"))
+    assert css(d, "#record-title").text == "Weekly sync"
+    # A share link made, copied, revoked after confirming: all in place.
+    css(d, "#shares summary").click()
+    css(d, "#share-note").send_keys("for the team too")
+    css(d, "#share-make").click()
+    wait(d, lambda d: d.find_elements(By.ID, "new-share"))
+    assert css(d, "#new-share-copy").is_displayed()
+    revoke = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#share-list li button.revoke"))
+    revoke[-1].click()
+    d.switch_to.alert.accept()
+    wait(
+        d,
+        lambda d: (
+            len(d.find_elements(By.CSS_SELECTOR, "#share-list li button.revoke")) == len(revoke) - 1
+        ),
+    )
+    assert d.execute_script("return window.notReloaded === true")
+    assert abs(d.execute_script("return document.getElementById('player').currentTime") - 4) < 0.5
 
 
 # --- the share holder's player -----------------------------------------------------------

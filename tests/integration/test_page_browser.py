@@ -558,6 +558,17 @@ def test_share_open_in_a_fresh_browser_and_revoke(served: Served, browser: WebDr
     css(d, "#share-make").click()
     link = wait(d, lambda d: css(d, "#new-share").get_attribute("value"))
     assert link.startswith(f"{served.url}/s/")
+    # Its Copy button puts it on the clipboard, and says so.
+    d.execute_cdp_cmd(
+        "Browser.grantPermissions",
+        {"origin": served.url, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]},
+    )
+    css(d, "#new-share-copy").click()
+    wait(d, lambda d: css(d, "#new-share-copied").text == "Copied.")
+    copied = d.execute_async_script(
+        "navigator.clipboard.readText().then(arguments[0], () => arguments[0](null))"
+    )
+    assert copied == link
     screenshots(d, served.out, "record-shares")
 
     stranger = chromium(served.out / "stranger-profile")  # no cookie, no token
@@ -576,7 +587,12 @@ def test_share_open_in_a_fresh_browser_and_revoke(served: Served, browser: WebDr
         assert len(entries) == 1 and not d.find_elements(By.ID, "new-share")
         entry = entries[0]
         assert "for Bob" in entry.text and css(entry, ".opened").text == "1"
+        # Revoking asks first: declined, the link stays.
         css(entry, "button.revoke").click()
+        d.switch_to.alert.dismiss()
+        assert "revoked" not in css(d, "#share-list li").get_attribute("textContent")
+        css(d, "#share-list li button.revoke").click()
+        d.switch_to.alert.accept()
         wait(
             d,
             lambda d: "revoked" in css(d, "#share-list li").get_attribute("textContent"),

@@ -86,6 +86,14 @@ SCRIPT_WORDS = {
     ),
     "uploading": N_("Uploading…"),
     "accepted": N_("Accepted."),
+    "copied": N_("Copied."),
+    "saved": N_("Saved."),
+    "not_changed": N_("Not saved: see the reason next to the field."),
+    "copy_by_hand": N_("Select the link and copy it."),
+    "uploaded_before": N_(
+        "Uploaded before: the same file with the same title and options is already "
+        "a recording of yours."
+    ),
     "open_page": N_("Open its page"),
     "cut_off": N_(
         "the connection broke off (a file over the size limit is cut off this way); try again"

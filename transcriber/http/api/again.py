@@ -25,7 +25,7 @@ router = APIRouter()
     responses={
         201: {"model": Card, "description": "the new record"},
         200: {"model": Card, "description": "this Idempotency-Key was used before: that record"},
-        **documented_errors(404, 409, 507),
+        **documented_errors(400, 404, 408, 409, 413, 507),
     },
 )
 async def transcribe_again(

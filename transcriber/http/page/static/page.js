@@ -303,10 +303,11 @@
           body.append("file", item.file, item.file.name);
           return body;
         }, (f) => { bar.value = f; });
-        if (r.status === 201) {
+        if (r.status === 201 || r.status === 200) {
           item.state = "done";
           bar.value = 1;
-          msg.textContent = T.t("accepted") + " ";
+          // 200: the same file with the same fields was uploaded before: that record.
+          msg.textContent = T.t(r.status === 201 ? "accepted" : "uploaded_before") + " ";
           const a = document.createElement("a");
           a.href = r.body.page;
           a.textContent = T.t("open_page");
