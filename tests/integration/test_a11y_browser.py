@@ -615,6 +615,7 @@ def test_options_per_file(served: Served, browser: WebDriver) -> None:
     css(d, "#upload-start").click()
     said = wait(d, lambda d: (m := css(d, "#queue li:nth-child(2) .msg")).is_displayed() and m.text)
     assert "не знает языка «xx»" in said and ids() == before
+    full_page(d, served.out / "upload-per-file-ru-desktop.png")
     css(d, "#language-1").clear()
     css(d, "#language-1").send_keys("Немецкий")
     css(d, "#speakers-1").send_keys("off")
