@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse
 from transcriber import languages
 from transcriber.db.database import Database
 from transcriber.http import i18n, rendering
+from transcriber.http.downloads import HeadWords
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import SUMMARY_MAX, owned_card
 from transcriber.http.page import text
@@ -61,6 +62,12 @@ def recognizer_languages(lang: i18n.Lang) -> list[tuple[str, str]]:
         ((c, n) for c, n in named.items() if c != lang.code), key=lambda p: p[1].casefold()
     )
     return [(lang.code, named[lang.code]), *others]
+
+
+def head_words(lang: i18n.Lang) -> HeadWords:
+    """A Markdown or Word download's head in the reader's language."""
+    _ = lang.gettext
+    return HeadWords(_("Untitled recording"), _("duration"), _("language"))
 
 
 def language_name(lang: i18n.Lang, code: str | None) -> str | None:

@@ -36,7 +36,9 @@ from transcriber.http.owned_cards import (
 from transcriber.http.page.audio import audio_response, open_audio
 from transcriber.http.page.html import (
     SECURITY_HEADERS,
+    head_words,
     html,
+    lang_of,
 )
 from transcriber.http.page.record import DOWNLOADS
 from transcriber.http.share_links import SHARE_PREFIX
@@ -169,6 +171,7 @@ async def shared_download(
         shared=True,
         profile=profile,
         report=report,
+        head_words=head_words(lang_of(request)),
     )
     if response.status_code != 200:
         return refused(request)
