@@ -610,6 +610,12 @@ def test_options_per_file(served: Served, browser: WebDriver) -> None:
     css(d, "#speakers").send_keys("2")
     assert css(d, "#language-1").get_attribute("placeholder") == "английский"
     assert css(d, "#speakers-1").get_attribute("placeholder") == "2"
+    # A file's own speakers the service does not take: said in its row, nothing sent.
+    css(d, "#speakers-0").send_keys("lots")
+    css(d, "#upload-start").click()
+    said = wait(d, lambda d: (m := css(d, "#queue li:nth-child(1) .msg")).is_displayed() and m.text)
+    assert "«lots» — не число говорящих" in said and ids() == before
+    css(d, "#speakers-0").clear()
     # A file's own language no recognizer knows: said in its row, nothing sent.
     css(d, "#language-1").send_keys("xx")
     css(d, "#upload-start").click()

@@ -75,6 +75,10 @@ SCRIPT_WORDS = {
     "language_for": N_("Language of {name}"),
     "speakers_for": N_("Speakers of {name}"),
     "detect": N_("detect"),
+    "bad_speakers": N_(
+        "“{value}” is not a number of speakers: give auto, a count such as 2, a range "
+        "such as 2-4, or off"
+    ),
     "service_default": N_("service default"),
     "upload_of": N_("Upload of {name}"),
     "empty_file": N_("the file is empty"),

@@ -282,6 +282,19 @@
         const own = item.li.querySelector("input.language");
         item.language = own.value.trim() ? checkLanguage(own, item.li.querySelector(".msg")) : language;
         if (item.language === null) { own.focus(); return; }
+        // Speakers as the service takes them (off, auto, 2, 2-4), said in the page's words.
+        const speakers = item.li.querySelector("input.speakers");
+        const who = speakers.value.trim() || form.speakers.value.trim();
+        const bad = who !== "" && !/^(off|auto|[0-9]{1,2}(-[0-9]{1,2})?)$/i.test(who);
+        speakers.setAttribute("aria-invalid", bad ? "true" : "false");
+        if (bad) {
+          const msg = item.li.querySelector(".msg");
+          msg.className = "msg refused";
+          msg.hidden = false;
+          msg.textContent = T.t("refused", { why: T.t("bad_speakers", { value: who }) });
+          (speakers.value.trim() ? speakers : form.speakers).focus();
+          return;
+        }
       }
       start.disabled = true;
       for (const item of ready) {
