@@ -621,6 +621,7 @@ def test_options_per_file(served: Served, browser: WebDriver) -> None:
     css(d, "#upload-start").click()
     said = wait(d, lambda d: (m := css(d, "#queue li:nth-child(2) .msg")).is_displayed() and m.text)
     assert "не знает языка «xx»" in said and ids() == before
+    assert css(d, "#queue li:nth-child(1) .msg").text == ""  # its speakers are right now
     full_page(d, served.out / "upload-per-file-ru-desktop.png")
     css(d, "#language-1").clear()
     css(d, "#language-1").send_keys("Немецкий")

@@ -279,6 +279,10 @@
       if (language === null) { form.language.focus(); return; }
       const ready = items.filter((i) => i.state === "ready");
       for (const item of ready) {
+        // What an earlier press said of this file no longer holds: checked again now.
+        const said = item.li.querySelector(".msg");
+        said.textContent = "";
+        said.className = "msg";
         const own = item.li.querySelector("input.language");
         item.language = own.value.trim() ? checkLanguage(own, item.li.querySelector(".msg")) : language;
         if (item.language === null) { own.focus(); return; }
