@@ -8,6 +8,7 @@ from pathlib import Path
 import attrs
 
 from transcriber.languages import language_hint
+from transcriber.options import parse_vocabulary
 from transcriber.speaker_options import SpeakersOption
 
 
@@ -85,6 +86,13 @@ class Config:
     """Bound of every statement and every wait for a pooled connection."""
     lease_s: float = 30.0
     """A claim lasts this long without a sign of life from its worker."""
+    live_max_sessions: int = 2
+    """Live sessions of every owner at once (transcriber.http.live); another is refused
+    429. What 2 cores decode in real time with the base model (bench-live)."""
+    live_policy: str = "agreement"
+    """How live text is sent during a turn: `agreement` (LocalAgreement-2: words two
+    passes over the growing buffer agree on), or `whole` (the turn's text when it
+    ends); bench-live measures both."""
     renew_s: float = 10.0
     """How often a live worker renews its lease."""
     run_limit_s: float = 900.0
@@ -102,12 +110,25 @@ class Config:
     because diarization adds about a third of recognition's CPU time on base (bench-speakers)
     and most uploads are one voice; an owner asks for it per record, or the operator sets
     `auto` for the whole service."""
+    vocabulary: tuple[str, ...] = ()
+    """Names and terms every record that asks none has the recognizer hear (its
+    `vocabulary` option, transcriber.options)."""
     retention_days: float | None = None
     """Records older than this many days are deleted (journaled `deleted`, by
     retention), checked hourly by `serve`; None: kept until their owner deletes them."""
     storage_url: str | None = None
     """`s3://BUCKET/PREFIX`: uploads and audio in that object store (transcriber.storage.blobs);
     None: in the folder under `home`."""
+
+    watch_scan_s: float = 10.0
+    """How often `serve` scans the watched folders (transcriber.watch); 0: this daemon
+    scans none (another host that can see them does)."""
+    watch_quiet_s: float = 20.0
+    """How long a file in a watched folder keeps its size and time, over two scans at
+    least, before it is taken: a copy that pauses longer is taken half-copied."""
+    watch_files_per_scan: int = 10
+    """Files read (hashed and taken) per scan, over all watches: the rest wait for the
+    next scan."""
 
     @property
     def models(self) -> Path:
@@ -155,11 +176,17 @@ class Config:
             database_timeout_s=float(get("DATABASE_TIMEOUT_S") or 30),
             lease_s=float(get("LEASE_S") or 30),
             renew_s=float(get("RENEW_S") or 10),
+            live_max_sessions=int(get("LIVE_MAX_SESSIONS") or 2),
+            live_policy=get("LIVE_POLICY") or "agreement",
             run_limit_s=float(get("RUN_LIMIT_S") or 900),
             run_limit_per_audio_s=float(get("RUN_LIMIT_PER_AUDIO_S") or 3),
             page_session_days=float(get("PAGE_SESSION_DAYS") or 14),
             openai_wait_s=float(get("OPENAI_WAIT_S") or 300),
             storage_url=get("STORAGE_URL"),
             speakers=SpeakersOption.parse(get("SPEAKERS") or "off").text,
+            vocabulary=parse_vocabulary(get("VOCABULARY")) or (),
             retention_days=float(days) if (days := get("RETENTION_DAYS")) else None,
+            watch_scan_s=float(get("WATCH_SCAN_S") or 10),
+            watch_quiet_s=float(get("WATCH_QUIET_S") or 20),
+            watch_files_per_scan=int(get("WATCH_FILES_PER_SCAN") or 10),
         )

@@ -23,8 +23,10 @@ from transcriber.db.database import Database
 from transcriber.pipeline import daemons
 from transcriber.pipeline.deletions import keep_removing, keep_retention
 from transcriber.pipeline.runner import Pipeline
+from transcriber.records.drafts import Drafts
 from transcriber.storage.blobs import Blobs, StorageError
 from transcriber.storage.configured import blobs_of
+from transcriber.watch.scanning import keep_watching
 
 
 @attrs.frozen
@@ -145,12 +147,15 @@ async def serve(
     config: Config,
     options: ServeOptions,
     *,
-    steps_for: Callable[[Config], Any],
+    steps_for: Callable[..., Any],
     notifier: Notifier | None = None,
     task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run until SIGTERM/SIGINT, then drain and return (exit 0). Runs inside
     `trio_asyncio.open_loop()`.
+
+    `steps_for(config, drafts=…)` makes the step table; the drafts keep what recognition
+    has heard so far for the OpenAI endpoint's streamed answers.
 
     `task_status.started` gets the HTTP base URL (or None) once ready. A signal during
     start-up is held until the start is complete and then drains at once, so the
@@ -165,7 +170,7 @@ async def serve(
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with open_session(config, max_size=options.workers + 8, needs_home=True) as db:
             totals = daemons.RecognitionTotals()
-            steps = daemons.timed_recognition(steps_for(config), totals)
+            steps = daemons.timed_recognition(steps_for(config, drafts=Drafts(db)), totals)
             pipeline = Pipeline(db, steps, workers=options.workers)
             async with trio.open_nursery() as nursery:
                 url = app = None
@@ -187,6 +192,9 @@ async def serve(
                 # below or goes silent).
                 daemon_id = await daemons.register(db, daemon_info(config, options))
                 nursery.start_soon(daemons.heartbeat, db, daemon_id, pipeline.held, totals)
+                # The watched folders, scanned every TRANSCRIBER_WATCH_SCAN_S; cancelled
+                # with the rest (a file being taken is let go: transcriber.watch.taking).
+                await nursery.start(keep_watching, db, store, config)
                 if config.retention_days is not None:
                     # Cancelled with the rest at shutdown: between rounds, or inside one
                     # with what it deleted deleted whole (transcriber.pipeline.deletions).

@@ -144,10 +144,18 @@ class ServeProcess:
 
 
 def chromium(
-    profile: Path, accept_language: str | None = None, window: str = "1200,900"
+    profile: Path,
+    accept_language: str | None = None,
+    window: str = "1200,900",
+    microphone: Path | None = None,
+    microphone_allowed: bool = True,
 ) -> WebDriver:
     """A headless Chromium with its own profile; `accept_language` is what it asks
-    pages for (its `Accept-Language`), English when not given."""
+    pages for (its `Accept-Language`), English when not given. With `microphone` (a
+    16-bit PCM WAV) it has a fake microphone that plays that file over and over, given
+    to any page without asking — or, not `microphone_allowed`, asked for as a browser
+    asks (which a test answers with CDP's `Browser.setPermission`; the fake answer
+    would give it even to a page whose permission is set to denied)."""
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (
@@ -165,6 +173,11 @@ def chromium(
         f"--user-data-dir={profile}",
     ):
         options.add_argument(flag)
+    if microphone is not None:
+        options.add_argument("--use-fake-device-for-media-stream")
+        options.add_argument(f"--use-file-for-fake-audio-capture={microphone}")
+        if microphone_allowed:
+            options.add_argument("--use-fake-ui-for-media-stream")
     options.add_experimental_option(
         "prefs", {"intl.accept_languages": accept_language or "en-US,en"}
     )
@@ -173,10 +186,14 @@ def chromium(
 
 @contextlib.contextmanager
 def browser_session(
-    profile: Path, accept_language: str | None = None, window: str = "1200,900"
+    profile: Path,
+    accept_language: str | None = None,
+    window: str = "1200,900",
+    microphone: Path | None = None,
+    microphone_allowed: bool = True,
 ) -> Iterator[WebDriver]:
     """`chromium(...)`, quit on leaving."""
-    driver = chromium(profile, accept_language, window)
+    driver = chromium(profile, accept_language, window, microphone, microphone_allowed)
     try:
         yield driver
     finally:

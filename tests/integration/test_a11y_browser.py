@@ -193,6 +193,7 @@ def pages(served: Served) -> list[tuple[str, str, str]]:
         ("owner stopped record", f"/recordings/{stopped}", "main h1"),
         ("owner print", f"/recordings/{rid}/print", "#print-title"),
         ("owner unknown address", "/no/such/page", "main h1"),
+        ("owner microphone", "/microphone", "#record-start"),
         ("share holder", "/" + share, "main"),
         ("share refused", "/s/" + "x" * 43, "#share-gone"),
         ("operator sign-in", "/ops/signin", "#token"),

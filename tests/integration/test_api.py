@@ -67,6 +67,9 @@ CARD_FIELDS = {
     "language",
     "stopped",
     "speakers",
+    # How it was asked to be recognized: the task, and the owner's vocabulary.
+    "task",
+    "vocabulary",
     "links",
 }
 

@@ -135,7 +135,8 @@ async def test_the_sdk_speaks_a_turn_and_the_session_is_kept(
 ) -> None:
     config = Config(home=tmp_path / "home", model=str(model_dir))
     app = create_app(db, config)
-    app.state.live = Live(LiveRecognizer(whisper_decode(config)), LiveLimits())
+    # The sample at once, not at real-time pace: the burst allows it here.
+    app.state.live = Live(LiveRecognizer(whisper_decode(config)), LiveLimits(burst_s=30.0))
     pcm = pcm_of(SAMPLES / "en.ogg")
 
     async def speak(connection: Any) -> list[Any]:
@@ -157,24 +158,27 @@ async def test_the_sdk_speaks_a_turn_and_the_session_is_kept(
             await connection.input_audio_buffer.append(audio=audio)
         await connection.input_audio_buffer.commit()
         while seen[-1].type != "conversation.item.input_audio_transcription.completed":
-            seen.append(await next_event(connection))
+            # The live decoder's child loads its model on the first pass.
+            seen.append(await next_event(connection, seconds=120))
         return seen
 
     async with serving(app) as url:
         seen = await session(url, ann.token, speak)
         kinds = [e.type for e in seen]
-        assert kinds == [
-            "session.created",
-            "session.updated",
+        # Deltas of words two passes agreed on may come before the commit, the rest
+        # after it; together they are the turn's text.
+        assert kinds[:2] == ["session.created", "session.updated"], kinds
+        assert set(kinds[2:-1]) == {
             "input_audio_buffer.committed",
             "conversation.item.input_audio_transcription.delta",
-            "conversation.item.input_audio_transcription.completed",
-        ], kinds
-        created, updated, committed, delta, done = seen
+        }, kinds
+        created, updated, *middle, done = seen
+        [committed] = [e for e in middle if e.type == "input_audio_buffer.committed"]
+        deltas = [e for e in middle if e.type != "input_audio_buffer.committed"]
         assert created.session.type == "transcription"
         assert updated.session.audio.input.transcription.language == "en"
-        assert committed.item_id == delta.item_id == done.item_id
-        assert delta.delta == done.transcript
+        assert {committed.item_id, done.item_id} | {d.item_id for d in deltas} == {done.item_id}
+        assert "".join(d.delta for d in deltas) == done.transcript
         words = set(done.transcript.lower().replace(",", " ").replace(".", " ").split())
         assert {"quarterly", "meeting", "engineers", "march"} <= words, done.transcript
         assert done.usage.seconds == pytest.approx(len(pcm) / (RATE * 2), abs=0.01)
@@ -383,7 +387,7 @@ async def test_session_updates_are_checked(db: Database, ann: NewOwner, config: 
             update(transcription={"language": "rus", "prompt": "Kenobi"}),
             update(format={"type": "audio/pcmu"}),
             update(format={"type": "audio/pcm", "rate": 16000}),
-            update(turn_detection={"type": "server_vad"}),
+            update(turn_detection={"type": "semantic_vad"}),
             update(transcription={"language": "Ru", "prompt": "Kenobi"}),
         ):
             await send(connection)

@@ -78,6 +78,7 @@ def transcribe(client: openai.OpenAI, sample: Path, model: str = "whisper-1", **
 # translate); it is still there, and what clients of Whisper call.
 @pytest.mark.filterwarnings("ignore:deprecated:DeprecationWarning")
 @scenario("The OpenAI SDK transcribes and translates unchanged")
+@scenario("A streamed transcription sends text as it is recognized")
 @scenario("A bad key and an unreadable file get OpenAI's errors")
 @scenario("A recording submitted to the first is recognized by the second")
 async def test_the_sdk_against_a_real_service(
@@ -139,6 +140,7 @@ async def test_the_sdk_against_a_real_service(
                 client, RU, response_format="vtt", language="ru", model="whisper-base"
             ),
             "translation": lambda: _translate(client, RU),
+            "streamed": lambda: _streamed(client, EN),
         }
         got: dict[str, Any] = {}
         async with trio.open_nursery() as nursery:
@@ -191,6 +193,10 @@ async def test_the_sdk_against_a_real_service(
         assert vtt.startswith("WEBVTT\n\n00:00:0"), vtt
         _, translation = got["translation"]
         assert is_english(translation.text), translation.text
+        # Streamed, the recognizer's own segments as they are heard, the same words.
+        _, events = got["streamed"]
+        assert [e.type for e in events][-1] == "transcript.text.done"
+        assert "".join(e.delta for e in events[:-1]) == events[-1].text == json_.text
 
         # Each request is a record of the caller's, journaled as coming in by this door.
         async with httpx.AsyncClient(
@@ -216,6 +222,14 @@ async def test_the_sdk_against_a_real_service(
     for rid in ids:
         accepted = (await journal(db, uuid.UUID(rid)))[0]
         assert (accepted["kind"], accepted["detail"]) == ("accepted", {"via": "openai"})
+
+
+def _streamed(client: openai.OpenAI, sample: Path) -> Any:
+    with open(sample, "rb") as f:
+        raw = client.audio.transcriptions.with_raw_response.create(
+            model="whisper-1", file=f, stream=True, language="en"
+        )
+    return raw.headers[RECORDING], list(raw.parse())
 
 
 def _translate(client: openai.OpenAI, sample: Path) -> Any:

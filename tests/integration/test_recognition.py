@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import unicodedata
+import wave
 from pathlib import Path
 
 import asyncpg
@@ -31,8 +32,10 @@ from transcriber.audio.devices import (
     recognizer_info,
 )
 from transcriber.audio.models import ResolvedModel, resolve_model
+from transcriber.audio.normalize import decode_to_wav
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.audio.recognize import ModelUnavailable
+from transcriber.audio.threads import Control
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import accept_file
@@ -221,6 +224,22 @@ def test_recognizer_runs_niced(warm_recognizer: ProcessRecognizer) -> None:
     ours = os.getpriority(os.PRIO_PROCESS, 0)
     for pid in warm_recognizer.idle_pids():
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, ours + 10)
+
+
+@pytest.mark.scenario("openai", "A streamed transcription sends text as it is recognized")
+def test_a_child_sends_each_segment_as_it_is_heard(
+    warm_recognizer: ProcessRecognizer, tmp_path: Path
+) -> None:
+    en, twice = tmp_path / "en.wav", tmp_path / "twice.wav"
+    decode_to_wav(SAMPLES / "en.ogg", en, max_duration_s=60)
+    with wave.open(str(en), "rb") as r, wave.open(str(twice), "wb") as w:
+        w.setparams(r.getparams())
+        speech = r.readframes(r.getnframes())
+        w.writeframes(speech + b"\0\0" * 2 * r.getframerate() + speech)  # a pause: two
+    control = Control()
+    transcript = warm_recognizer.transcribe(twice, 26.0, "en", control)
+    assert len(transcript.segments) > 1
+    assert control.take_drafts() == [s["text"] for s in transcript.segments]
 
 
 # --- Decoding -------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ async def test_sigterm_mid_step_releases_the_record(
             lambda task_status: serve(
                 config,
                 options,
-                steps_for=lambda c: table(normalize=never),
+                steps_for=lambda c, **_: table(normalize=never),
                 notifier=Notifier({"NOTIFY_SOCKET": path}),
                 task_status=task_status,
             )

@@ -8,7 +8,8 @@ while recognitions keep every core busy.
 
 The protocol is JSON lines: the parent writes one request a line to the child's stdin;
 the child answers on its own copy of stdout (fd 1 itself is pointed at stderr, so
-nothing the engine prints can corrupt the protocol) with `progress` lines, then one
+nothing the engine prints can corrupt the protocol) with `progress` and `draft` lines (a
+recognized segment's text as it comes), then one
 `transcript` or `error` line. A request with `diarize` asks who spoke instead
 (transcriber.audio.speakers, its network loaded on first use): answered by one
 `diarization` or `error` line. The child first says `ready` (or `error` when its model
@@ -259,6 +260,8 @@ class ProcessRecognizer:
                 answer = self._read(child, control)
                 if "progress" in answer:
                     control.report(answer["progress"])
+                elif "draft" in answer:
+                    control.draft(answer["draft"])
                 elif key in answer:
                     self._give_back(child)
                     return answer[key]
@@ -312,7 +315,8 @@ class ProcessRecognizer:
 
 
 class _Reporter(Control):
-    """The child's control: progress goes to the parent, at most every REPORT_EVERY_S."""
+    """The child's control: progress goes to the parent at most every REPORT_EVERY_S,
+    each draft (a recognized segment's text) as it comes."""
 
     def __init__(self, send: Any):
         super().__init__()
@@ -324,6 +328,11 @@ class _Reporter(Control):
         if now - self._last >= REPORT_EVERY_S:
             self._last = now
             self._send({"progress": fraction})
+
+    def draft(self, text: str) -> None:
+        # At once: a segment is a few seconds of speech at least, and a batch's segments
+        # come together at its end (a throttle would hold them until the next batch).
+        self._send({"draft": text})
 
 
 def _exit_when_orphaned(parent: int) -> None:

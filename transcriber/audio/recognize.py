@@ -224,7 +224,11 @@ class WhisperRecognizer:
                     control.check()
                     control.report(min(1.0, (offset + piece.end) / max(duration_s, 1e-9)))
                 if piece.text.strip():
-                    segments.extend(segments_of(piece, offset))
+                    heard = segments_of(piece, offset)
+                    segments.extend(heard)
+                    if control is not None:
+                        for segment in heard:
+                            control.draft(segment["text"])
         return Transcript(" ".join(s["text"] for s in segments), segments, language, self.name)
 
     def _window(
@@ -235,8 +239,10 @@ class WhisperRecognizer:
         )
         common = {
             "language": language,
-            "task": options.task,
+            # Alignment recognizes the speech as it is, then times the owner's text by it.
+            "task": "translate" if options.task == "translate" else "transcribe",
             "initial_prompt": options.prompt,
+            "hotwords": hotwords(options),
             "temperature": temperature,
             "beam_size": 5,
             "word_timestamps": True,
@@ -254,6 +260,12 @@ class WhisperRecognizer:
             samples, batch_size=self.config.batch_size, vad_filter=True, **common
         )
         return pieces, info
+
+
+def hotwords(options: RecognitionOptions) -> str | None:
+    """The record's vocabulary as faster-whisper's hotwords (a phrase it reads as said
+    before each window): the terms with commas between them, as a list is written."""
+    return ", ".join(options.vocabulary) if options.vocabulary else None
 
 
 @attrs.frozen

@@ -80,8 +80,9 @@ class RemoteRecognizer:
             endpoint = self.url + "/v1/audio/transcriptions"
             if language:
                 data["language"] = language
-        if options.prompt:
-            data["prompt"] = options.prompt
+        prompt = remote_prompt(options)
+        if prompt:
+            data["prompt"] = prompt
         if options.temperature is not None:
             data["temperature"] = str(options.temperature)
         try:
@@ -110,6 +111,14 @@ class RemoteRecognizer:
     def model_name(self) -> str:
         """As the transcripts it makes name their model."""
         return f"remote:{self.model}"
+
+
+def remote_prompt(options: RecognitionOptions) -> str | None:
+    """The prompt a remote recognizer is sent: the vocabulary's terms (an OpenAI-compatible
+    server has no hotwords; a prompt naming them is how OpenAI says to spell names), then
+    the record's own prompt."""
+    parts = [", ".join(options.vocabulary) + "." if options.vocabulary else "", options.prompt]
+    return " ".join(p for p in parts if p) or None
 
 
 def parse_verbose_json(body: dict[str, Any], model: str) -> Transcript:

@@ -29,6 +29,7 @@ class Control:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._fraction: float | None = None
+        self._drafts: list[str] = []
         self._on_stop: list[Callable[[], None]] = []
 
     def check(self) -> None:
@@ -65,15 +66,28 @@ class Control:
             fraction, self._fraction = self._fraction, None
             return fraction
 
+    def draft(self, text: str) -> None:
+        """A piece of the work's output as it comes (a recognized segment's text), for a
+        caller that shows it before the work is done; the work's result is what counts."""
+        with self._lock:
+            self._drafts.append(text)
+
+    def take_drafts(self) -> list[str]:
+        with self._lock:
+            drafts, self._drafts = self._drafts, []
+            return drafts
+
 
 async def run_in_thread(
     work: Callable[[Control], T],
     progress: Callable[[float], Awaitable[None]] | None = None,
     *,
+    drafts: Callable[[list[str]], Awaitable[None]] | None = None,
     report_every_s: float = 1.0,
 ) -> T:
-    """Run `work(control)` in a thread; forward its progress reports at most every
-    `report_every_s`.
+    """Run `work(control)` in a thread; forward its progress reports, and its drafts
+    when asked, at most every `report_every_s` (drafts not yet forwarded when the work
+    returns are dropped: its result holds them).
 
     Cancellation: sets the stop flag, waits for the work to return (it checks the flag
     between pieces), then raises Cancelled. The thread is started at once, outside
@@ -92,17 +106,18 @@ async def run_in_thread(
             token.run_sync_soon(done.set)
 
     async def forward_progress() -> None:
-        assert progress is not None
         while True:
             await trio.sleep(report_every_s)
             fraction = control.take_report()
-            if fraction is not None:
+            if progress is not None and fraction is not None:
                 await progress(fraction)
+            if drafts is not None and (pieces := control.take_drafts()):
+                await drafts(pieces)
 
     trio.lowlevel.start_thread_soon(lambda: work(control), deliver, name="transcriber-work")
     try:
         async with trio.open_nursery() as nursery:
-            if progress is not None:
+            if progress is not None or drafts is not None:
                 nursery.start_soon(forward_progress)
             await done.wait()
             nursery.cancel_scope.cancel()

@@ -97,10 +97,15 @@ def _say(text: str, voice: tuple[str, str], speed: int, path: Path) -> np.ndarra
 
 
 def make_conversation(
-    path: Path, speakers: int, turns: int, seed: int = 0
+    path: Path,
+    speakers: int,
+    turns: int,
+    seed: int = 0,
+    voices: Sequence[tuple[str, str]] = VOICES,
+    sentences: int = 4,
 ) -> list[tuple[float, float, int]]:
-    """A 16 kHz mono wav at `path` of `turns` turns among `speakers` voices; answers the
-    reference turns (start, end, speaker index). Turns are 1–20 s (one to several
+    """A 16 kHz mono wav at `path` of `turns` turns among `speakers` of `voices`; answers
+    the reference turns (start, end, speaker index). Turns are 1–20 s (one to `sentences`
     sentences), a quarter of them single words in a quick back-and-forth; pauses
     between turns are 0.2–0.8 s."""
     rng = random.Random(seed)
@@ -113,9 +118,9 @@ def make_conversation(
         for i in range(turns):
             if i > 0:
                 speaker = (speaker + rng.randrange(1, speakers)) % speakers if speakers > 1 else 0
-            voice = VOICES[speaker % len(VOICES)]
+            voice = voices[speaker % len(voices)]
             short = rng.random() < 0.25
-            count = 1 if short else rng.randint(1, 4)
+            count = 1 if short else rng.randint(1, sentences)
             chosen = [
                 rng.choice([s for s in SENTENCES if len(s) < 16] if short else SENTENCES)
                 for _ in range(count)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -55,6 +56,13 @@ def bench_speakers(
     long_minutes: Annotated[
         float, typer.Option(help="instead: one conversation this long (memory, time)")
     ] = 0.0,
+    count_cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="instead: the count's methods on a tuning and a held-out set, "
+            "each conversation embedded once into this folder"
+        ),
+    ] = None,
 ) -> None:
     """Diarization on espeak-ng conversations of known turns: DER (missed, false alarm,
     confusion; 0.25 s collar), speaker counts, seconds, RTF and peak RSS beside
@@ -66,6 +74,11 @@ def bench_speakers(
             "bench-speakers needs espeak-ng and sox (apt-get install espeak-ng sox)", err=True
         )
         raise typer.Exit(2)
+    if count_cache is not None:
+        from transcriber.bench.speakers_count import main as count_table
+
+        typer.echo(count_table(count_cache))
+        return
     if long_minutes > 0:
         from transcriber.bench.speakers import long_conversation
 
@@ -73,6 +86,24 @@ def bench_speakers(
         return
     rows = bench(conversations, turns, speakers or [2, 4], recognition)
     typer.echo(table(rows))
+
+
+def bench_subtitles(
+    minutes: Annotated[float, typer.Option(help="minutes of speech (at least)")] = 5.0,
+    vocabulary: Annotated[bool, typer.Option(help="the vocabulary's clips too")] = True,
+) -> None:
+    """Subtitle profiles' rules broken per cue and words kept, on recognized and aligned
+    transcripts of speech made here; alignment's word-start error; the vocabulary's
+    effect on clips with rare names."""
+    from transcriber.bench.speakers import espeak_available
+    from transcriber.bench.subtitles import main as run_bench_subtitles
+
+    if not espeak_available():
+        typer.echo(
+            "bench-subtitles needs espeak-ng and sox (apt-get install espeak-ng sox)", err=True
+        )
+        raise typer.Exit(2)
+    raise typer.Exit(run_bench_subtitles(minutes, vocabulary))
 
 
 def bench_api(
@@ -88,3 +119,24 @@ def bench_api(
     from transcriber.bench.api_latency import main as run_bench_api
 
     raise typer.Exit(run_bench_api(clients, seconds, upload_gib, every))
+
+
+def bench_live(
+    sessions: Annotated[
+        list[int] | None, typer.Option(help="sessions at once (repeat: --sessions 2 --sessions 3)")
+    ] = None,
+    policy: Annotated[
+        list[str] | None, typer.Option(help="live text policies side by side: agreement, whole")
+    ] = None,
+    minutes: Annotated[
+        float, typer.Option(help="also one session this long: does its delay grow?")
+    ] = 0.0,
+) -> None:
+    """Live sessions of the real SDK at real-time pace against `serve`: word latency,
+    live WER against the reference and a batch transcript, CPU per audio second, and
+    the sessions held at once in real time, per policy."""
+    from transcriber.bench.live import main as run_bench_live
+
+    raise typer.Exit(
+        run_bench_live(sessions or [1, 2, 3], policy or ["agreement", "whole"], minutes)
+    )

@@ -23,6 +23,7 @@ from transcriber.cli.owner_commands import owner_app
 from transcriber.cli.share_commands import share_app
 from transcriber.cli.storage_commands import storage_app
 from transcriber.cli.subtitle_commands import subtitles_app
+from transcriber.cli.watch_commands import watch_app
 
 app = typer.Typer(
     add_completion=False,
@@ -34,6 +35,7 @@ app.add_typer(operator_app, name="operator")
 app.add_typer(share_app, name="share")
 app.add_typer(storage_app, name="storage")
 app.add_typer(subtitles_app, name="subtitles")
+app.add_typer(watch_app, name="watch")
 for command in (
     operator_commands.migrate,
     operator_commands.status,
@@ -48,7 +50,9 @@ for command in (
     bench_commands.bench,
     bench_commands.bench_audio,
     bench_commands.bench_speakers,
+    bench_commands.bench_subtitles,
     bench_commands.bench_api,
+    bench_commands.bench_live,
     model_commands.models,
 ):
     app.command()(command)

@@ -10,9 +10,11 @@ import trio
 import typer
 
 from transcriber.cli.running import (
+    ALIGN_HELP,
     LANGUAGE_HELP,
     SPEAKERS_HELP,
     TASK_HELP,
+    VOCABULARY_HELP,
     Refused,
     environment_failures,
     fail,
@@ -42,6 +44,10 @@ def submit(
     language: Annotated[str | None, typer.Option(help=LANGUAGE_HELP)] = None,
     task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
     speakers: Annotated[str | None, typer.Option(help=SPEAKERS_HELP)] = None,
+    vocabulary: Annotated[str | None, typer.Option(help=VOCABULARY_HELP)] = None,
+    align: Annotated[
+        Path | None, typer.Option(exists=True, dir_okay=False, readable=True, help=ALIGN_HELP)
+    ] = None,
     wait: Annotated[
         bool,
         typer.Option(help="wait until each is transcribed or stopped (a daemon does the work)"),
@@ -55,7 +61,7 @@ def submit(
     config = Config.from_env()
     # The service's default hint (TRANSCRIBER_LANGUAGE) is checked as one given here.
     language = language_option(language or config.language)
-    options = recognition_options(task, speakers)
+    options = recognition_options(task, speakers, vocabulary, align)
 
     async def work(db: Database) -> int:
         if owner is None:
@@ -105,6 +111,10 @@ def transcribe(
     task: Annotated[str, typer.Option(help=TASK_HELP)] = "transcribe",
     speakers: Annotated[str | None, typer.Option(help=SPEAKERS_HELP)] = None,
     subtitles: Annotated[str | None, typer.Option(help=SUBTITLES_HELP)] = None,
+    vocabulary: Annotated[str | None, typer.Option(help=VOCABULARY_HELP)] = None,
+    align: Annotated[
+        Path | None, typer.Option(exists=True, dir_okay=False, readable=True, help=ALIGN_HELP)
+    ] = None,
 ) -> None:
     """One shot: run the pipeline on FILE and print its transcript (exit 1 if stopped)."""
     from transcriber.daemon import require_model
@@ -120,7 +130,7 @@ def transcribe(
         fail(str(e), 2)
     if subtitles is not None and fmt not in ("srt", "vtt"):
         fail("--subtitles applies to --format srt or vtt", 2)
-    options = recognition_options(task, speakers)
+    options = recognition_options(task, speakers, vocabulary, align)
     config = Config.from_env()
     language = language_option(language or config.language)
     try:

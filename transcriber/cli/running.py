@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import trio
@@ -24,7 +25,7 @@ from transcriber.db.database import Database, DatabaseUnreachable
 from transcriber.db.embedded import EmbeddedFailed
 from transcriber.home import HomeUnusable
 from transcriber.languages import UnknownLanguage, language_hint
-from transcriber.options import BadOptions, RecognitionOptions
+from transcriber.options import BadOptions, RecognitionOptions, parse_vocabulary
 from transcriber.storage.blobs import StorageError
 
 T = TypeVar("T")
@@ -141,9 +142,34 @@ def language_option(value: str | None) -> str | None:
         fail(str(e), 2)
 
 
-def recognition_options(task: str, speakers: str | None = None) -> RecognitionOptions:
+VOCABULARY_HELP = (
+    "names and terms the recognizer is to hear, separated by commas; "
+    "default: TRANSCRIBER_VOCABULARY"
+)
+ALIGN_HELP = "a text file of the speech: the transcript is its words, each timed (task align)"
+
+
+def recognition_options(
+    task: str,
+    speakers: str | None = None,
+    vocabulary: str | None = None,
+    align: Path | None = None,
+) -> RecognitionOptions:
+    """The options of the command's flags; exit 2 naming what is wrong. `--align FILE`
+    makes the task `align` with FILE's text (UTF-8)."""
     try:
-        return RecognitionOptions(task=task, speakers=speakers)
+        text = None
+        if align is not None:
+            if task != "transcribe":
+                fail("--align is a task of its own: leave --task out", 2)
+            task = "align"
+            try:
+                text = align.read_text(encoding="utf-8-sig")
+            except (OSError, UnicodeDecodeError) as e:
+                fail(f"cannot read {align}: {e}", 2)
+        return RecognitionOptions(
+            task=task, speakers=speakers, vocabulary=parse_vocabulary(vocabulary), text=text
+        )
     except BadOptions as e:
         fail(str(e), 2)
 

@@ -33,6 +33,7 @@ async def store_upload(
     prompt: str | None = None,
     via: str = "api",
     speakers: str | None = None,
+    vocabulary: str | None = None,
 ) -> Accepted:
     """The request's body as `owner`'s recording, through the intake (`accept`: the
     owner's bounds, 507; the same request or Idempotency-Key again, the first record; the
@@ -61,6 +62,7 @@ async def store_upload(
                 task=task,
                 prompt=prompt,
                 speakers=speakers,
+                vocabulary=vocabulary,
             )
 
     try:

@@ -26,7 +26,7 @@ from typing import Generic, Protocol, TypeVar
 import attrs
 from fastapi import Request
 from fastapi.responses import Response
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, HTTPConnection
 
 from transcriber.db.database import Database
 from transcriber.http.deps import Db
@@ -72,12 +72,13 @@ def secret_hash(secret: str) -> bytes:
     return hashlib.sha256(secret.encode()).digest()
 
 
-def is_https(request: Request) -> bool:
+def is_https(request: HTTPConnection) -> bool:
+    """Over TLS, here or at a proxy that says so (a WebSocket's `wss` too)."""
     forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
-    return request.url.scheme == "https" or forwarded == "https"
+    return request.url.scheme in ("https", "wss") or forwarded == "https"
 
 
-def same_origin(request: Request) -> bool:
+def same_origin(request: HTTPConnection) -> bool:
     """False when the browser says the request comes from another site: an `Origin`
     other than this host, or `Sec-Fetch-Site: cross-site`. Browsers send one or both
     with every POST; a client that sends neither is not a browser acting for a page."""
@@ -88,6 +89,18 @@ def same_origin(request: Request) -> bool:
         return True
     host = request.headers.get("x-forwarded-host") or request.headers.get("host", "")
     return origin != "null" and urllib.parse.urlsplit(origin).netloc == host
+
+
+def from_own_page(connection: HTTPConnection) -> bool:
+    """The browser says the connection was opened by a page of this very origin: an
+    `Origin` of this scheme and host, and no `Sec-Fetch-Site: cross-site`. Stricter than
+    `same_origin`, for a WebSocket upgrade with a session cookie: browsers send the
+    cookie on another site's upgrade too, with its `Origin`; a client that names none is
+    not this site's page."""
+    origin = connection.headers.get("origin")
+    if origin is None or not same_origin(connection):
+        return False
+    return urllib.parse.urlsplit(origin).scheme == ("https" if is_https(connection) else "http")
 
 
 def check_origin(request: Request) -> None:

@@ -14,7 +14,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 
 from transcriber.intake import Described, Sink, TooLarge
 from transcriber.languages import language_hint
-from transcriber.options import RecognitionOptions
+from transcriber.options import ALIGN_TEXT_MAX, RecognitionOptions, parse_vocabulary
 from transcriber.records.owner_text import check_text as check_text  # openai.requests' too
 
 FORM_SLACK = 1 << 20
@@ -34,6 +34,9 @@ TITLE_MAX = 500
 PROMPT_MAX = 1000
 """Characters of a recognition prompt: Whisper reads only the last 224 tokens of it."""
 FILENAME_MAX = 255
+LONG_FIELDS = {"text": (ALIGN_TEXT_MAX * 4, 1)}
+"""The text to align has its own bound, in bytes (four a character at most), beside the
+form's other fields: one value."""
 
 
 class UploadRefused(Exception):
@@ -71,16 +74,27 @@ def clean_filename(value: str | None) -> str | None:
 
 
 def recognition_options(
-    task: str | None, prompt: str | None, speakers: str | None = None
+    task: str | None,
+    prompt: str | None,
+    speakers: str | None = None,
+    vocabulary: str | None = None,
+    text: str | None = None,
 ) -> RecognitionOptions:
-    """The recognition options of an upload's `task`, `prompt` and `speakers` fields; 422
-    for a task no recognizer has, a prompt that cannot be stored or speakers that are not
-    off, auto, a count or a range."""
+    """The recognition options of an upload's `task`, `prompt`, `speakers`, `vocabulary`
+    (terms separated by commas or new lines) and `text` (the owner's, for task `align`)
+    fields; 422 for a task no recognizer has, a prompt or text that cannot be stored,
+    speakers that are not off, auto, a count or a range, a vocabulary past its bounds."""
     try:
         if prompt:
             check_text(prompt, "prompt", PROMPT_MAX, lines=True)
+        if text:
+            text = check_text(text, "text", ALIGN_TEXT_MAX, lines=True)
         return RecognitionOptions(
-            task=task or "transcribe", prompt=prompt or None, speakers=speakers or None
+            task=task or "transcribe",
+            prompt=prompt or None,
+            speakers=speakers or None,
+            vocabulary=parse_vocabulary(vocabulary),
+            text=text or None,
         )
     except ValueError as e:  # BadOptions is one
         raise UploadRefused(422, str(e)) from None
@@ -120,7 +134,9 @@ class _Form:
     it parses a chunk; the file's bytes are collected in `pending` and written out by
     `receive_form` between chunks, so no more than a chunk is ever held."""
 
-    TEXT_FIELDS = frozenset({"title", "language", "task", "prompt", "speakers"})
+    TEXT_FIELDS = frozenset(
+        {"title", "language", "task", "prompt", "speakers", "vocabulary", "text"}
+    )
 
     def __init__(
         self,
@@ -334,24 +350,28 @@ async def receive(
     task: str | None = None,
     prompt: str | None = None,
     speakers: str | None = None,
+    vocabulary: str | None = None,
 ) -> Described:
     """Read a whole upload — a form or a raw audio body — into `into`; what it is.
 
-    `title`, `language`, `filename`, `task` and `prompt` come from the query; a form's
-    own fields win.
+    `title`, `language`, `filename`, `task`, `prompt`, `speakers` and `vocabulary` come
+    from the query; a form's own fields win (and only a form has the `text` to align).
     Raises TooLarge as soon as it is larger than `limit`, UploadRefused: 400 empty or
     malformed, 415 neither a form nor audio, 422 a field is invalid.
     """
     declared = _content_length(content_length)
+    text = None  # only a form carries it: a raw body's fields are in the query
     if is_form(content_type):
-        if declared is not None and declared > limit + FORM_SLACK:
+        if declared is not None and declared > limit + FORM_SLACK + LONG_FIELDS["text"][0]:
             raise TooLarge(f"the upload is larger than {limit} bytes")
-        form = await receive_form(chunks, content_type, into, limit)
+        form = await receive_form(chunks, content_type, into, limit, long_fields=LONG_FIELDS)
         title = form.fields.get("title", title)
         language = form.fields.get("language", language)
         task = form.fields.get("task", task)
         prompt = form.fields.get("prompt", prompt)
         speakers = form.fields.get("speakers", speakers)
+        vocabulary = form.fields.get("vocabulary", vocabulary)
+        text = form.fields.get("text")
         filename = form.filename if form.filename is not None else filename
     elif is_audio(content_type):
         if declared is not None and declared > limit:
@@ -373,7 +393,7 @@ async def receive(
         clean_filename(filename),
         _refuse_invalid(clean_title, title),
         _refuse_invalid(clean_language, language),
-        recognition_options(task, prompt, speakers),
+        recognition_options(task, prompt, speakers, vocabulary, text),
     )
 
 

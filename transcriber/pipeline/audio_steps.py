@@ -8,7 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+import trio
+
 from actors import Job, Progress, StepFn, StepTable, StopRecord
+from transcriber.audio.alignment import align
 from transcriber.audio.models import model_name
 from transcriber.audio.normalize import Rejected, decode_to_wav
 from transcriber.audio.processes import ProcessRecognizer
@@ -22,20 +25,26 @@ from transcriber.milestones import TRANSCRIBED
 from transcriber.options import RecognitionOptions
 from transcriber.pipeline.pg_queue import Saved
 from transcriber.pipeline.step_table import step_table
+from transcriber.records.drafts import Drafts
 from transcriber.speaker_options import SpeakersOption
 from transcriber.storage.blobs import Blobs, audio_name
 from transcriber.storage.configured import blobs_of
 
 
 def audio_steps(
-    config: Config, recognizer: ProcessRecognizer | None = None, *, warm: int = 0
+    config: Config,
+    recognizer: ProcessRecognizer | None = None,
+    *,
+    warm: int = 0,
+    drafts: Drafts | None = None,
 ) -> StepTable:
     """Recognition by the remote server when TRANSCRIBER_RECOGNIZER_URL is set, else by
     the local model in child processes (`recognizer`'s, when given: warm ones shared).
 
     `warm` children start loading the model now, so the first recognitions do not wait
     for it (about a second for base, much longer for a large model); they load at the
-    children's low priority while the service starts."""
+    children's low priority while the service starts. `drafts`: where local recognition
+    keeps the segments it has heard so far (a daemon's streamed OpenAI answers read them)."""
     diarizer: BlockingDiarizer
     if config.recognizer_url:
         recognize = remote_step(
@@ -47,7 +56,7 @@ def audio_steps(
     else:
         recognizer = recognizer or ProcessRecognizer(config)
         recognizer.warm(warm, wait=False)
-        recognize = recognize_step(config, recognizer, diarized=True)
+        recognize = recognize_step(config, recognizer, diarized=True, drafts=drafts)
         diarizer = recognizer
     return step_table(
         normalize=normalize_step(config),
@@ -130,25 +139,58 @@ class BlockingRecognizer(Protocol):
 
 
 def recognize_step(
-    config: Config, recognizer: BlockingRecognizer, *, diarized: bool = False
+    config: Config,
+    recognizer: BlockingRecognizer,
+    *,
+    diarized: bool = False,
+    drafts: Drafts | None = None,
 ) -> StepFn:
     """The step, with a recognizer whose blocking `transcribe(audio, duration, language,
     control, options)` runs in a thread: the engine itself, or a process of its own.
-    `diarized`: the table has a diarize step, which records with speakers off skip."""
+    `diarized`: the table has a diarize step, which records with speakers off skip.
+    `drafts`: the segments' texts are kept there as they are recognized, under this
+    claim's token."""
 
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
-        options = RecognitionOptions.from_json(job.inputs.get("options"))
+        options = recognition_options(config, job)
+        written = 0
+
+        async def keep_drafts(texts: list[str]) -> None:
+            nonlocal written
+            assert drafts is not None
+            await drafts.add(job.claim.id, job.claim.token, written, texts)  # type: ignore[arg-type]
+            written += len(texts)
+
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
             transcript = await run_in_thread(
-                lambda control: recognizer.transcribe(
-                    audio, job.inputs["duration_s"] or 0.0, language, control, options
+                lambda control: aligned(
+                    recognizer.transcribe(
+                        audio, job.inputs["duration_s"] or 0.0, language, control, options
+                    ),
+                    options,
                 ),
                 progress,
+                drafts=keep_drafts if drafts is not None else None,
             )
         return saved_transcript(transcript, skip_diarize=diarized and speakers_off(config, job))
 
     return recognize
+
+
+def recognition_options(config: Config, job: Job) -> RecognitionOptions:
+    """The record's options, its vocabulary the service's (TRANSCRIBER_VOCABULARY) when it
+    asks none."""
+    options = RecognitionOptions.from_json(job.inputs.get("options"))
+    return options.vocabulary_or(config.vocabulary)
+
+
+def aligned(transcript: Transcript, options: RecognitionOptions) -> Transcript:
+    """The transcript as the record asks: the owner's text timed by it for task `align`
+    (transcriber.audio.alignment), else as recognized."""
+    if options.task == "align" and options.text is not None:
+        return align(transcript, options.text)
+    return transcript
 
 
 def speakers_off(config: Config, job: Job) -> bool:
@@ -217,10 +259,14 @@ def diarize_step(config: Config, diarizer: BlockingDiarizer) -> StepFn:
 def remote_step(config: Config, recognizer: RemoteRecognizer, *, diarized: bool = False) -> StepFn:
     async def recognize(job: Job, progress: Progress) -> Saved:
         language = job.inputs.get("language") or config.language
+        options = recognition_options(config, job)
         async with blobs_of(config).local_file(job.inputs["audio_path"]) as audio:
-            transcript = await recognizer.transcribe(
-                audio, language, RecognitionOptions.from_json(job.inputs.get("options"))
-            )
+            transcript = await recognizer.transcribe(audio, language, options)
+        # A long text's alignment takes a while: off the event loop (abandoned, not
+        # stopped, when cancelled; it only computes).
+        transcript = await trio.to_thread.run_sync(
+            lambda: aligned(transcript, options), abandon_on_cancel=True
+        )
         return saved_transcript(transcript, skip_diarize=diarized and speakers_off(config, job))
 
     return recognize

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -87,6 +88,9 @@ def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
             "asked": r.get("speakers_asked"),
             "found": r.get("speaker_count"),
         },
+        # The owner's: the operator's card leaves it out (transcriber.pipeline.operator).
+        "task": r.get("task") or "transcribe",
+        "vocabulary": _terms(r.get("vocabulary")),
         "progress": r["progress"] if state in AT_WORK.values() else None,
         "duration_s": r["duration_s"],
         "language": r["language"],
@@ -99,3 +103,10 @@ def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
             "error": r["stop_error"],
         },
     }
+
+
+def _terms(stored: Any) -> list[str] | None:
+    """The record's vocabulary as stored (jsonb, which asyncpg may hand over as text)."""
+    if isinstance(stored, str):
+        stored = json.loads(stored)
+    return list(stored) if stored else None

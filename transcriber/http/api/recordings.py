@@ -22,7 +22,13 @@ from transcriber.http.owned_cards import (
 )
 from transcriber.http.uploads import PROMPT_MAX, TITLE_MAX
 from transcriber.languages import NAMES
-from transcriber.options import TASKS
+from transcriber.options import (
+    ALIGN_TEXT_MAX,
+    TASKS,
+    VOCABULARY_CHARS_MAX,
+    VOCABULARY_TERM_MAX,
+    VOCABULARY_TERMS_MAX,
+)
 from transcriber.records.archive import edit_owner_fields, records_page
 from transcriber.records.deletion import delete_own
 from transcriber.storage.configured import blobs_of
@@ -30,8 +36,22 @@ from transcriber.storage.configured import blobs_of
 TASK_SCHEMA = {
     "type": "string",
     "enum": list(TASKS),
-    "description": "transcribe (text in the speech's language, the default) "
-    "or translate (English text)",
+    "description": "transcribe (text in the speech's language, the default), "
+    "translate (English text) or align (the form's `text`, timed word by word)",
+}
+VOCABULARY_SCHEMA = {
+    "type": "string",
+    "maxLength": VOCABULARY_CHARS_MAX + VOCABULARY_TERMS_MAX * 2,
+    "description": f"names and terms the recognizer is to hear, separated by commas or "
+    f"new lines: at most {VOCABULARY_TERMS_MAX} terms of {VOCABULARY_TERM_MAX} characters, "
+    f"{VOCABULARY_CHARS_MAX} in all; default: the service's TRANSCRIBER_VOCABULARY",
+}
+TEXT_SCHEMA = {
+    "type": "string",
+    "maxLength": ALIGN_TEXT_MAX,
+    "description": "with task align: the owner's text of the speech, which the transcript "
+    "becomes, each word timed (words the audio has no room for are kept, marked "
+    "`timing: unplaced`)",
 }
 PROMPT_SCHEMA = {
     "type": "string",
@@ -69,6 +89,8 @@ UPLOAD_BODY = {
                     "task": TASK_SCHEMA,
                     "prompt": PROMPT_SCHEMA,
                     "speakers": SPEAKERS_SCHEMA,
+                    "vocabulary": VOCABULARY_SCHEMA,
+                    "text": TEXT_SCHEMA,
                 },
             }
         },
@@ -136,6 +158,13 @@ async def upload(
             description="for a raw body: off, auto, a count or a range such as 2-4",
         ),
     ] = None,
+    vocabulary: Annotated[
+        str | None,
+        Query(
+            max_length=VOCABULARY_SCHEMA["maxLength"],
+            description="for a raw body: names and terms, separated by commas",
+        ),
+    ] = None,
     idempotency_key: Annotated[
         str | None,
         Header(
@@ -146,10 +175,10 @@ async def upload(
         ),
     ] = None,
 ) -> JSONResponse:
-    """A multipart form (`file`, `title`, `language`, `task`, `prompt`, `speakers`) or the audio
-    itself as the body. The recording is stored (on disk, or whole in the object
-    store) and its record committed before the answer; 503 with Retry-After when
-    the store is unavailable."""
+    """A multipart form (`file`, `title`, `language`, `task`, `prompt`, `speakers`,
+    `vocabulary`, `text`) or the audio itself as the body. The recording is stored (on
+    disk, or whole in the object store) and its record committed before the answer; 503
+    with Retry-After when the store is unavailable."""
     got = await store_upload(
         request,
         db,
@@ -162,6 +191,7 @@ async def upload(
         task,
         prompt,
         speakers=speakers,
+        vocabulary=vocabulary,
     )
     return await card_response(db, owner, got.id, 201 if got.created else 200)
 

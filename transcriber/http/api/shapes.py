@@ -68,6 +68,13 @@ class Card(BaseModel):
         "spoke is still being found or that stopped)"
     )
     speakers: CardSpeakers
+    task: Literal["transcribe", "translate", "align"] = Field(
+        description="transcribe, translate, or align (the owner's text timed to the speech)"
+    )
+    vocabulary: list[str] | None = Field(
+        description="the names and terms the recognizer was told (the upload's `vocabulary`);"
+        " null: the service's default, if any"
+    )
     progress: float | None = Field(
         description="the fraction (0-1) of the step at work that is done, as the step last"
         " reported it; null while queued, done or stopped, and before the step's first"

@@ -69,3 +69,15 @@ def failed(item_id: str, message: str) -> dict[str, Any]:
         content_index=0,
         error={"type": "server_error", "code": "transcription_failed", "message": message},
     )
+
+
+def speech_started(item_id: str, audio_start_ms: int) -> dict[str, Any]:
+    """The server's VAD heard speech begin (the prefix padding included) at
+    `audio_start_ms` of the session's audio; the turn will be `item_id`."""
+    return event(
+        "input_audio_buffer.speech_started", item_id=item_id, audio_start_ms=audio_start_ms
+    )
+
+
+def speech_stopped(item_id: str, audio_end_ms: int) -> dict[str, Any]:
+    return event("input_audio_buffer.speech_stopped", item_id=item_id, audio_end_ms=audio_end_ms)

@@ -2,15 +2,19 @@
 transcription protocol (the `openai` SDK's `client.realtime.connect`).
 
 Before the upgrade is accepted: the owner's bearer token (the SDK sends it as
-`Authorization`), else a 401 in OpenAI's error shape and no socket; a query without
+`Authorization`) or the owner's page's session cookie from this site's own page
+(`session.caller`), else a 401 (a foreign Origin: 403) in OpenAI's error shape and no
+socket; a query without
 `intent=transcription`, a 400. After it: `session.created`, then each client event in
 turn — `session.update` → `session.updated`; `input_audio_buffer.append`;
-`input_audio_buffer.commit` → `input_audio_buffer.committed`, and when the turn is
-recognized `conversation.item.input_audio_transcription.delta` (the turn's text, which
-will not change) and `.completed`; `input_audio_buffer.clear` →
-`input_audio_buffer.cleared`. Anything refused — unreadable JSON, an unknown or
-unsupported event, a bad field, a bound passed — is an `error` event and the session
-goes on. Appends keep arriving while a turn is recognized; turns complete in order.
+`input_audio_buffer.commit` → `input_audio_buffer.committed`; while a turn is spoken
+`conversation.item.input_audio_transcription.delta` (words two passes agreed on, which
+will not change) and when it ends `.completed`; `input_audio_buffer.clear` →
+`input_audio_buffer.cleared`. With `turn_detection: server_vad` the server sends
+`input_audio_buffer.speech_started` / `speech_stopped` / `committed` itself. Anything
+refused — unreadable JSON, an unknown or unsupported event, a bad field, a bound passed
+— is an `error` event and the session goes on. Appends keep arriving while a turn is
+recognized; turns complete in order.
 
 When the socket closes, however it closes, the session's audio is kept (`kept.keep`).
 The middleware lets the websocket scope through untouched (`middleware.Guard` serves
@@ -20,19 +24,21 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
 from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 
+from transcriber.audio.voice import Judge, SileroVoice, Started, TurnDetector
 from transcriber.http.live import events
 from transcriber.http.live.errors import error_body
 from transcriber.http.live.kept import Spool, keep
-from transcriber.http.live.recognizer import LiveRecognizer, whisper_decode
-from transcriber.http.live.turns import RATE, LiveLimits, Refused, Turns
-from transcriber.owners import owner_of_token
+from transcriber.http.live.recognizer import LiveRecognizer, to_whisper, whisper_decode
+from transcriber.http.live.session import Refusal, caller
+from transcriber.http.live.stream import Stream
+from transcriber.http.live.turns import BYTES_PER_S, RATE, LiveLimits, Refused, Turns
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -52,27 +58,48 @@ SUPPORTED = frozenset(
 
 
 class Live:
-    """What every session of an application shares: the recognizer (its model loaded
-    on first use) and the bounds. `app.state.live`, made on the first session unless a
-    test set its own."""
+    """What every session of an application shares: the live decoder (its model loaded
+    on the first pass), the VAD's judge, and the bounds. `app.state.live`, made on the
+    first session unless a test set its own."""
 
-    def __init__(self, recognizer: LiveRecognizer, limits: LiveLimits):
+    def __init__(
+        self,
+        recognizer: LiveRecognizer,
+        limits: LiveLimits,
+        judge: Callable[[], Judge] = SileroVoice,
+    ):
         self.recognizer = recognizer
         self.limits = limits
+        self.judge = judge
+        self._judge: Judge | None = None
         self.open: dict[int, int] = {}
         """The sessions open, by owner."""
 
-    def enter(self, owner: int) -> bool:
-        """A place for one more session of `owner`, or False when they hold their bound."""
+    def enter(self, owner: int) -> str | None:
+        """A place for one more session of `owner`; else why not (429): the owner holds
+        their bound, or the service its bound of every owner's (what this machine
+        decodes in real time, TRANSCRIBER_LIVE_MAX_SESSIONS)."""
+        if sum(self.open.values()) >= self.limits.max_sessions:
+            return (
+                f"the service holds its most live sessions at once "
+                f"({self.limits.max_sessions}): try again later"
+            )
         if self.open.get(owner, 0) >= self.limits.owner_sessions:
-            return False
+            return f"at most {self.limits.owner_sessions} live sessions of an owner at once"
         self.open[owner] = self.open.get(owner, 0) + 1
-        return True
+        return None
 
     def leave(self, owner: int) -> None:
         self.open[owner] -= 1
         if not self.open[owner]:
             del self.open[owner]
+
+    def voice(self) -> Judge:
+        """The VAD's judge, loaded on the first session that asks for server VAD and
+        shared (Silero keeps no state between calls)."""
+        if self._judge is None:
+            self._judge = self.judge()
+        return self._judge
 
 
 def live_of(app: Any) -> Live:
@@ -81,15 +108,14 @@ def live_of(app: Any) -> Live:
         config = app.state.config
         live = Live(
             LiveRecognizer(whisper_decode(config)),
-            LiveLimits(max_session_s=config.max_duration_s),
+            LiveLimits(
+                max_session_s=config.max_duration_s,
+                max_sessions=config.live_max_sessions,
+                policy=config.live_policy,
+            ),
         )
         app.state.live = live
     return live
-
-
-def _token(websocket: WebSocket) -> str:
-    scheme, _, token = websocket.headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 async def _deny(websocket: WebSocket, status: int, message: str, code: str) -> None:
@@ -105,9 +131,9 @@ async def _deny(websocket: WebSocket, status: int, message: str, code: str) -> N
 @router.websocket("/v1/realtime")
 async def realtime(websocket: WebSocket) -> None:
     app = websocket.app
-    owner = await owner_of_token(app.state.db, _token(websocket))
-    if owner is None:
-        await _deny(websocket, 401, "a valid API token is required", "invalid_api_key")
+    owner = await caller(app.state.db, websocket)
+    if isinstance(owner, Refusal):
+        await _deny(websocket, owner.status, owner.message, owner.code)
         return
     if websocket.query_params.get("intent") != "transcription":
         await _deny(
@@ -118,13 +144,8 @@ async def realtime(websocket: WebSocket) -> None:
         )
         return
     live = live_of(app)
-    if not live.enter(owner):
-        await _deny(
-            websocket,
-            429,
-            f"at most {live.limits.owner_sessions} live sessions of an owner at once",
-            "too_many_sessions",
-        )
+    if (refused := live.enter(owner)) is not None:
+        await _deny(websocket, 429, refused, "too_many_sessions")
         return
     try:
         await websocket.accept()
@@ -161,8 +182,10 @@ async def _session(websocket: WebSocket, live: Live, owner: int) -> None:
 
 
 class Session:
-    """One socket's session: reads client events until the socket closes; each
-    committed turn is recognized in a task of its own."""
+    """One socket's session: reads client events until the socket closes; its turns are
+    followed by its stream (`stream.Stream`: deltas of the words that will not change,
+    then each turn completed, in order) in a task of its own. With server VAD the turns
+    start and end where the VAD hears speech start and stop."""
 
     def __init__(self, websocket: WebSocket, live: Live, turns: Turns):
         self.websocket = websocket
@@ -171,6 +194,11 @@ class Session:
         self.spool = Spool()
         self.sending = trio.Lock()
         self.id = events.new_id("sess")
+        self.stream = Stream(live.recognizer, live.limits, self.send)
+        self.detector: TurnDetector | None = None
+        self.prefix = bytearray()
+        """With server VAD, before speech: the last `prefix_padding_ms` of audio, which
+        the turn starts with when speech is heard."""
 
     async def send(self, message: dict[str, Any]) -> None:
         async with self.sending:
@@ -181,6 +209,7 @@ class Session:
         still being recognized are given up with the socket."""
         await self.send(events.event("session.created", session=self.described()))
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.stream.run)
             while True:
                 message = None
                 with trio.move_on_after(self.live.limits.idle_s):
@@ -190,7 +219,7 @@ class Session:
                     break
                 if message["type"] == "websocket.disconnect":
                     break
-                await self.handle(message, nursery)
+                await self.handle(message)
             nursery.cancel_scope.cancel()
 
     async def idle(self) -> None:
@@ -210,7 +239,7 @@ class Session:
             self.turns.described()
         )
 
-    async def handle(self, message: Mapping[str, Any], nursery: trio.Nursery) -> None:
+    async def handle(self, message: Mapping[str, Any]) -> None:
         client_event_id = None
         try:
             text = message.get("text")
@@ -224,7 +253,7 @@ class Session:
                 raise Refused("invalid_json", "an event is a JSON object")
             if isinstance(received.get("event_id"), str):
                 client_event_id = received["event_id"]
-            await self.dispatch(received, nursery)
+            await self.dispatch(received)
         except Refused as refused:
             await self.send(
                 events.error(
@@ -235,7 +264,7 @@ class Session:
                 )
             )
 
-    async def dispatch(self, received: dict[str, Any], nursery: trio.Nursery) -> None:
+    async def dispatch(self, received: dict[str, Any]) -> None:
         kind = received.get("type")
         if not isinstance(kind, str) or not kind:
             raise Refused("missing_required_parameter", "an event needs its type", "type")
@@ -246,30 +275,61 @@ class Session:
                 "type",
             )
         if kind == "session.update":
+            vad = self.turns.vad
             self.turns.update(received.get("session"))
+            if self.turns.vad != vad:
+                self.detector = (
+                    TurnDetector(self.turns.vad, self.live.voice()) if self.turns.vad else None
+                )
             await self.send(events.event("session.updated", session=self.described()))
         elif kind == "input_audio_buffer.append":
-            await self.spool.write(self.turns.append(received.get("audio")))
+            pcm = self.turns.append(received.get("audio"), trio.current_time())
+            await self.spool.write(pcm)
+            if self.detector is None:
+                await self.stream.add(self.turns.begin(), *self.hints(), pcm)
+            else:
+                await self.voiced(self.detector, pcm)
         elif kind == "input_audio_buffer.commit":
-            item, previous, pcm = self.turns.commit()
-            await self.send(events.committed(item, previous))
-            nursery.start_soon(self.recognize, item, pcm, self.turns.language, self.turns.prompt)
+            await self.commit()
         else:
             self.turns.clear()
+            self.stream.drop()
+            self.prefix = bytearray()
             await self.send(events.event("input_audio_buffer.cleared"))
 
-    async def recognize(
-        self, item: str, pcm: bytes, language: str | None, prompt: str | None
-    ) -> None:
-        try:
-            text = await self.live.recognizer.text(pcm, RATE, language, prompt)
-        except Exception:
-            log.exception("a live turn could not be recognized")
-            await self.send(events.failed(item, "the turn could not be recognized"))
-            return
-        if text:
-            await self.send(events.delta(item, text))
-        await self.send(events.completed(item, text, len(pcm) / (RATE * 2)))
+    def hints(self) -> tuple[str | None, str | None]:
+        return self.turns.language, self.turns.prompt
+
+    async def commit(self) -> None:
+        item, previous = self.turns.commit()
+        await self.send(events.committed(item, previous))
+        self.stream.close(item, *self.hints())
+
+    async def voiced(self, detector: TurnDetector, pcm: bytes) -> None:
+        """An append with server VAD: the audio joins the turn while speech goes on,
+        the prefix before it; speech starting opens a turn, stopping commits it (at
+        the append's 100 ms or so: the VAD's windows are finer than the turns need)."""
+        speaking = detector.speaking
+        found = detector.feed(to_whisper(pcm, RATE))
+        used = speaking
+        if speaking:
+            await self.stream.add(self.turns.begin(), *self.hints(), pcm)
+        for change in found:
+            if isinstance(change, Started):
+                item = self.turns.begin()
+                audio = bytes(self.prefix) + (b"" if used else pcm)
+                self.prefix, used = bytearray(), True
+                self.turns.turn_bytes = len(audio)
+                await self.send(events.speech_started(item, change.at_ms))
+                await self.stream.add(item, *self.hints(), audio)
+            else:
+                await self.send(events.speech_stopped(self.turns.begin(), change.at_ms))
+                await self.commit()
+        if detector.speaking and self.turns.turn_bytes >= self.live.limits.max_turn_s * BYTES_PER_S:
+            await self.commit()  # a monologue: its turns bounded, the speech goes on
+        if not detector.speaking and not used and self.turns.vad is not None:
+            keep = self.turns.vad.prefix_padding_ms * BYTES_PER_S // 1000 // 2 * 2
+            self.prefix = (self.prefix + pcm)[-keep:] if keep else bytearray()
 
 
 __all__ = ["Live", "live_of", "router"]

@@ -1,28 +1,26 @@
-"""Recognizing a committed turn: its 24 kHz audio resampled to Whisper's 16 kHz and
-decoded by faster-whisper in a worker thread, on one model loaded once in the serving
-process (on first use) and shared by every session, one decode at a time.
-
-A first version: the daemon's recognizers run in child processes
-(`transcriber.audio.processes`), so a native crash there ends one recognition; here it
-would end the server. The DESIGN's live decoder is a child process of its own; this one
-runs where the socket is, and a session that falls behind waits its turn."""
+"""A live session's passes over its buffer: the 24 kHz audio resampled to Whisper's
+16 kHz and decoded by the live decoder (`transcriber.audio.live`: a child process with
+the model loaded once, ahead of batch recognition on the CPU), one pass at a time for
+every session of the daemon, in the order asked (trio's lock is fair: no session waits
+behind another's two passes)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import trio
 
-from transcriber.audio.recognize import WhisperRecognizer
+from transcriber.audio.agreement import Word
+from transcriber.audio.live import LiveDecoder
 from transcriber.config import Config
 
 WHISPER_RATE = 16_000
 
-Decode = Callable[[np.ndarray, str | None, str | None], str]
-"""A turn's float32 samples at 16 kHz, its language hint and prompt → its text; runs in
-a worker thread."""
+Decode = Callable[[np.ndarray, str | None, str | None], "Sequence[Word] | str"]
+"""A buffer's float32 samples at 16 kHz, the language hint and prompt → its words (times
+from the buffer's start), or a text (a fake's: its words spread over the buffer); runs
+in a worker thread."""
 
 
 def to_whisper(pcm: bytes, rate: int) -> np.ndarray:
@@ -37,39 +35,49 @@ def to_whisper(pcm: bytes, rate: int) -> np.ndarray:
     return resampled.astype(np.float32)
 
 
-def whisper_decode(config: Config) -> Decode:
-    """The service's own model (`TRANSCRIBER_MODEL`, else the bundled base), greedy
-    decoding with the language and prompt of the session."""
-    recognizer = WhisperRecognizer(config)
+def whisper_decode(config: Config) -> LiveDecoder:
+    """The service's own model (`TRANSCRIBER_MODEL`, else the bundled base) in the live
+    child, started on the first pass."""
+    return LiveDecoder(config)
 
-    def decode(samples: np.ndarray, language: str | None, prompt: str | None) -> str:
-        model: Any = recognizer.model()
-        pieces, _ = model.transcribe(
-            samples,
-            language=language,
-            initial_prompt=prompt,
-            beam_size=1,
-            vad_filter=False,
-            condition_on_previous_text=False,
-        )
-        return " ".join(piece.text.strip() for piece in pieces if piece.text.strip())
 
-    return decode
+def spread(text: str, seconds: float) -> list[Word]:
+    """A text's words spread evenly over `seconds` (a decoder without word times)."""
+    pieces = text.split()
+    step = seconds / max(len(pieces), 1)
+    return [Word(i * step, (i + 1) * step, f" {p}") for i, p in enumerate(pieces)]
 
 
 class LiveRecognizer:
-    """Turns recognized one at a time (the CPU holds one decode well; two at once only
+    """Passes decoded one at a time (the CPU holds one decode well; two at once only
     slow each other down)."""
 
     def __init__(self, decode: Decode):
         self.decode = decode
         self.lock = trio.Lock()
 
-    async def text(self, pcm: bytes, rate: int, language: str | None, prompt: str | None) -> str:
-        """Cancellation: a cancelled wait gives up its place; a decode already running
-        finishes in its thread (abandoned), its text unused."""
-        samples = to_whisper(pcm, rate)
+    async def warm(self) -> None:
+        """Start the decoder's child and load its model, if it has one and has not
+        (a session's first words then wait for no model). Cancellation: the load goes
+        on in its thread and is used by the next pass."""
+        warm = getattr(self.decode, "warm", None)
+        if warm is not None:
+            await trio.to_thread.run_sync(warm, abandon_on_cancel=True)
+
+    async def words(
+        self, samples: np.ndarray, language: str | None, prompt: str | None
+    ) -> list[Word]:
+        """Cancellation: a cancelled wait gives up its place; a pass already running
+        finishes in its thread (abandoned), its words unused."""
         async with self.lock:
-            return await trio.to_thread.run_sync(
+            found = await trio.to_thread.run_sync(
                 self.decode, samples, language, prompt, abandon_on_cancel=True
             )
+        if isinstance(found, str):
+            return spread(found, samples.size / WHISPER_RATE)
+        return list(found)
+
+    async def text(self, pcm: bytes, rate: int, language: str | None, prompt: str | None) -> str:
+        """A whole buffer's text at once (the whole-turn policy bench-live compares)."""
+        words = await self.words(to_whisper(pcm, rate), language, prompt)
+        return "".join(w.text for w in words).strip()

@@ -1,6 +1,8 @@
-"""A live session's state, without I/O: what the client configured (`session.update`),
-the audio of the turn being spoken (`input_audio_buffer.append`), its commit and its
-clearing, and the bounds that keep a session's memory fixed whatever the client sends.
+"""A live session's state, without I/O: what the client configured (`session.update`,
+turns committed by the client or by the server's voice activity detection), the
+accounting of the turn being spoken (`input_audio_buffer.append`), its commit and its
+clearing, and the bounds that keep a session's memory and pace fixed whatever the
+client sends (the audio itself goes to the turn's stream, `transcriber.http.live.stream`).
 
 The protocol's audio is OpenAI's `audio/pcm`: 16-bit little-endian mono at 24 kHz."""
 
@@ -12,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from transcriber.audio.voice import ServerVad
 from transcriber.http.live.events import new_id
 from transcriber.languages import UnknownLanguage, language_hint
 from transcriber.options import RecognitionOptions
@@ -46,6 +49,27 @@ class LiveLimits:
     idle_s: float = 300.0
     """A session that sends nothing for this long is ended (and kept): a client that
     went away without the connection saying so holds no socket for ever."""
+    burst_s: float = 3.0
+    """Audio a client may send ahead of real time (after a network stall, say); past it
+    an append is refused (`rate_limit_exceeded`): a client that streams a file as fast
+    as it can would take the CPU of every other session."""
+    max_sessions: int = 2
+    """Live sessions of the whole service at once (TRANSCRIBER_LIVE_MAX_SESSIONS);
+    another is refused at the upgrade (429)."""
+    policy: str = attrs.field(
+        default="agreement", validator=attrs.validators.in_(("agreement", "whole"))
+    )
+    """`agreement`: LocalAgreement-2 deltas during the turn; `whole`: one pass when the
+    turn ends (bench-live compares them)."""
+    step_s: float = 1.0
+    """New audio between two passes over a turn's buffer."""
+    slow_step_s: float = 3.0
+    """The step of a session that fell behind (fewer passes, each over more audio)."""
+    behind_s: float = 6.0
+    """Audio not yet passed over after a pass: past it the session takes slow steps."""
+    give_up_s: float = 15.0
+    """Past it, with slow steps, the session stops its live text (an `error` event) and
+    goes on as a recording only: never a backlog that grows without bound."""
 
 
 @attrs.define
@@ -54,14 +78,23 @@ class Turns:
     language: str | None = None
     prompt: str | None = None
     model: str = "whisper-1"
-    buffer: bytearray = attrs.field(factory=bytearray)
+    vad: ServerVad | None = None
+    """`turn_detection`: None, the client commits each turn."""
+    turn_bytes: int = 0
+    """Audio of the turn being spoken (since its first append, or speech start)."""
+    item: str | None = None
+    """The item id of the turn being spoken, given at its first audio: deltas name it
+    before it is committed."""
     session_bytes: int = 0
     last_item: str | None = None
+    credit_s: float | None = None
+    """Seconds of audio the client may still send ahead of real time."""
+    credit_at: float = 0.0
 
     def described(self) -> dict[str, Any]:
         """The session's effective configuration, as `session.created`/`updated` say it
         (the SDK's `RealtimeTranscriptionSessionCreateRequest`). Turns are the
-        client's commits: `turn_detection` is null (the server's VAD is not here yet)."""
+        client's commits (`turn_detection` null) or the server's VAD's."""
         return {
             "type": "transcription",
             "audio": {
@@ -72,7 +105,7 @@ class Turns:
                         "language": self.language,
                         "prompt": self.prompt,
                     },
-                    "turn_detection": None,
+                    "turn_detection": self.vad.described() if self.vad else None,
                     "noise_reduction": None,
                 }
             },
@@ -97,12 +130,9 @@ class Turns:
                 "the input audio format must be audio/pcm at 24000 Hz",
                 "session.audio.input.format",
             )
-        if given.get("turn_detection") is not None:
-            raise Refused(
-                "unsupported",
-                "turn_detection must be null: commit each turn with input_audio_buffer.commit",
-                "session.audio.input.turn_detection",
-            )
+        vad = self.vad
+        if "turn_detection" in given:
+            vad = _vad(given["turn_detection"])
         language, prompt, model = self.language, self.prompt, self.model
         if "transcription" in given:
             asked = _object(given, "transcription", "session.audio.input.transcription")
@@ -121,11 +151,12 @@ class Turns:
             if "model" in asked:
                 # Any of OpenAI's names is taken; the service's own model recognizes.
                 model = _text(asked["model"], f"{where}.model") or model
-        self.language, self.prompt, self.model = language, prompt, model
+        self.language, self.prompt, self.model, self.vad = language, prompt, model, vad
 
-    def append(self, audio: Any) -> bytes:
-        """The audio of an append, decoded and added to the turn; refused whole when
-        it is not base64 of whole samples or would pass a bound."""
+    def append(self, audio: Any, now: float) -> bytes:
+        """The audio of an append, decoded and counted in the turn; refused whole when
+        it is not base64 of whole samples, would pass a bound, or comes faster than
+        real time past the burst (`now`: a monotonic clock in seconds)."""
         if not isinstance(audio, str):
             raise Refused("invalid_value", "audio must be a base64 string", "audio")
         too_large = Refused(
@@ -144,7 +175,7 @@ class Turns:
             raise too_large
         if len(pcm) % 2:
             raise Refused("invalid_value", "audio/pcm is 16-bit: whole samples only", "audio")
-        if len(self.buffer) + len(pcm) > self.limits.max_turn_s * BYTES_PER_S:
+        if self.vad is None and self.turn_bytes + len(pcm) > self.limits.max_turn_s * BYTES_PER_S:
             raise Refused(
                 "input_audio_buffer_full",
                 f"a turn holds at most {self.limits.max_turn_s:g} s of audio: commit it first",
@@ -156,27 +187,42 @@ class Turns:
                 f"a session holds at most {self.limits.max_session_s:g} s of audio",
                 "audio",
             )
-        self.buffer += pcm
+        seconds = len(pcm) / BYTES_PER_S
+        credit = self.limits.burst_s if self.credit_s is None else self.credit_s
+        credit = min(self.limits.burst_s, credit + max(0.0, now - self.credit_at))
+        if seconds > credit + 1e-6:
+            raise Refused(
+                "rate_limit_exceeded",
+                f"audio comes faster than real time: at most {self.limits.burst_s:g} s "
+                "ahead of the clock; send it as it is spoken",
+                "audio",
+            )
+        self.credit_s, self.credit_at = credit - seconds, now
+        self.turn_bytes += len(pcm)
         self.session_bytes += len(pcm)
         return pcm
 
-    def commit(self) -> tuple[str, str | None, bytes]:
-        """The turn's item id, the one before it, and its audio; the buffer is empty
-        after it."""
-        if len(self.buffer) < MIN_TURN_S * BYTES_PER_S:
+    def begin(self) -> str:
+        """The item id of the turn being spoken, given now if it has none."""
+        if self.item is None:
+            self.item = new_id("item")
+        return self.item
+
+    def commit(self) -> tuple[str, str | None]:
+        """The turn's item id and the one before it; the next audio is a new turn."""
+        if self.turn_bytes < MIN_TURN_S * BYTES_PER_S:
             raise Refused(
                 "input_audio_buffer_commit_empty",
-                f"the buffer holds {len(self.buffer) / BYTES_PER_S * 1000:.0f} ms of audio: "
+                f"the buffer holds {self.turn_bytes / BYTES_PER_S * 1000:.0f} ms of audio: "
                 f"a turn needs at least {MIN_TURN_S * 1000:.0f} ms",
             )
-        item, previous = new_id("item"), self.last_item
-        self.last_item = item
-        pcm, self.buffer = bytes(self.buffer), bytearray()
-        return item, previous, pcm
+        item, previous = self.begin(), self.last_item
+        self.last_item, self.item, self.turn_bytes = item, None, 0
+        return item, previous
 
     def clear(self) -> None:
         """The turn's audio forgotten by the recognizer; the session keeps it."""
-        self.buffer = bytearray()
+        self.turn_bytes, self.item = 0, None
 
 
 def _object(parent: dict[str, Any], key: str, param: str) -> dict[str, Any]:
@@ -186,6 +232,40 @@ def _object(parent: dict[str, Any], key: str, param: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise Refused("invalid_type", f"{param} must be an object", param)
     return value
+
+
+def _vad(given: Any) -> ServerVad | None:
+    """`turn_detection`: null, or OpenAI's `server_vad` with its three numbers."""
+    param = "session.audio.input.turn_detection"
+    if given is None:
+        return None
+    if not isinstance(given, dict) or given.get("type") != "server_vad":
+        raise Refused(
+            "unsupported",
+            'turn_detection is null (the client commits) or {"type": "server_vad"}',
+            param,
+        )
+    default = ServerVad()
+    threshold = given.get("threshold", default.threshold)
+    padding = given.get("prefix_padding_ms", default.prefix_padding_ms)
+    silence = given.get("silence_duration_ms", default.silence_duration_ms)
+    if (
+        not isinstance(threshold, int | float)
+        or isinstance(threshold, bool)
+        or not (0.0 <= threshold <= 1.0)
+    ):
+        raise Refused("invalid_value", "threshold is between 0 and 1", f"{param}.threshold")
+    for name, value, most in (
+        ("prefix_padding_ms", padding, 2000),
+        ("silence_duration_ms", silence, 10_000),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:
+            raise Refused(
+                "invalid_value", f"{name} is a whole number of ms, 0 to {most}", f"{param}.{name}"
+            )
+    # Others of OpenAI's fields (create_response, idle_timeout_ms…) concern responses,
+    # which a transcription session has none of: taken and ignored.
+    return ServerVad(float(threshold), padding, max(silence, 100))
 
 
 def _text(value: Any, param: str) -> str | None:

@@ -30,6 +30,8 @@ class AudioRequest:
     """Known speakers' names and reference clips (diarized_json names found speakers so)."""
     voices: list[tuple[str, Any]] = attrs.field(factory=list, eq=False)
     """Their voices (`speakers.reference_voices`), once taken."""
+    stream: bool = False
+    """The answer as OpenAI's server-sent events (`streamed`), not one body."""
 
 
 def verbose(c: dict[str, Any], t: Any, asked: AudioRequest) -> dict[str, Any]:

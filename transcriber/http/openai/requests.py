@@ -38,7 +38,7 @@ from transcriber.http.uploads import (
     receive_form,
 )
 from transcriber.intake import Described, Sink, TooLarge
-from transcriber.options import RecognitionOptions
+from transcriber.options import RecognitionOptions, parse_vocabulary
 
 WHISPER_1 = "whisper-1"
 
@@ -61,7 +61,11 @@ KEY_MAX = 200
 """Characters of an Idempotency-Key, as `POST /v1/recordings` takes it."""
 
 
-COMMON_FIELDS = frozenset({"model", "prompt", "response_format", "temperature", "language"})
+COMMON_FIELDS = frozenset(
+    {"model", "prompt", "response_format", "temperature", "language", "vocabulary"}
+)
+"""OpenAI's fields, and `vocabulary` (ours: names and terms the recognizer is to hear,
+separated by commas, as `POST /v1/recordings` takes them)."""
 
 
 IGNORED_FIELDS = frozenset(
@@ -82,7 +86,7 @@ a client that always sends them works, and otherwise unused (docs/api.md)."""
 
 
 DROPPED_FIELDS = IGNORED_FIELDS - {"stream"}
-"""The ignored fields thrown away as they are read (`stream` is read: true is refused)."""
+"""The ignored fields thrown away as they are read (`stream` is read: `parse_stream`)."""
 
 
 TRANSCRIPTION_FIELDS = (
@@ -103,9 +107,6 @@ def form_value(fields: dict[str, str], name: str) -> str | None:
 def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]) -> AudioRequest:
     """The form's fields as an AudioRequest; OpenAIError 400 naming the field that is
     wrong."""
-
-    def bad(param: str, message: str) -> OpenAIError:
-        return OpenAIError(400, message, code="invalid_value", param=param)
 
     model = form_value(fields, "model") or WHISPER_1
     if len(model) > MODEL_MAX:
@@ -137,14 +138,17 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
         # OpenAI: 0 means "raise the temperature as needed", which is the recognizer's
         # own fallback; only another value fixes it.
         temperature = temperature or None
+    try:
+        vocabulary = parse_vocabulary(form_value(fields, "vocabulary"))
+    except ValueError as e:
+        raise bad("vocabulary", str(e)) from None
     granularities = frozenset(lists.get("timestamp_granularities[]", ()))
     if unknown := granularities - set(GRANULARITIES):
         raise bad(
             "timestamp_granularities",
             f"timestamp_granularities takes segment and word, not {', '.join(sorted(unknown))}",
         )
-    if (form_value(fields, "stream") or "false").lower() not in ("false", "0"):
-        raise bad("stream", "streaming is not supported: leave stream out or false")
+    stream = parse_stream(form_value(fields, "stream"), response_format)
     if response_format == DIARIZED and task != "transcribe":
         raise bad("response_format", "diarized_json is for transcriptions, not translations")
     speakers = "auto" if response_format == DIARIZED else None
@@ -156,11 +160,44 @@ def parse_request(task: str, fields: dict[str, str], lists: dict[str, list[str]]
         task,
         model,
         language,
-        RecognitionOptions(task=task, prompt=prompt, temperature=temperature, speakers=speakers),
+        RecognitionOptions(
+            task=task,
+            prompt=prompt,
+            temperature=temperature,
+            speakers=speakers,
+            vocabulary=vocabulary,
+        ),
         response_format,
         granularities,
         known,
+        stream=stream,
     )
+
+
+STREAMED_FORMATS = ("json", "text")
+"""The formats OpenAI streams in: each `transcript.text.delta` event carries text."""
+
+
+def parse_stream(value: str | None, response_format: str) -> bool:
+    """Whether the answer is to be OpenAI's server-sent events (`stream=true`, a field of
+    transcriptions only, as OpenAI's): in json or text; any other value than true or
+    false is refused."""
+    word = (value or "false").lower()
+    if word in ("false", "0"):
+        return False
+    if word not in ("true", "1"):
+        raise bad("stream", f"stream must be true or false, not {value!r}")
+    if response_format not in STREAMED_FORMATS:
+        raise bad(
+            "stream",
+            f"a streamed answer is in json or text, not {response_format}: "
+            "leave stream out for that format",
+        )
+    return True
+
+
+def bad(param: str, message: str) -> OpenAIError:
+    return OpenAIError(400, message, code="invalid_value", param=param)
 
 
 async def receive_request(

@@ -4,18 +4,20 @@ OpenAI would) and `GET /v1/models`."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from actors.log import event
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db, Settings
-from transcriber.http.errors import MAY_RETRY, NO_RETRY, RETRY_AFTER
+from transcriber.http.errors import MAY_RETRY, NO_RETRY, NOT_STORED, RETRY_AFTER
 from transcriber.http.middleware import SLOT
 from transcriber.http.openai.answers import answer
 from transcriber.http.openai.errors import OpenAIError, OpenAIRoute, waiting_of
@@ -28,6 +30,7 @@ from transcriber.http.openai.requests import (
 )
 from transcriber.http.openai.shapes import ErrorBody
 from transcriber.http.openai.speakers import known_names
+from transcriber.http.openai.streamed import text_events
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS, card_path
 from transcriber.http.quotas import BUSY_RETRY_AFTER_S
 from transcriber.pipeline.audio_steps import recognizer_name
@@ -83,10 +86,30 @@ def deleted_error(rid: Any, headers: dict[str, str]) -> OpenAIError:
     )
 
 
+def streamed(
+    events: AsyncIterator[bytes], held: contextlib.ExitStack, headers: dict[str, str]
+) -> StreamingResponse:
+    """The events as the answer's body; `held` is let go when they end."""
+
+    async def body() -> AsyncIterator[bytes]:
+        with held:
+            async for chunk in events:
+                yield chunk
+
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers={**headers, **NO_RETRY, **NOT_STORED},
+    )
+
+
 async def recognize(
     request: Request, owner: int, db: Database, config: Config, task: str
 ) -> Response:
     """Take the request's audio as a record, wait for it, answer as OpenAI would.
+
+    With `stream=true`, the answer is OpenAI's server-sent events as the record is
+    recognized (`streamed.text_events`).
 
     Cancellation (the server cut at once): before the commit nothing is kept, the commit
     is shielded, and after it the record goes on without the request.
@@ -96,7 +119,8 @@ async def recognize(
         raise OpenAIError(
             503, "the service is stopping; try again shortly", code="service_unavailable"
         )
-    with waiting.owners_place(owner, config.owner_max_waiting) as placed:
+    with contextlib.ExitStack() as held:
+        placed = held.enter_context(waiting.owners_place(owner, config.owner_max_waiting))
         if not placed:
             raise OpenAIError(
                 429,
@@ -111,6 +135,10 @@ async def recognize(
         slot = request.scope.get(SLOT)
         if slot is not None:
             slot.release()
+        if asked.stream:
+            # The owner's place is held until the events end.
+            events = text_events(db, waiting, owner, rid, config.openai_wait_s)
+            return streamed(events, held.pop_all(), {RECORDING_HEADER: str(rid)})
         found = await outcome_unless_gone(request, db, owner, rid, config.openai_wait_s)
     headers = {RECORDING_HEADER: str(rid)}
     where = card_path(rid)
@@ -150,7 +178,15 @@ AUDIO_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "the transcript in the asked response_format; the record's id in "
         f"the {RECORDING_HEADER} header",
-        "content": {"application/json": {}, "text/plain": {}, "text/vtt": {}},
+        "content": {
+            "application/json": {},
+            "text/plain": {},
+            "text/vtt": {},
+            "text/event-stream": {
+                "description": "with stream=true: transcript.text.delta events as the "
+                "record is recognized, then transcript.text.done (or one error event)"
+            },
+        },
     },
     **{
         code: {

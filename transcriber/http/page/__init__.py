@@ -8,7 +8,8 @@ cookie (`session`); every record it shows is the signed-in owner's, and any othe
 answers 404 alike — pages, audio and downloads.
 
 A module per screen, each with its `router`: `sign_in`, `recordings` (the list),
-`upload`, `record` (the record page, its audio, waveform and downloads), `edits` (the
+`upload`, `microphone` (the Record button: captions while one speaks, kept as a
+record), `record` (the record page, its audio, waveform and downloads), `edits` (the
 owner's fields and corrections), `deletion`, `printing`, `speakers` (its forms),
 `shares` (its forms), `shared_view` (the stranger's view of a link); `html` has the
 templates, `text` the words of states and stops, `audio` the audio and its waveform.
@@ -29,6 +30,7 @@ from transcriber.http.page import (
     again,
     deletion,
     edits,
+    microphone,
     printing,
     record,
     recordings,
@@ -42,7 +44,7 @@ from transcriber.http.page.html import not_found_page
 from transcriber.http.page.session import SIGNIN_PATH, session_of
 from transcriber.http.sessions import SIGNIN_FORM_MAX
 
-_PAGE_PATH = re.compile(r"/(?:|signin|signout|upload|delete|recordings/[^/]+(?:/.*)?)")
+_PAGE_PATH = re.compile(r"/(?:|signin|signout|upload|delete|microphone|recordings/[^/]+(?:/.*)?)")
 
 STREAMED = frozenset({("POST", "/upload")})
 """(method, path) of the page's routes that stream their body under their own cap."""
@@ -85,6 +87,7 @@ FACE = Face(
         sign_in.router,
         recordings.router,
         upload.router,
+        microphone.router,
         record.router,
         edits.router,
         deletion.router,

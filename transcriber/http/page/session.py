@@ -25,6 +25,7 @@ from fastapi import Depends, Request
 
 from transcriber.db.database import Database
 from transcriber.http.deps import Db
+from transcriber.http.page_cookie import COOKIE, HTTPS_COOKIE
 from transcriber.http.sessions import (
     CSRF_FIELD,
     CSRF_HEADER,
@@ -63,11 +64,6 @@ __all__ = [
     "wants_html",
 ]
 
-COOKIE = "transcriber_session"
-"""The session cookie's name over plain HTTP: a browser refuses the `__Host-` prefix on
-a cookie that is not Secure, and a Secure cookie is not sent back over plain HTTP."""
-HTTPS_COOKIE = "__Host-" + COOKIE
-"""Its name over HTTPS."""
 SIGNIN_PATH = "/signin"
 
 

@@ -317,6 +317,11 @@
           if (item.language) body.append("language", item.language);
           const speakers = item.li.querySelector("input.speakers").value.trim() || form.speakers.value.trim();
           if (speakers) body.append("speakers", speakers);
+          const vocabulary = form.vocabulary.value.trim();
+          if (vocabulary) body.append("vocabulary", vocabulary);
+          // The owner's own text: the transcript is to be it, timed (task align).
+          const text = form.elements["align-text"].value;
+          if (text.trim()) { body.append("task", "align"); body.append("text", text); }
           body.append("file", item.file, item.file.name);
           return body;
         }, (f) => { bar.value = f; });

@@ -1,0 +1,189 @@
+"""What a scan sees of a watched folder, and when a file there is whole: the media
+files at its top level (never in subfolders, never hidden ones), each with its size and
+modification time, and the files whose size and time stayed the same across two scans a
+quiet period apart. Nothing here writes to the folder; every function that touches it
+blocks (the scan runs it in a thread)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+import attrs
+
+AUDIO_SUFFIXES = frozenset(
+    {"aac", "aif", "aiff", "amr", "caf", "flac", "m4a", "mka", "mp2", "mp3", "mpga", "oga"}
+    | {"ogg", "opus", "wav", "weba", "wma", "wv"}
+)
+VIDEO_SUFFIXES = frozenset(
+    {"3gp", "avi", "flv", "m4v", "mkv", "mov", "mp4", "mpeg", "mpg", "mts", "ogv", "ts"}
+    | {"webm", "wmv"}
+)
+MEDIA_SUFFIXES = AUDIO_SUFFIXES | VIDEO_SUFFIXES
+"""What a watch takes: the suffixes of the audio and video files the decoder reads. A
+transcript written beside one (.srt, .txt …) is never one of them."""
+
+MAX_LISTED = 10_000
+"""Media files one scan looks at in one folder: past it the rest waits (and the scan
+says so), so a folder of millions of files costs a bounded scan."""
+
+HASH_CHUNK = 1 << 20
+
+
+class FolderUnreadable(Exception):
+    """The folder cannot be listed: `reason` in one line for `watch list`."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@attrs.frozen
+class Entry:
+    """A media file as one scan saw it."""
+
+    name: str
+    size: int
+    mtime_ns: int
+    inode: int
+
+    @property
+    def stamp(self) -> tuple[int, int]:
+        return (self.size, self.mtime_ns)
+
+
+@attrs.frozen
+class Listing:
+    media: tuple[Entry, ...]
+    names: frozenset[str]
+    """Every name in the folder (the notes beside the media files among them)."""
+    cut: bool = False
+    """More media files than MAX_LISTED: the rest were not looked at."""
+
+
+def is_media(name: str) -> bool:
+    if name.startswith("."):
+        return False  # hidden: a copier's part file, ours (see transcriber.watch.writing)
+    suffix = name.rpartition(".")[2].lower() if "." in name else ""
+    return suffix in MEDIA_SUFFIXES
+
+
+def list_folder(folder: Path) -> Listing:
+    """The folder's media files (regular files, links not followed) and every name in it.
+    FolderUnreadable when it cannot be listed: not there, not a folder, no permission.
+    Blocking."""
+    media: list[Entry] = []
+    names: set[str] = set()
+    cut = False
+    try:
+        with os.scandir(folder) as entries:
+            for e in entries:
+                names.add(e.name)
+                if not is_media(e.name):
+                    continue
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # gone between the listing and its stat: not there
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                if len(media) >= MAX_LISTED:
+                    cut = True
+                    continue
+                media.append(Entry(e.name, st.st_size, st.st_mtime_ns, st.st_ino))
+    except OSError as e:
+        raise FolderUnreadable(f"{e.strerror or type(e).__name__}: {folder}") from None
+    media.sort(key=lambda m: (m.mtime_ns, m.name))  # the oldest first
+    return Listing(tuple(media), frozenset(names), cut)
+
+
+def stamp_of(path: Path) -> tuple[int, int] | None:
+    """The file's (size, mtime_ns) now, None when it is gone. Blocking."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+class NotTheFile(OSError):
+    """The name no longer opens the regular file the scan listed (replaced by a link,
+    a folder or another file since)."""
+
+
+def open_listed(path: Path, entry: Entry) -> int:
+    """A read-only descriptor of the file the scan listed as `entry`, never through a
+    symbolic link (one put in its place since the listing could point anywhere the
+    daemon may read: another owner's uploads). NotTheFile otherwise. Blocking."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_ino != entry.inode:
+        os.close(fd)
+        raise NotTheFile(f"{path} changed since it was listed")
+    return fd
+
+
+def content_hash(path: Path, entry: Entry) -> bytes:
+    """The sha256 of the file listed as `entry`. Blocking (hashlib lets other threads
+    run while it hashes)."""
+    digest = hashlib.sha256()
+    with open(open_listed(path, entry), "rb") as f:
+        while chunk := f.read(HASH_CHUNK):
+            digest.update(chunk)
+    return digest.digest()
+
+
+@attrs.define
+class Seen:
+    """One file as the scans of this process saw it: since when (the process's clock)
+    it has had this size and time, over how many scans, and its hash once read."""
+
+    entry: Entry
+    since: float
+    scans: int = 1
+    sha256: bytes | None = None
+    rest_until: float = 0.0
+    """Found taken by its hash (another name, a claim of another daemon), or refused
+    without a note: not tried again before then (a claim may run out meanwhile)."""
+
+
+@attrs.define
+class Observations:
+    """The files of one folder as this process's scans saw them. Kept in memory only:
+    what it decides is only *when* a file is whole; *whether* it was taken is the
+    database's (transcriber.watch.taking). A restart starts over, so a file waits one
+    more quiet period."""
+
+    quiet_s: float
+    seen: dict[str, Seen] = attrs.field(factory=dict)
+
+    def update(self, media: Iterable[Entry], now: float) -> None:
+        """This scan's media files at `now`: a file that changed starts its quiet period
+        again; a file no longer listed is forgotten."""
+        current: dict[str, Seen] = {}
+        for entry in media:
+            before = self.seen.get(entry.name)
+            if before is None or before.entry.stamp != entry.stamp:
+                current[entry.name] = Seen(entry, now)
+            else:
+                before.scans += 1
+                before.entry = entry  # an inode may change by a rename over it
+                current[entry.name] = before
+        self.seen = current
+
+    def quiet(self, now: float) -> list[Seen]:
+        """The files unchanged across two scans at least `quiet_s` apart, not resting."""
+        return [
+            s
+            for s in self.seen.values()
+            if s.scans >= 2 and now - s.since >= self.quiet_s and now >= s.rest_until
+        ]
+
+    def restart(self, name: str, now: float) -> None:
+        """`name` changed while it was read: its quiet period starts again."""
+        if name in self.seen:
+            self.seen[name].since = now
+            self.seen[name].scans = 1

@@ -1,0 +1,209 @@
+"""The watching in every `serve`: each scan period, every watch of an owner not revoked
+is scanned — its folder listed, its whole files taken (at most `watch_files_per_scan`
+read a scan), and the transcripts of its records that are done written beside them.
+
+A folder that cannot be read is said on its watch (`watch list`) and in the log, and the
+scan goes on with the next; nothing of one watch stops another's."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import trio
+
+from actors.log import event
+from transcriber.config import Config
+from transcriber.db.database import Database
+from transcriber.milestones import TRANSCRIBED
+from transcriber.storage.blobs import Blobs
+from transcriber.watch import outputs
+from transcriber.watch.folder import (
+    FolderUnreadable,
+    Listing,
+    Observations,
+    content_hash,
+    list_folder,
+    stamp_of,
+)
+from transcriber.watch.taking import CLAIM_S, FileChanged, Watch, take, too_large
+from transcriber.watch.writing import KEPT, sweep_parts, write_new
+
+OPEN_PER_SCAN = 100
+"""Takes of one watch whose record is looked at in one scan (the rest the next)."""
+
+
+def scanner_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@attrs.define
+class Watcher:
+    """One process's watching: what its scans saw of each folder (in memory), and the
+    database's word on what is taken."""
+
+    db: Database
+    blobs: Blobs
+    config: Config
+    clock: Callable[[], float] = trio.current_time
+    folders: dict[int, Observations] = attrs.field(factory=dict)
+
+    async def scan(self) -> None:
+        """One scan of every watch. Cancellation: between files; a file being taken is
+        let go (see transcriber.watch.taking.take)."""
+        rows = await self.db.fetch("watches_to_scan")
+        watches = [Watch(r["id"], r["owner_id"], r["folder"], tuple(r["formats"])) for r in rows]
+        self.folders = {w.id: self.folders.get(w.id) or self.observations() for w in watches}
+        budget = [self.config.watch_files_per_scan]
+        for w in watches:
+            try:
+                await self.scan_watch(w, budget)
+            except Exception as e:  # one watch's trouble is not another's
+                event(logging.ERROR, "watch_scan_failed", watch=w.id, error=repr(e))
+
+    def observations(self) -> Observations:
+        return Observations(self.config.watch_quiet_s)
+
+    async def scan_watch(self, w: Watch, budget: list[int]) -> None:
+        folder = Path(w.folder)
+        try:
+            listing = await trio.to_thread.run_sync(list_folder, folder)
+        except FolderUnreadable as e:
+            await self.db.execute("watch_scanned", w.id, scanner_name(), e.reason)
+            event(logging.WARNING, "watch_unreadable", watch=w.id, reason=e.reason)
+            return
+        await self.db.execute("watch_scanned", w.id, scanner_name(), None)
+        await self.take_whole(w, listing, budget)
+        await self.write_done(w)
+        await trio.to_thread.run_sync(sweep_parts, folder, listing.names)
+
+    async def take_whole(self, w: Watch, listing: Listing, budget: list[int]) -> None:
+        seen = self.folders[w.id]
+        seen.update(listing.media, self.clock())
+        if listing.cut:
+            event(logging.WARNING, "watch_folder_cut", watch=w.id, listed=len(listing.media))
+        taken = {
+            (r["name"], r["size_bytes"], r["mtime_ns"])
+            for r in await self.db.fetch("watch_taken_files", w.id)
+        }
+        for s in seen.quiet(self.clock()):
+            e = s.entry
+            if (e.name, e.size, e.mtime_ns) in taken:
+                continue
+            if e.size == 0 or outputs.stem(e.name) + outputs.REFUSED_SUFFIX in listing.names:
+                continue  # empty (a copy not begun), or refused before: its note says why
+            if budget[0] <= 0:
+                return  # the next scan goes on
+            if (big := too_large(self.config, e)) is not None:
+                if not await self.refused(w, e.name, big.message):
+                    s.rest_until = self.clock() + CLAIM_S
+                continue
+            budget[0] -= 1
+            path = Path(w.folder) / e.name
+            try:
+                if s.sha256 is None:
+                    s.sha256 = await trio.to_thread.run_sync(content_hash, path, e)
+                    if await trio.to_thread.run_sync(stamp_of, path) != e.stamp:
+                        raise FileChanged(str(path))
+                got = await take(self.db, self.blobs, self.config, w, e, s.sha256)
+            except FileChanged:
+                s.sha256 = None
+                seen.restart(e.name, self.clock())
+                event(logging.INFO, "watch_file_changed", watch=w.id, file=e.name)
+                continue
+            except OSError as err:  # gone or unreadable while read: the next scan says
+                s.sha256 = None
+                event(logging.WARNING, "watch_file_unreadable", watch=w.id, error=str(err))
+                continue
+            if got.outcome == "refused":
+                if not await self.refused(w, e.name, str(got.message)):
+                    s.rest_until = self.clock() + CLAIM_S
+            elif got.outcome == "already":
+                s.rest_until = self.clock() + CLAIM_S
+            elif got.outcome == "later":
+                event(logging.WARNING, "watch_take_later", watch=w.id, message=got.message)
+                s.rest_until = self.clock() + float(got.retry_after or 60)
+
+    async def refused(self, w: Watch, name: str, message: str) -> bool:
+        """The intake's refusal written beside the file as STEM.refused.txt: while it is
+        there the file is not tried again (removing it asks for another try). False when
+        no note could be written."""
+        event(logging.WARNING, "watch_refused", watch=w.id, message=message)
+        note = outputs.refused_note(message)
+        return await self.note(w, name, outputs.REFUSED_SUFFIX, note) not in (None, KEPT)
+
+    async def note(self, w: Watch, name: str, suffix: str, data: bytes) -> str | None:
+        """`data` beside file `name` as STEM+suffix, never over another file; None when
+        the folder could not be written (logged)."""
+        target = outputs.beside(w.folder, name, suffix)
+        try:
+            how = await trio.to_thread.run_sync(write_new, target, data)
+        except OSError as e:
+            event(logging.WARNING, "watch_write_failed", watch=w.id, error=str(e))
+            return None
+        if how == KEPT:
+            event(logging.WARNING, "watch_name_kept", watch=w.id, file=target.name)
+        return how
+
+    async def write_done(self, w: Watch) -> None:
+        """The transcripts of the watch's records that are done, beside their files; a
+        note beside those stopped. Cancellation: between writes (each is whole or not
+        there; a killed one is written again, or found the same)."""
+        for t in await self.db.fetch("watch_open_takes", w.id, OPEN_PER_SCAN):
+            sha, rid = bytes(t["content_sha256"]), t["recording_id"]
+            if not t["found"]:
+                await self.db.execute("watch_written", w.owner_id, sha, "record deleted")
+                continue
+            if t["milestone"] == TRANSCRIBED:
+                outcome = await self.write_formats(w, t["folder"], t["name"], rid)
+                if outcome is not None:
+                    await self.db.execute("watch_written", w.owner_id, sha, outcome)
+                continue
+            reason = t["stop_reason"]
+            if reason is not None and reason != t["noted_stop"]:
+                note = outputs.stopped_note(reason, rid)
+                w_at = Watch(w.id, w.owner_id, t["folder"], w.formats)
+                if await self.note(w_at, t["name"], outputs.STOPPED_SUFFIX, note) is not None:
+                    await self.db.execute("watch_noted_stop", w.owner_id, sha, reason)
+
+    async def write_formats(self, w: Watch, folder: str, name: str, rid: object) -> str | None:
+        """Each format of the record beside `name`; what became of each (`srt written,
+        txt kept`), or None to try again at the next scan (the folder not writable)."""
+        said = []
+        for fmt in w.formats:
+            data = await outputs.rendered(self.db, w.owner_id, rid, fmt)
+            if data is None:
+                return "record deleted"
+            how = await self.note(Watch(w.id, w.owner_id, folder, w.formats), name, f".{fmt}", data)
+            if how is None:
+                return None
+            said.append(f"{fmt} {how}")
+        return ", ".join(said)
+
+
+async def keep_watching(
+    db: Database,
+    blobs: Blobs,
+    config: Config,
+    *,
+    task_status: trio.TaskStatus[Watcher] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Scan every `watch_scan_s` until cancelled (0: this daemon watches nothing). A scan
+    that fails (the database away) is logged and the next one comes.
+
+    Cancellation: the only way out; a scan in flight is cut between files (a file being
+    taken is let go, its claim released or left to run out)."""
+    watcher = Watcher(db, blobs, config)
+    task_status.started(watcher)
+    if config.watch_scan_s <= 0:
+        return
+    while True:
+        try:
+            await watcher.scan()
+        except Exception as e:
+            event(logging.WARNING, "watch_scan_missed", error=str(e))
+        await trio.sleep(config.watch_scan_s)

@@ -1,0 +1,105 @@
+"""The operator's watches (`transcriber watch add|list|remove`): which owner's folder,
+with which formats, and what the daemons last found there."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import attrs
+
+from transcriber.db.database import Database
+from transcriber.owners import owner_named
+
+
+class NoSuchOwner(Exception):
+    pass
+
+
+@attrs.frozen
+class Added:
+    id: int
+    created: bool
+    folder: str
+    readable_here: str | None
+    """Why this command cannot list the folder (None: it can). The daemons may see
+    another filesystem or run as another user: a warning, not a refusal."""
+
+
+@attrs.frozen
+class WatchRow:
+    id: int
+    owner: str
+    folder: str
+    formats: tuple[str, ...]
+    created_at: dt.datetime
+    scanned_at: dt.datetime | None
+    scanned_by: str | None
+    scan_error: str | None
+    paused: bool
+    taken: int
+    waiting: int
+
+    @property
+    def state(self) -> str:
+        """What `watch list` says of it: ok, unreadable (why), paused, not scanned yet."""
+        if self.paused:
+            return "paused (owner revoked)"
+        if self.scanned_at is None:
+            return "not scanned yet"
+        if self.scan_error is not None:
+            return f"unreadable: {self.scan_error}"
+        return "ok"
+
+
+def folder_of(text: str) -> str:
+    """DIR as a watch keeps it: absolute, normalized (not resolved: a mount point or a
+    link the operator named stays what they named)."""
+    return os.path.normpath(os.path.abspath(os.path.expanduser(text)))
+
+
+def _readable_here(folder: str) -> str | None:
+    try:
+        with os.scandir(folder):
+            return None
+    except OSError as e:
+        return e.strerror or type(e).__name__
+
+
+async def add_watch(db: Database, owner: str, folder: str, formats: tuple[str, ...]) -> Added:
+    """Watch `folder` for `owner`, writing `formats`; the same folder again changes its
+    formats. NoSuchOwner. Cancellation: one statement."""
+    owner_id = await owner_named(db, owner)
+    if owner_id is None:
+        raise NoSuchOwner(owner)
+    path = folder_of(folder)
+    row = await db.fetchrow("watch_add", owner_id, path, list(formats))
+    assert row is not None
+    return Added(row["id"], row["created"], path, _readable_here(str(Path(path))))
+
+
+async def list_watches(db: Database) -> list[WatchRow]:
+    """Every watch. Cancellation: a plain read."""
+    return [
+        WatchRow(
+            r["id"],
+            r["owner"],
+            r["folder"],
+            tuple(r["formats"]),
+            r["created_at"],
+            r["scanned_at"],
+            r["scanned_by"],
+            r["scan_error"],
+            r["paused"],
+            r["taken"],
+            r["waiting"],
+        )
+        for r in await db.fetch("watch_list")
+    ]
+
+
+async def remove_watch(db: Database, watch_id: int) -> bool:
+    """End watch `watch_id` (what it took stays taken); False if there is none.
+    Cancellation: one statement."""
+    return await db.fetchrow("watch_remove", watch_id) is not None
