@@ -33,11 +33,12 @@ FROM rec, event
 -- `recording_by_fingerprint`. Like `accept`, it wakes an idle worker on
 -- `transcriber_work`. $10: the door it came in by, journaled as the event's `via`
 -- ('api': the API's upload route, 'page': the owner's page, 'openai': the
--- OpenAI-compatible endpoint, 'cli': the command line).
+-- OpenAI-compatible endpoint, 'cli': the command line). $11: which of the options the
+-- owner's defaults filled in (sql/0025), for the card.
 WITH rec AS (
     INSERT INTO recordings (owner_id, filename, size_bytes, source_path, language, title,
-                            idempotency_key, options, idempotency_fingerprint)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::jsonb, '{}'), $9)
+                            idempotency_key, options, idempotency_fingerprint, from_settings)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::jsonb, '{}'), $9, $11)
     -- Either idempotency_once or recordings_same_request_once (ON CONFLICT names one).
     ON CONFLICT DO NOTHING
     RETURNING id, milestone

@@ -194,6 +194,8 @@ def pages(served: Served) -> list[tuple[str, str, str]]:
         ("owner print", f"/recordings/{rid}/print", "#print-title"),
         ("owner unknown address", "/no/such/page", "main h1"),
         ("owner microphone", "/microphone", "#record-start"),
+        ("owner settings", "/settings", "#settings-form"),
+        ("owner voices", "/voices", "#voices-title"),
         ("share holder", "/" + share, "main"),
         ("share refused", "/s/" + "x" * 43, "#share-gone"),
         ("operator sign-in", "/ops/signin", "#token"),

@@ -70,6 +70,8 @@ CARD_FIELDS = {
     # How it was asked to be recognized: the task, and the owner's vocabulary.
     "task",
     "vocabulary",
+    # Which of those came from the owner's settings (tests/integration/test_owner_settings.py).
+    "from_settings",
     "links",
 }
 
@@ -337,6 +339,13 @@ async def test_openapi_describes_every_endpoint(base_url: str) -> None:
         ("POST", "/v1/audio/transcriptions"),
         ("POST", "/v1/audio/translations"),
         ("GET", "/v1/models"),
+        # The owner's memory (tests/integration/test_owner_settings.py, test_voices.py)
+        ("GET", "/v1/settings"),
+        ("PATCH", "/v1/settings"),
+        ("GET", "/v1/voices"),
+        ("POST", "/v1/voices"),
+        ("PATCH", "/v1/voices/{voice_id}"),
+        ("DELETE", "/v1/voices/{voice_id}"),
     } == paths
     assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     card = schema["components"]["schemas"]["Card"]["properties"]

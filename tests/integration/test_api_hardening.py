@@ -588,6 +588,10 @@ NOT_OWNER_FACING = {
     # record, and so its owner, is gone; the to-do rows are every owner's, read by none.
     "unfinished_removals": "the daemons' removal round, not a request",
     "removal_done": "the daemons' removal round, not a request",
+    # The recognize step's drafts (records/drafts.py): written by the claim's holder,
+    # fenced by its token, not by a request; the streamed answer reads `owner_draft`.
+    "drafts_begin": "the recognize step's write, fenced by its claim token",
+    "drafts_add": "the recognize step's write, fenced by its claim token",
     # The page's sign-in sessions: no record of an owner is read or written by these.
     "page_session": "finds the session of a cookie's secret: there is no owner yet",
     "page_session_add": "makes a session for the owner whose token was just checked "

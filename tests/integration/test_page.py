@@ -634,6 +634,7 @@ def test_page_paths_are_told_from_the_api() -> None:
                 label="2",
                 share_id=rid,
                 secret="A" * 43,
+                voice_id=rid,
             )
             assert face.authenticates(path), path
     for path in (
@@ -668,6 +669,7 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
                 secret="A" * 43,
                 label="2",
                 batch=rid,
+                voice_id=rid,
             )
             if path in app_module.PUBLIC_PATHS:
                 continue

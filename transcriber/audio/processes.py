@@ -246,7 +246,10 @@ class ProcessRecognizer:
             control,
         )
         return Diarization(
-            [Turn(*t) for t in answer["turns"]], answer["speakers"], answer["speech_s"]
+            [Turn(*t) for t in answer["turns"]],
+            answer["speakers"],
+            answer["speech_s"],
+            {int(k): v for k, v in answer.get("voices", {}).items()},
         )
 
     def _ask(self, request: dict[str, Any], key: str, control: Control | None) -> Any:
@@ -430,6 +433,7 @@ class _Diarizer:
                         "turns": [[t.start, t.end, t.speaker] for t in result.turns],
                         "speakers": result.speakers,
                         "speech_s": result.speech_s,
+                        "voices": {str(k): v for k, v in result.voices.items()},
                     }
                 }
             )

@@ -52,9 +52,11 @@ def turns_of(
     windows: Sequence[tuple[float, float]],
     labels: Sequence[int],
     stretches: Sequence[tuple[float, float]],
+    order: dict[int, int] | None = None,
 ) -> list[Turn]:
     """Turns from labelled windows: a change halfway through two labels' overlap; each
-    turn kept within the speech stretches it came from; labels renumbered by first speech."""
+    turn kept within the speech stretches it came from; labels renumbered by first speech
+    (`order`, when given, is filled with each label's speaker number)."""
     raw: list[list[Any]] = []
     for (start, end), label in zip(windows, labels, strict=True):
         if raw and raw[-1][2] == label and start <= raw[-1][1]:
@@ -72,7 +74,7 @@ def turns_of(
             lo, hi = max(start, s), min(end, e)
             if hi > lo:
                 clipped.append((lo, hi, int(label)))
-    order: dict[int, int] = {}
+    order = {} if order is None else order
     out: list[Turn] = []
     for start, end, label in sorted(clipped):
         speaker = order.setdefault(label, len(order))
@@ -88,6 +90,9 @@ class Diarization:
     turns: list[Turn]
     speakers: int
     speech_s: float
+    voices: dict[int, list[float]] = attrs.field(factory=dict)
+    """Each found speaker's voice: the unit-length mean of their windows' embeddings
+    (what an owner's library of voices keeps and matches, transcriber.records.voices)."""
 
 
 def diarize(
@@ -122,13 +127,31 @@ def diarize(
             control.report(min(0.95, (offset + len(samples) / SAMPLE_RATE) / duration_s))
     if not windows:
         return Diarization([], 0, 0.0)
-    labels = cluster(np.concatenate(parts), option, windows)
-    turns = turns_of(windows, list(labels), stretches)
+    embeddings = np.concatenate(parts)
+    labels = cluster(embeddings, option, windows)
+    order: dict[int, int] = {}
+    turns = turns_of(windows, list(labels), stretches, order)
     return Diarization(
         turns,
         len({t.speaker for t in turns}),
         round(sum(t.end - t.start for t in turns), 3),
+        mean_voices(embeddings, labels, order),
     )
+
+
+def mean_voices(
+    embeddings: np.ndarray[Any, Any],
+    labels: Sequence[int] | np.ndarray[Any, Any],
+    order: Mapping[int, int],
+) -> dict[int, list[float]]:
+    """Each speaker's unit-length mean of the embeddings of their labels' windows."""
+    out: dict[int, list[float]] = {}
+    labelled = np.asarray(labels)
+    for label, speaker in order.items():
+        mean = embeddings[labelled == label].mean(0)
+        mean = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        out[speaker] = [round(float(x), 6) for x in mean]
+    return out
 
 
 # -- speakers on a transcript ------------------------------------------------------------------

@@ -59,8 +59,9 @@ def submit(
     from transcriber.pipeline.operator import card
 
     config = Config.from_env()
-    # The service's default hint (TRANSCRIBER_LANGUAGE) is checked as one given here.
-    language = language_option(language or config.language)
+    # None when not given: the owner's default language, else the service's
+    # (TRANSCRIBER_LANGUAGE, applied by the recognize step).
+    language = language_option(language)
     options = recognition_options(task, speakers, vocabulary, align)
 
     async def work(db: Database) -> int:
@@ -132,7 +133,9 @@ def transcribe(
         fail("--subtitles applies to --format srt or vtt", 2)
     options = recognition_options(task, speakers, vocabulary, align)
     config = Config.from_env()
-    language = language_option(language or config.language)
+    # None when not given: the owner's default language, else the service's
+    # (TRANSCRIBER_LANGUAGE, applied by the recognize step).
+    language = language_option(language)
     try:
         require_model(config)
     except environment_failures() as e:

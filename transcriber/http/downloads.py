@@ -28,6 +28,7 @@ from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import owned_card
 from transcriber.records.archive import transcript
 from transcriber.records.corrections import Corrections, corrected, corrections_of
+from transcriber.records.settings import owner_settings
 from transcriber.records.speaker_names import default_label, owner_speakers
 from transcriber.subtitles import check, cues, profiles
 
@@ -136,13 +137,17 @@ async def transcript_response(
     checker's report of that file as JSON; 409 with the card until it is transcribed;
     404 if the record is not the owner's; 422 for an unknown profile (before any read).
     Cancellation: plain reads."""
+    if profile is None and kind in ("srt", "vtt") and not shared:
+        # The owner's default profile (their settings), for them only: a link holder
+        # gets the service's, knowing nothing of the owner's settings.
+        profile = (await owner_settings(db, owner)).subtitle_profile
     rules = subtitle_profile(kind, profile, report)
     c = await owned_card(db, owner, recording_id)
     if not c["readable"]:
         return JSONResponse(c, status_code=409, headers=DOWNLOAD_HEADERS)
     t = await transcript(db, owner, c["id"])
     text, segments, labels = await owner_transcript(
-        db, owner, c["id"], t, machine=machine and not shared
+        db, owner, c["id"], t, machine=machine and not shared, voices=not shared
     )
     if shared:
         segments = shown_to_others(segments)
@@ -207,11 +212,12 @@ async def owner_transcript(
     t: dict[str, Any] | None,
     *,
     machine: bool = False,
+    voices: bool = True,
 ) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
     """The text and segments of the owner's record's transcript `t` as every rendering
     shows them (the page, the downloads, the API's routes): `owner_parts`, without their
     addresses. Cancellation: plain reads."""
-    text, shown, labels = await owner_parts(db, owner, rid, t, machine=machine)
+    text, shown, labels = await owner_parts(db, owner, rid, t, machine=machine, voices=voices)
     return text, [p.shown for p in shown], labels
 
 
@@ -222,18 +228,21 @@ async def owner_parts(
     t: dict[str, Any] | None,
     *,
     machine: bool = False,
+    voices: bool = True,
 ) -> tuple[str, list[Part], dict[str, str]]:
     """The text and parts of the owner's record's transcript `t`: corrected unless
     `machine`, and on a diarized record with speakers, named and chosen by the owner and
     split where they change (`transcriber.audio.speakers.parts`, each part addressed by
     its segment and first word, as the owner's moves and corrections of a part are); and
-    each shown speaker's found label by its name. Cancellation: plain reads."""
+    each shown speaker's found label by its name. `voices`: with the names the owner's
+    library of voices gave (False for a link holder: nothing of a voice is shown to
+    others). Cancellation: plain reads."""
     text, segments = ("", []) if t is None else (t["text"], t["segments"])
     fixes = Corrections() if machine else await corrections_of(db, owner, rid)
     text, segments = corrected(text, segments, fixes.whole)
     if t is None or t.get("turns") is None:
         return text, [Part(i, 0, True, s) for i, s in enumerate(segments)], {}
-    said = await owner_speakers(db, owner, rid)
+    said = await owner_speakers(db, owner, rid, voices=voices)
     turns = [Turn(*turn) for turn in t["turns"]]
     shown = parts(segments, turns, said.names, said.choices, fixes.parts)
     if fixes.parts:

@@ -20,6 +20,7 @@ from transcriber.records.speaker_names import (
     owner_speakers,
     speaker_number,
 )
+from transcriber.records.voices import forget_match
 
 NOT_DIARIZED = "the record's speakers were not told apart (speakers off, or not yet)"
 
@@ -60,6 +61,9 @@ async def rename(
         "named": stored is not None,
     }
     await name_speaker(db, owner, rid, n, stored, detail)
+    if stored is None:
+        # Back to the found label means that, not to a name a voice gave it.
+        await forget_match(db, owner, rid, n)
     return {"label": default_label(n), "name": stored or default_label(n)}
 
 

@@ -17,6 +17,7 @@ from transcriber.db.database import Database
 from transcriber.intake.refusals import Conflicted, KeyReused, Unconfirmed
 from transcriber.intake.room import Limits, audio_fits, room_for, room_refusals
 from transcriber.intake.sink import Described, Sink
+from transcriber.records.settings import owner_settings, with_defaults
 from transcriber.storage.blobs import Blobs, Incoming
 
 ACCEPT_TIMEOUT_S = 30.0
@@ -81,7 +82,13 @@ async def accept(
             if room is not None:
                 await audio_fits(room, into.ref)
             fingerprint = sink.fingerprint(told) if dedupe or key is not None else None
-            return await _commit(db, owner, into, told, key, fingerprint, via)
+            # The owner's defaults fill in what the request did not say, after its
+            # fingerprint: the same request sent again is the same whatever the settings.
+            language, options, used = with_defaults(
+                await owner_settings(db, owner), told.language, told.options
+            )
+            told = attrs.evolve(told, language=language, options=options)
+            return await _commit(db, owner, into, told, key, fingerprint, via, used)
 
 
 COMMIT_ATTEMPTS = 3
@@ -98,6 +105,7 @@ async def _commit(
     key: str | None,
     fingerprint: bytes | None,
     via: str,
+    used: tuple[str, ...] = (),
 ) -> Accepted:
     """Commit the record of the received `into`; the first one instead when `key` was
     used meanwhile by the same request (KeyReused by another), or without a key the
@@ -105,7 +113,7 @@ async def _commit(
     deleted between the conflict and its read, this request makes a record of its own
     (Conflicted if the race repeats past COMMIT_ATTEMPTS)."""
     for _ in range(COMMIT_ATTEMPTS):
-        rid = await _insert(db, owner, into, told, key, fingerprint, via)
+        rid = await _insert(db, owner, into, told, key, fingerprint, via, used)
         if rid is not None:
             into.keep()
             return Accepted(rid, True, into.size)
@@ -138,8 +146,10 @@ async def _insert(
     key: str | None,
     fingerprint: bytes | None,
     via: str,
+    used: tuple[str, ...] = (),
 ) -> uuid.UUID | None:
-    """The id of the record inserted for `into`, or None when its key or fingerprint
+    """The id of the record inserted for `into` (`used`: the owner's settings that
+    filled in its options), or None when its key or fingerprint
     conflicts with a record committed first.
 
     Cancellation: shielded with a deadline; a cancel or a broken connection keeps the
@@ -160,6 +170,7 @@ async def _insert(
                 told.options.to_json(),
                 fingerprint,
                 via,
+                list(used),
             )
         except asyncpg.PostgresError:
             raise  # refused by the database: surely no record; the file goes

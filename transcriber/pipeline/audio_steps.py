@@ -26,6 +26,7 @@ from transcriber.options import RecognitionOptions
 from transcriber.pipeline.pg_queue import Saved
 from transcriber.pipeline.step_table import step_table
 from transcriber.records.drafts import Drafts
+from transcriber.records.voices import MATCH_COSINE, found_voices
 from transcriber.speaker_options import SpeakersOption
 from transcriber.storage.blobs import Blobs, audio_name
 from transcriber.storage.configured import blobs_of
@@ -248,9 +249,12 @@ def diarize_step(config: Config, diarizer: BlockingDiarizer) -> StepFn:
                 )
             except WeightsMissing as e:
                 raise StopRecord("speaker_model_missing", str(e)) from None
+        turns = [[t.start, t.end, t.speaker] for t in found.turns]
+        # The found voices go to the commit, which keeps them and names the speakers
+        # after the owner's library only if the owner remembers voices (sql/0026).
         return Saved(
-            "save_speakers",
-            ([[t.start, t.end, t.speaker] for t in found.turns], found.speakers),
+            "save_speakers_voices",
+            (turns, found.speakers, found_voices(found.voices, turns), MATCH_COSINE),
         )
 
     return diarize

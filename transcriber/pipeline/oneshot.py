@@ -45,9 +45,7 @@ async def transcribe_file(
     and another run (or `serve`) takes it up.
     """
     owner = await local_owner(db)
-    rid = await accept_file(
-        db, config, path, owner, language=language or config.language, options=options
-    )
+    rid = await accept_file(db, config, path, owner, language=language, options=options)
     pipeline = Pipeline(db, steps, workers=1)
     async with trio.open_nursery() as nursery:
         await nursery.start(pipeline.run)

@@ -156,11 +156,7 @@ async def card(db: Database, recording_id: Any) -> dict[str, Any] | None:
     """The card of any record, as the operator reads it (the stop's error included), or
     None if there is no such record. Cancellation: a plain read."""
     r = await db.fetchrow("recording", recording_id)
-    if r is None:
-        return None
-    # The vocabulary is the owner's words (names of people, of projects): not the
-    # operator's to read, as the owner's memory never is.
-    return {k: v for k, v in card_from_row(r).items() if k != "vocabulary"}
+    return None if r is None else card_from_row(r, owner=False)
 
 
 @attrs.frozen

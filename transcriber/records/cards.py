@@ -60,14 +60,15 @@ def state_of_row(r: Mapping[str, Any], now: dt.datetime | None = None) -> str:
     return QUEUED
 
 
-def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
+def card_from_row(r: Mapping[str, Any], *, owner: bool = True) -> dict[str, Any]:
     """The card from a row shaped like the `recording` query's. A stop shows here as a
     flag with its time, reason, the reason in plain words and the error (which the HTTP
     API leaves out: it is the operator's), beside the milestone the record reached.
     `progress` is the step's own report, while a step is at work only (a stale one of a
-    lost claim is not shown)."""
+    lost claim is not shown). `owner`: read by the record's owner, who also sees which
+    of its options came from their defaults (`from_settings`; an operator does not)."""
     state = state_of_row(r)
-    return {
+    card = {
         "id": str(r["id"]),
         "title": r["title"],
         "summary": r["summary"],
@@ -103,6 +104,13 @@ def card_from_row(r: Mapping[str, Any]) -> dict[str, Any]:
             "error": r["stop_error"],
         },
     }
+    if owner:
+        card["from_settings"] = list(r.get("from_settings") or [])
+    else:
+        # The vocabulary is the owner's words (names of people, of projects): not the
+        # operator's to read, as the owner's memory never is.
+        del card["vocabulary"]
+    return card
 
 
 def _terms(stored: Any) -> list[str] | None:

@@ -87,12 +87,22 @@ def check_name(text: str, speaker: int, names: dict[int, str]) -> str | None:
     return name
 
 
-async def owner_speakers(db: Database, owner: int, recording_id: Any) -> OwnerSpeakers:
-    """The owner's names and choices for their record. Cancellation: plain reads."""
-    names = await db.fetch("owner_speaker_names", owner, recording_id)
+async def owner_speakers(
+    db: Database, owner: int, recording_id: Any, *, voices: bool = True
+) -> OwnerSpeakers:
+    """The owner's names and choices for their record; with `voices`, a speaker the
+    owner did not name is called by the library voice it matched
+    (transcriber.records.voices), unless the owner gave that name to another speaker:
+    the owner's own names win. Cancellation: plain reads."""
+    rows = await db.fetch("owner_speaker_names", owner, recording_id)
     choices = await db.fetch("owner_speaker_choices", owner, recording_id)
+    names = {r["speaker"]: r["name"] for r in rows}
+    if voices:
+        for r in await db.fetch("voice_names", owner, recording_id):
+            if r["speaker"] not in names and r["name"] not in names.values():
+                names[r["speaker"]] = r["name"]
     return OwnerSpeakers(
-        {r["speaker"]: r["name"] for r in names},
+        names,
         {(r["segment"], r["word"]): r["speaker"] for r in choices},
     )
 

@@ -1,7 +1,8 @@
 """The JSON API under `/v1/recordings`: owners upload recordings (`recordings`), read
 their cards and journals (`events`), edit their own fields, correct a segment's text
 (`corrections`), name who spoke (`speakers`), fetch transcripts (`transcripts`) and
-share read-only links (`shares`);
+share read-only links (`shares`), keep their defaults (`settings`) and their library of
+voices (`voices`);
 and the service's health and metrics for whoever runs it (`health`). Authenticated by
 the owner's bearer token (`transcriber.http.auth`), answered in JSON, documented in
 the OpenAPI document by `shapes`.
@@ -17,9 +18,11 @@ from transcriber.http.api import (
     events,
     health,
     recordings,
+    settings,
     shares,
     speakers,
     transcripts,
+    voices,
 )
 from transcriber.http.faces import Face
 
@@ -33,10 +36,12 @@ FACE = Face(
         events.router,
         health.router,
         shares.router,
+        settings.router,
+        voices.router,
         again.router,
     ),
     public=frozenset({"/healthz", "/metrics"}),
     streamed=frozenset({("POST", "/v1/recordings")}),
     # An owner's cards, journals, transcripts and links: never kept by a cache.
-    not_stored=("/v1/recordings",),
+    not_stored=("/v1/recordings", "/v1/settings", "/v1/voices"),
 )

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from transcriber.http.owned_cards import SUMMARY_MAX, TOPIC_MAX, TOPICS_MAX
 from transcriber.http.share_links import MAX_DAYS
 from transcriber.http.uploads import TITLE_MAX
+from transcriber.options import VOCABULARY_TERM_MAX, VOCABULARY_TERMS_MAX
 from transcriber.records.corrections import CORRECTION_MAX
 from transcriber.records.owner_text import check_text
 from transcriber.records.shares import NOTE_MAX
@@ -84,6 +85,11 @@ class Card(BaseModel):
     duration_s: float | None
     language: str | None
     stopped: Stopped | None
+    from_settings: list[Literal["language", "speakers", "vocabulary"]] = Field(
+        default=[],
+        description="which of the record's options came from the owner's defaults"
+        " (/v1/settings) because the upload did not say",
+    )
     links: Links
 
 
@@ -217,3 +223,70 @@ class NewShare(BaseModel):
     model_config = ConfigDict(extra="forbid")
     note: str = Field(default="", max_length=NOTE_MAX)
     expires_in_days: float | None = Field(default=None, gt=0, le=MAX_DAYS)
+
+
+class OwnerSettings(BaseModel):
+    """The owner's defaults: what an upload that does not say uses."""
+
+    language: str | None = Field(description="the language of uploads that name none; null: detect")
+    speakers: str | None = Field(
+        description="who spoke, for uploads that do not say: off, auto, N or A-B; null: the"
+        " service's"
+    )
+    vocabulary: list[str] = Field(description="words and names the recognizer should expect")
+    subtitle_profile: str | None = Field(
+        description="the profile of SRT and VTT downloads that name none; null: the service's"
+    )
+    remember_voices: bool = Field(
+        description="whether voices are remembered: kept of diarized records, matched against"
+        " the owner's library (/v1/voices) and found speakers named after them (default off)"
+    )
+    updated_at: dt.datetime | None
+
+
+class SettingsChange(BaseModel):
+    """Any of the settings; a field left out stays, null clears it."""
+
+    model_config = ConfigDict(extra="forbid")
+    language: Annotated[str | None, Field(max_length=20)] = Field(default=LEFT_OUT)
+    speakers: Annotated[str | None, Field(max_length=20)] = Field(default=LEFT_OUT)
+    vocabulary: Annotated[
+        list[Annotated[str, Field(max_length=4 * VOCABULARY_TERM_MAX)]] | None,
+        Field(max_length=VOCABULARY_TERMS_MAX),
+    ] = Field(default=LEFT_OUT)
+    subtitle_profile: Annotated[str | None, Field(max_length=40)] = Field(default=LEFT_OUT)
+    remember_voices: bool = Field(default=LEFT_OUT)
+
+
+class Voice(BaseModel):
+    """A voice of the owner's library: its name and what it is made of, never its vector."""
+
+    id: uuid.UUID
+    name: str
+    seconds: float = Field(description="seconds of speech its vector is the mean of")
+    recordings: int = Field(description="recordings it was taken from")
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    named: int | None = Field(default=None, description="speakers it names now")
+
+
+class NewVoice(BaseModel):
+    """A found speaker of one of the owner's diarized records kept as a voice: a new one,
+    or added to the voice of that name, or to `voice` when given."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str, Field(min_length=1, max_length=4 * NAME_MAX)]
+    recording: uuid.UUID
+    speaker: Annotated[str, Field(min_length=1, max_length=4 * NAME_MAX)] = Field(
+        description="the speaker's label (Speaker 2) or name in that record"
+    )
+    voice: uuid.UUID | None = Field(default=None, description="add to this voice")
+
+
+class VoiceChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str, Field(min_length=1, max_length=4 * NAME_MAX)]
+
+
+class Voices(BaseModel):
+    voices: list[Voice]

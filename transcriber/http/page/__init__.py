@@ -11,7 +11,8 @@ A module per screen, each with its `router`: `sign_in`, `recordings` (the list),
 `upload`, `microphone` (the Record button: captions while one speaks, kept as a
 record), `record` (the record page, its audio, waveform and downloads), `edits` (the
 owner's fields and corrections), `deletion`, `printing`, `speakers` (its forms),
-`shares` (its forms), `shared_view` (the stranger's view of a link); `html` has the
+`shares` (its forms), `settings` (the owner's defaults, their voices, "remember this
+voice"), `shared_view` (the stranger's view of a link); `html` has the
 templates, `text` the words of states and stops, `audio` the audio and its waveform.
 `FACE` is what the application takes of it (`transcriber.http.faces`).
 """
@@ -34,6 +35,7 @@ from transcriber.http.page import (
     printing,
     record,
     recordings,
+    settings,
     shared_view,
     shares,
     sign_in,
@@ -44,7 +46,10 @@ from transcriber.http.page.html import not_found_page
 from transcriber.http.page.session import SIGNIN_PATH, session_of
 from transcriber.http.sessions import SIGNIN_FORM_MAX
 
-_PAGE_PATH = re.compile(r"/(?:|signin|signout|upload|delete|microphone|recordings/[^/]+(?:/.*)?)")
+_PAGE_PATH = re.compile(
+    r"/(?:|signin|signout|upload|delete|microphone|settings|voices(?:/[^/]+/delete)?"
+    r"|recordings/[^/]+(?:/.*)?)"
+)
 
 STREAMED = frozenset({("POST", "/upload")})
 """(method, path) of the page's routes that stream their body under their own cap."""
@@ -93,6 +98,7 @@ FACE = Face(
         deletion.router,
         printing.router,
         speakers.router,
+        settings.router,
         shares.router,
         shared_view.router,
         again.router,

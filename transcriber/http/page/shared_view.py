@@ -107,7 +107,10 @@ async def shared_context(db: Database, shared: Shared, secret: str) -> dict[str,
     if card["done"]:
         t = await transcript(db, shared.owner, shared.recording_id)
         # Corrected, and with the owner's names of the speakers, as every rendering.
-        _, segments, _ = await owner_transcript(db, shared.owner, shared.recording_id, t)
+        # Not the names the owner's voices gave: nothing of a voice is shown to others.
+        _, segments, _ = await owner_transcript(
+            db, shared.owner, shared.recording_id, t, voices=False
+        )
         segments = shown_to_others(segments)
     return {
         "card": card,
