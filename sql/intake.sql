@@ -61,3 +61,23 @@ SELECT id, idempotency_fingerprint AS fingerprint
 SELECT id, idempotency_fingerprint AS fingerprint
   FROM recordings
  WHERE owner_id = $1 AND idempotency_fingerprint = $2 AND idempotency_key IS NULL
+
+-- name: again_source
+-- What transcribing the owner's ($1) record $2 again starts from (transcriber/intake/
+-- again.py): its file as uploaded, what was said about it, and whether it is finished
+-- (transcribed, or stopped). No row: not this owner's record.
+SELECT filename, title, source_path, size_bytes, language, options,
+       milestone = 'transcribed' OR stopped_at IS NOT NULL AS finished
+  FROM recordings WHERE owner_id = $1 AND id = $2
+
+-- name: journal_again
+-- The owner's ($1) record $2 was transcribed again as the record $3 ($4: the door,
+-- 'page' or 'api'): journaled on $2 with origin `human`, so its page links the new one.
+WITH event AS (
+    INSERT INTO journal (recording_id, origin, kind, milestone, detail)
+    SELECT id, 'human', 'transcribed_again', milestone,
+           jsonb_build_object('as', $3::text, 'via', $4::text)
+      FROM recordings WHERE owner_id = $1 AND id = $2
+    RETURNING id, kind
+)
+SELECT pg_notify('transcriber_journal', event.id || ' ' || event.kind) IS NULL FROM event

@@ -54,7 +54,8 @@ DELETE FROM page_sessions WHERE kind = 'operator' AND operator_id = $1 AND id_ha
 -- Stopped records for the screen, oldest stop first, at most $6: $1 a stop reason, $2 a
 -- milestone, $3 an owner's name, $4 stopped at least this many seconds ago, $5 a search
 -- (an owner's name, or part of a file name; $7 the same as a record id, NULL when it is
--- none); each NULL for any. Served by recordings_stopped (partial on stopped_at): only
+-- none; $8, $9 the ids beginning as it does, NULL when it is no beginning of one); each
+-- NULL for any. Served by recordings_stopped (partial on stopped_at): only
 -- stopped records are read.
 SELECT r.id, o.name AS owner, r.filename, r.milestone, r.stop_reason, r.stopped_at,
        r.stop_error, r.created_at, r.duration_s
@@ -64,14 +65,15 @@ SELECT r.id, o.name AS owner, r.filename, r.milestone, r.stop_reason, r.stopped_
    AND ($2::text IS NULL OR r.milestone = $2)
    AND ($3::text IS NULL OR o.name = $3)
    AND ($4::float8 IS NULL OR r.stopped_at <= now() - make_interval(secs => $4))
-   AND ($5::text IS NULL OR r.id = $7::uuid OR o.name = $5
+   AND ($5::text IS NULL OR r.id = $7::uuid OR o.name = $5 OR r.id BETWEEN $8::uuid AND $9::uuid
         OR r.filename ILIKE '%' || replace(replace(replace($5, '\', '\\'), '%', '\%'), '_', '\_') || '%')
  ORDER BY r.stopped_at, r.id
  LIMIT $6
 
 -- name: ops_search
 -- Records in any state, newest first, at most $2: the record $3 (a record id, or NULL
--- when the text $1 is none), else the records of the owner named $1, else those whose
+-- when the text $1 is none), the records whose id begins as $1 does ($4, $5: NULL when
+-- $1 is no beginning of an id), else the records of the owner named $1, else those whose
 -- file name holds $1 — only for a text of 3 characters or more (ops_screen.SEARCH_MIN):
 -- a shorter one has no trigram for recordings_filename_trgm to use, and would read
 -- every record. By the key, recordings_by_owner, and recordings_filename_trgm (figures:
@@ -79,6 +81,12 @@ SELECT r.id, o.name AS owner, r.filename, r.milestone, r.stop_reason, r.stopped_
 -- every record it matches: the caller bounds the statement (ops_screen.search).
 WITH found AS (
     SELECT r.* FROM recordings r WHERE r.id = $3::uuid
+    UNION
+    -- The beginning of an id, as the screen's tables show it: the ids from $4 to $5
+    -- (the prefix filled with 0s, then with fs), by the key.
+    (SELECT r.* FROM recordings r
+      WHERE $3::uuid IS NULL AND r.id BETWEEN $4::uuid AND $5::uuid
+      ORDER BY r.created_at DESC, r.id DESC LIMIT $2)
     UNION
     (SELECT r.* FROM recordings r
       WHERE $3::uuid IS NULL AND r.owner_id = (SELECT id FROM owners WHERE name = $1)

@@ -38,8 +38,8 @@ DELETE FROM page_sessions s
 -- name: page_recordings
 -- A page of owner $1's records for the page, newest first after the cursor ($2, $3, as
 -- `recordings_of_owner`), at most $4; $5 a state (working, transcribed, stopped) or
--- NULL; $6 a tsquery (the 'simple' configuration) on title, file name, transcript and
--- corrections, or NULL. Each branch of the search names the owner itself, so one
+-- NULL; $6 a tsquery (the 'simple' configuration) on title, file name, summary, topics,
+-- transcript and corrections, or NULL. Each branch of the search names the owner itself, so one
 -- owner's search reads only their own transcripts and corrections, however many
 -- others' there are.
 SELECT v.* FROM recording_rows v
@@ -57,6 +57,14 @@ SELECT v.* FROM recording_rows v
             SELECT r.id FROM recordings r
              WHERE r.owner_id = $1
                AND to_tsvector('simple', coalesce(r.title, '') || ' ' || coalesce(r.filename, ''))
+                   @@ to_tsquery('simple', $6)
+            UNION
+            -- The owner's summary and topics: few records have them, so the owner's own
+            -- rows are read without an index of their own (the search's bound holds).
+            SELECT r.id FROM recordings r
+             WHERE r.owner_id = $1 AND (r.summary IS NOT NULL OR r.topics <> '{}')
+               AND to_tsvector('simple', coalesce(r.summary, '') || ' '
+                                         || array_to_string(r.topics, ' '))
                    @@ to_tsquery('simple', $6)
             UNION
             SELECT t.recording_id FROM transcripts t JOIN recordings r ON r.id = t.recording_id

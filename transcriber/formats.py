@@ -188,12 +188,14 @@ def render(fmt: str, text: str, segments: Sequence[dict[str, Any]], **extra: Any
 
 @attrs.frozen
 class DocumentHead:
-    """What a document says before its text."""
+    """What a document says before its text; `words`, how its line of facts names the
+    duration and the language (English, for the API; the page gives its reader's)."""
 
     title: str
     created_at: dt.datetime | None = None
     duration_s: float | None = None
     language: str | None = None
+    words: tuple[str, str] = ("duration", "language")
 
 
 @attrs.frozen
@@ -243,9 +245,9 @@ def head_line(head: DocumentHead) -> str:
     if head.created_at is not None:
         parts.append(head.created_at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"))
     if head.duration_s is not None:
-        parts.append(f"duration {timecode(head.duration_s)}")
+        parts.append(f"{head.words[0]} {timecode(head.duration_s)}")
     if head.language:
-        parts.append(f"language {head.language}")
+        parts.append(f"{head.words[1]} {head.language}")
     return " · ".join(parts)
 
 

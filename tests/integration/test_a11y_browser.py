@@ -1,11 +1,14 @@
 """Accessibility by test: axe-core (the copy `axe-selenium-python` ships, injected into
 the page; nothing fetched) run in a real headless Chromium over every page of the
 owner, the share-link holder and the operator, in English and Russian, on a desktop
-and on a 390 px phone, against a real `transcriber serve` with real recognition.
+and on a 390 px phone, against a real `transcriber serve` with real recognition; the
+keyboard alone reaching every action of the list and the record page; and, on the same
+service, the share holder's player and the upload form's options per file.
 
 No page may have a serious or critical violation. Each run's counts (serious+critical
 per page) go to the module's output folder as axe-counts.json, printed at the start,
-with whole-page screenshots of the list and a record page; they are never committed.
+with whole-page screenshots of the list, a record page, a stop and a share page; they
+are never committed.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import attrs
 import httpx
 import pytest
 from axe_selenium_python import Axe
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.helpers.browser import (
@@ -33,10 +38,19 @@ from tests.helpers.browser import (
     full_page,
     service_database,
     service_env,
+    sql,
     wait,
 )
+from transcriber.languages import NAMES
 
-SHOT = ("owner list", "owner record", "operator glance")
+SHOT = (
+    "owner list",
+    "owner record",
+    "owner stopped record",
+    "share holder",
+    "share refused",
+    "operator glance",
+)
 """The pages whose whole-page screenshots (light) go to the output folder."""
 LANGUAGES = ("en", "ru")
 WIDTHS = {"desktop": None, "phone": 390}
@@ -178,10 +192,12 @@ def pages(served: Served) -> list[tuple[str, str, str]]:
         ("owner record", f"/recordings/{rid}", ".segment"),
         ("owner stopped record", f"/recordings/{stopped}", "main h1"),
         ("owner print", f"/recordings/{rid}/print", "#print-title"),
+        ("owner unknown address", "/no/such/page", "main h1"),
         ("owner microphone", "/microphone", "#record-start"),
         ("owner settings", "/settings", "#settings-form"),
         ("owner voices", "/voices", "#voices-title"),
         ("share holder", "/" + share, "main"),
+        ("share refused", "/s/" + "x" * 43, "#share-gone"),
         ("operator sign-in", "/ops/signin", "#token"),
         ("operator glance", "/ops", "#milestones"),
         ("operator stopped", "/ops/stopped", "main table"),
@@ -207,6 +223,11 @@ def test_axe_finds_nothing_serious(
         for name, path, ready in pages(served):
             if name == "owner list":
                 sign_in(d, served.url, "/", served.owner_token, ready)
+            elif name == "share holder":
+                # A stranger's browser: no owner's session.
+                d.delete_all_cookies()
+                d.get(f"{served.url}/lang/{lang}?next=/{path.lstrip('/')}")
+                wait(d, lambda d, ready=ready: d.find_elements(By.CSS_SELECTOR, ready))
             elif name == "operator glance":
                 sign_in(d, served.url, "/ops", served.operator_token, ready)
             else:
@@ -224,6 +245,8 @@ def test_axe_finds_nothing_serious(
                     failures.append(f"{name} ({scheme}): {described(found)}")
             d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
             if name in SHOT:
+                # From the top: axe scrolls, and the sticky player would be shot midway.
+                d.execute_script("window.scrollTo(0, 0)")
                 full_page(d, served.out / f"{name.replace(' ', '-')}-{lang}-{width}.png")
     finally:
         set_width(d, None)
@@ -312,3 +335,313 @@ def test_counted_messages_in_the_right_plural(served: Served, browser: WebDriver
     ru = said["ru"]
     assert "1 фрагмент " in ru[0] and "2 фрагмента " in ru[1]
     assert "5 фрагментов " in ru[2] and "21 фрагмент " in ru[3]
+
+
+# --- the keyboard alone ----------------------------------------------------------------------
+
+ACTIONS = "a[href], button, input:not([type=hidden]), select, textarea, summary, audio[controls]"
+
+
+def tab_through(d: WebDriver, limit: int = 400) -> tuple[set[str], set[str]]:
+    """Every action the page shows (visible, enabled), and those Tab reached from the
+    top of the page (loaded again, so Tab starts there), each by a number the test gave
+    it."""
+    d.refresh()
+    wait(d, lambda d: d.execute_script("return document.readyState") == "complete")
+    shown = set(
+        d.execute_script(
+            "let n = 0; const shown = [];"
+            "for (const el of document.querySelectorAll(arguments[0])) {"
+            "  el.dataset.kbd = String(n++);"
+            "  if (el.disabled || !el.checkVisibility({visibilityProperty: true})) continue;"
+            "  shown.push(el.dataset.kbd); }"
+            "return shown;",
+            ACTIONS,
+        )
+    )
+    order: list[str] = []
+    for _ in range(limit):
+        ActionChains(d).send_keys(Keys.TAB).perform()
+        got = d.execute_script(
+            "const a = document.activeElement;"
+            "return !a || a === document.body ? null : (a.dataset.kbd || '-');"
+        )
+        if got is None and order:
+            break  # past the last one: out of the page
+        if got in (None, "-") or (order and got == order[-1]):
+            # Not an action of the list (the waveform), or the player's own controls:
+            # several stops on one element.
+            continue
+        if got in order:
+            break  # round again
+        order.append(got)
+    return shown, set(order)
+
+
+def unreached(d: WebDriver, shown: set[str], reached: set[str]) -> str:
+    """What Tab did not reach, described for the failure's message."""
+    return d.execute_script(
+        "return arguments[0].map((k) => {"
+        "  const el = document.querySelector(`[data-kbd='${k}']`);"
+        "  return el ? el.outerHTML.slice(0, 120) : k; }).join('\\n');",
+        sorted(shown - reached, key=int),
+    )
+
+
+@pytest.mark.scenario(
+    "page", "Keyboard alone reaches and works every action of the list and a record"
+)
+def test_keyboard_alone(served: Served, browser: WebDriver) -> None:
+    d = browser
+    on_list(served, d, "en")
+    shown, reached = tab_through(d)
+    assert shown and shown <= reached, unreached(d, shown, reached)
+    # Space checks a row's box, and "Select all"; Enter follows a record's link.
+    box = css(d, f"#select-{served.record}")
+    box_id = box.get_attribute("id")
+    d.execute_script("arguments[0].focus()", box)
+    ActionChains(d).send_keys(Keys.SPACE).perform()
+    assert css(d, f"#{box_id}").is_selected() and css(d, "#delete-selected-button").is_enabled()
+    ActionChains(d).send_keys(Keys.SPACE).perform()
+    assert not css(d, f"#{box_id}").is_selected()
+    link = css(d, f'#list a[href="/recordings/{served.record}"]')
+    d.execute_script("arguments[0].focus()", link)
+    ActionChains(d).send_keys(Keys.ENTER).perform()
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".segment .seek"))
+
+    shown, reached = tab_through(d)
+    assert shown and shown <= reached, unreached(d, shown, reached)
+    # Enter opens the folded editor of the owner's fields; Space on a segment's time
+    # seeks the player there; Enter on "Correct" opens the correction, Escape closes it.
+    summary = css(d, "#edit-details summary")
+    d.execute_script("arguments[0].focus()", summary)
+    ActionChains(d).send_keys(Keys.ENTER).perform()
+    assert css(d, "#edit-details").get_attribute("open") is not None
+    assert css(d, "#edit-title").is_displayed()
+    segments = d.find_elements(By.CSS_SELECTOR, ".segment")
+    last = segments[-1]
+    d.execute_script("arguments[0].focus()", last.find_element(By.CSS_SELECTOR, ".seek"))
+    ActionChains(d).send_keys(Keys.SPACE).perform()
+    start = float(last.get_attribute("data-start"))
+    wait(
+        d,
+        lambda d: (
+            abs(d.execute_script("return document.getElementById('player').currentTime") - start)
+            < 0.5
+        ),
+        message="Space on a segment's time did not seek",
+    )
+    d.execute_script("document.getElementById('player').pause()")
+    d.execute_script("arguments[0].focus()", segments[0].find_element(By.CSS_SELECTOR, ".fix"))
+    ActionChains(d).send_keys(Keys.ENTER).perform()
+    area = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".segment form.correction textarea"))
+    assert d.switch_to.active_element == area[0]
+    ActionChains(d).send_keys(Keys.ESCAPE).perform()
+    assert not d.find_elements(By.CSS_SELECTOR, "form.correction")
+
+    # A stop another language may cure (the list's test deleted the first stop): its
+    # "Transcribe again with…" is reached and sent by the keyboard alone.
+    stop = api_upload(served, "notes-2.ogg", b"not audio either" * 64, "audio/ogg")
+    wait_for(served, stop, ("stopped",))
+    sql(
+        served.serve.env["TRANSCRIBER_DATABASE_URL"],
+        "UPDATE recordings SET milestone = 'normalized', stop_reason = 'attempts_exhausted'"
+        f" WHERE id = '{stop}'",
+    )
+    d.get(f"{served.url}/recordings/{stop}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#again-form"))
+    for lang, width in (("en", None), ("en", 390), ("ru", None), ("ru", 390)):
+        d.get(f"{served.url}/lang/{lang}?next=/recordings/{stop}")
+        set_width(d, width)
+        wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#again-form"))
+        full_page(d, served.out / f"stop-again-{lang}-{'phone' if width else 'desktop'}.png")
+    set_width(d, None)
+    d.get(f"{served.url}/lang/en?next=/recordings/{stop}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#again-form"))
+    shown, reached = tab_through(d)
+    assert shown and shown <= reached, unreached(d, shown, reached)
+    language = css(d, "#again-language")
+    d.execute_script("arguments[0].focus()", language)
+    language.send_keys("de")
+    d.execute_script("arguments[0].focus()", css(d, "#again-submit"))
+    ActionChains(d).send_keys(Keys.ENTER).perform()
+    wait(d, lambda d: d.current_url.rstrip("/") != f"{served.url}/recordings/{stop}")
+    assert d.find_elements(By.ID, "status") and not d.find_elements(By.ID, "again-error")
+
+
+# --- edits in place -------------------------------------------------------------------------
+
+
+@pytest.mark.scenario("page", "Edits on the record page are put in place, without a reload")
+def test_edits_in_place(served: Served, browser: WebDriver) -> None:
+    d = browser
+    on_list(served, d, "en")
+    d.get(f"{served.url}/recordings/{served.record}")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".segment"))
+    d.execute_script(
+        "window.notReloaded = true; document.getElementById('player').currentTime = 4;"
+    )
+    # The title: saved, shown in the heading, the editor still open, said.
+    css(d, "#edit-details summary").click()
+    title = css(d, "#edit-title")
+    title.clear()
+    title.send_keys("Weekly sync")
+    css(d, "#edit-save").click()
+    wait(d, lambda d: css(d, "#record-title").text == "Weekly sync")
+    wait(d, lambda d: css(d, "#in-place-status").get_attribute("textContent") == "Saved.")
+    assert css(d, "#edit-details").get_attribute("open") is not None
+    # Refused: the reason next to the field, nothing saved.
+    title = css(d, "#edit-title")
+    title.clear()
+    title.send_keys("x" * 600)
+    css(d, "#edit-save").click()
+    wait(d, lambda d: d.find_elements(By.ID, "edit-title-error"))
+    assert css(d, "#record-title").text == "Weekly sync"
+    # A share link made, copied, revoked after confirming: all in place.
+    css(d, "#shares summary").click()
+    css(d, "#share-note").send_keys("for the team too")
+    css(d, "#share-make").click()
+    wait(d, lambda d: d.find_elements(By.ID, "new-share"))
+    assert css(d, "#new-share-copy").is_displayed()
+    revoke = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#share-list li button.revoke"))
+    revoke[-1].click()
+    d.switch_to.alert.accept()
+    wait(
+        d,
+        lambda d: (
+            len(d.find_elements(By.CSS_SELECTOR, "#share-list li button.revoke")) == len(revoke) - 1
+        ),
+    )
+    assert d.execute_script("return window.notReloaded === true")
+    assert abs(d.execute_script("return document.getElementById('player').currentTime") - 4) < 0.5
+
+
+# --- the share holder's player -----------------------------------------------------------
+
+
+@pytest.mark.scenario("sharing", "The shared view plays and seeks like the owner's page, read-only")
+def test_shared_view_plays_and_seeks(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.delete_all_cookies()
+    d.get(f"{served.url}/lang/en?next=/signin")
+    d.get(served.share_url)
+    segments = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".segment"))
+    assert len(segments) >= 2 and not d.find_elements(By.CSS_SELECTOR, "form, .fix")
+    wait(d, lambda d: d.execute_script("return document.getElementById('player').readyState") >= 1)
+    # A segment's time seeks the player there and highlights it.
+    last = segments[-1]
+    start = float(last.get_attribute("data-start"))
+    last.find_element(By.CSS_SELECTOR, ".seek").click()
+    wait(
+        d,
+        lambda d: (
+            abs(d.execute_script("return document.getElementById('player').currentTime") - start)
+            < 0.5
+            and "current" in (css(d, f"#{last.get_attribute('id')}").get_attribute("class") or "")
+        ),
+        message="the shared view did not seek",
+    )
+    # Played, the word being said is highlighted within its segment.
+    d.execute_script(
+        "const p = document.getElementById('player'); p.pause();"
+        "p.playbackRate = 2; p.currentTime = 0; p.play();"
+    )
+    wait(
+        d,
+        lambda d: d.execute_script("return !!document.querySelector('.segment .word.current')"),
+        message="no word highlighted on the shared view",
+    )
+    d.execute_script("document.getElementById('player').pause()")
+    # The keyboard shortcuts play and skip; nothing opens for correcting.
+    ActionChains(d).send_keys("e").perform()
+    assert not d.find_elements(By.CSS_SELECTOR, "form.correction")
+
+
+@pytest.mark.scenario("sharing", "A refused link's page is styled, with the language switch")
+def test_refused_link_is_styled(served: Served, browser: WebDriver) -> None:
+    d = browser
+    d.delete_all_cookies()
+    d.get(f"{served.url}/lang/en?next=/s/{'x' * 43}")
+    assert css(d, "#share-gone").text == "This link is not valid"
+    # The page's stylesheet: the header and the card, as on every page.
+    assert (
+        d.execute_script(
+            "return getComputedStyle(document.querySelector('.top')).borderBottomStyle"
+        )
+        == "solid"
+    )
+    assert (
+        d.execute_script("return getComputedStyle(document.querySelector('.card')).borderTopStyle")
+        == "solid"
+    )
+    css(d, "#lang-ru").click()
+    wait(d, lambda d: css(d, "#share-gone").text == "Эта ссылка недействительна")
+    assert not d.find_elements(By.CSS_SELECTOR, 'a[href="/"]')
+
+
+# --- the upload form's options per file (last: it adds records) -----------------------------
+
+
+@pytest.mark.scenario(
+    "page", "Each file of a batch has its own language and speakers, the batch's by default"
+)
+def test_options_per_file(served: Served, browser: WebDriver) -> None:
+    d = browser
+    on_list(served, d, "ru")
+    # The language chooser: "detect" first, then the page's own language, named in it.
+    offered = d.execute_script(
+        "return Array.from(document.querySelectorAll('#language-codes option'),"
+        " (o) => [o.value, o.textContent.trim()]);"
+    )
+    assert offered[0] == ["auto", "определить язык"] and offered[1] == ["ru", "русский"]
+    assert ["de", "немецкий"] in offered and len(offered) == 1 + len(NAMES)
+
+    def ids() -> list[str]:
+        with httpx.Client(base_url=served.url, timeout=30) as api:
+            listed = api.get(
+                "/v1/recordings?limit=100",
+                headers={"authorization": f"Bearer {served.owner_token}"},
+            )
+        return [c["id"] for c in listed.json()["items"]]
+
+    before = ids()
+    first, second = served.out / "first.wav", served.out / "second.wav"
+    first.write_bytes(b"not audio, the first")
+    second.write_bytes(b"not audio, the second")
+    css(d, "#files").send_keys(f"{first}\n{second}")
+    css(d, "#language").send_keys("английский")
+    css(d, "#speakers").send_keys("2")
+    assert css(d, "#language-1").get_attribute("placeholder") == "английский"
+    assert css(d, "#speakers-1").get_attribute("placeholder") == "2"
+    # A file's own speakers the service does not take: said in its row, nothing sent.
+    css(d, "#speakers-0").send_keys("lots")
+    css(d, "#upload-start").click()
+    said = wait(d, lambda d: (m := css(d, "#queue li:nth-child(1) .msg")).is_displayed() and m.text)
+    assert "«lots» — не число говорящих" in said and ids() == before
+    css(d, "#speakers-0").clear()
+    # A file's own language no recognizer knows: said in its row, nothing sent.
+    css(d, "#language-1").send_keys("xx")
+    css(d, "#upload-start").click()
+    said = wait(d, lambda d: (m := css(d, "#queue li:nth-child(2) .msg")).is_displayed() and m.text)
+    assert "не знает языка «xx»" in said and ids() == before
+    assert css(d, "#queue li:nth-child(1) .msg").text == ""  # its speakers are right now
+    full_page(d, served.out / "upload-per-file-ru-desktop.png")
+    css(d, "#language-1").clear()
+    css(d, "#language-1").send_keys("Немецкий")
+    css(d, "#speakers-1").send_keys("off")
+    css(d, "#upload-start").click()
+    wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#queue .msg a")) == 2)
+    # Sent, a file's fields change nothing more: they say so.
+    assert not any(
+        i.is_enabled() for i in d.find_elements(By.CSS_SELECTOR, "#queue .per-file input")
+    )
+    made = [i for i in ids() if i not in before]
+    with httpx.Client(base_url=served.url, timeout=30) as api:
+        cards = [
+            api.get(
+                f"/v1/recordings/{i}", headers={"authorization": f"Bearer {served.owner_token}"}
+            ).json()
+            for i in made
+        ]
+    got = {c["filename"]: (c["language"], c["speakers"]["asked"]) for c in cards}
+    assert got == {"first.wav": ("en", "2"), "second.wav": ("de", "off")}

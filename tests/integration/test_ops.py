@@ -577,3 +577,33 @@ async def test_screen_in_russian(
     assert "Журнал" in record.text and "Возобновить эту запись" in record.text
     assert english.headers["content-language"] == "en"
     assert "<h1>Stopped records</h1>" in english.text and "1 stopped record." in english.text
+
+
+@scenario(
+    "The operator finds a record by the beginning of its id and is warned before a resume "
+    "that cannot help"
+)
+async def test_id_prefix_and_hopeless_resume(
+    db: Database, base_url: str, ann: NewOwner, olga: NewOperator
+) -> None:
+    hopeless = await stopped(db, ann.id, "undecodable_audio", "noise.bin")
+    other = await stopped(db, ann.id, "attempts_exhausted", "talk.wav")
+    ids = r'<tr data-id="([0-9a-f-]+)"'
+    async with as_operator(base_url, olga.token) as c:
+        for q in (str(hopeless)[:8], str(hopeless)[:13], str(hopeless)[:12].upper()):
+            found = await c.get("/ops/search", params={"q": q})
+            assert set(re.findall(ids, found.text)) == {str(hopeless)}, q
+            listed = await c.get("/ops/stopped", params={"q": q})
+            assert set(re.findall(ids, listed.text)) == {str(hopeless)}, q
+        page = (await c.get(f"/ops/records/{hopeless}")).text
+        assert 'id="resume-warning"' in page and "data-confirm=" in page
+        assert "no: stopped" in page and "lease left" not in page
+        page = (await c.get(f"/ops/records/{other}")).text
+        assert 'id="resume-warning"' not in page and "data-confirm=" not in page
+        # "Resume the checked" with nothing checked: back to the list, nothing resumed.
+        r = await c.post(
+            "/ops/resume",
+            data={"csrf": c.csrf, "checked": "1", "owner": "ann"},  # type: ignore[attr-defined]
+        )
+        assert r.status_code == 303 and r.headers["location"] == "/ops/stopped?owner=ann"
+    assert [e["kind"] for e in await journal(db, hopeless)].count("resumed") == 0

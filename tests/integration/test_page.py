@@ -219,7 +219,8 @@ async def test_revoked_token_and_expired_session_end_the_session(
         r = await fresh.post(
             "/upload", files=upload["files"], headers={"X-CSRF-Token": r.json()["csrf"]}
         )
-        assert r.status_code == 201
+        # The same upload as the first one: that record, named as such (200), not a second.
+        assert r.status_code == 200 and await count_recordings(db) == before
 
 
 @scenario("A forged cross-site request is refused")
@@ -441,6 +442,12 @@ async def test_list_filters_searches_and_pages(
     assert await ids(q="BUDG") == [done_a]  # a prefix, any case
     assert await ids(q="engineers") == [done_b, done_a]
     assert await ids(q="zebras") == [done_b]
+    # The owner's summary and topics are searched too.
+    r = await as_ann.patch(
+        f"/v1/recordings/{stopped}", json={"summary": "Notes on giraffes", "topics": ["okapi"]}
+    )
+    assert r.status_code == 200
+    assert await ids(q="giraff") == [stopped] and await ids(q="okapi") == [stopped]
     assert await ids(q="engineers", state="stopped") == []
     assert await ids(q="no-such-word") == []
     assert await ids(q="&|!:*()'") == newest_first  # no words: no search, never an error

@@ -558,6 +558,17 @@ def test_share_open_in_a_fresh_browser_and_revoke(served: Served, browser: WebDr
     css(d, "#share-make").click()
     link = wait(d, lambda d: css(d, "#new-share").get_attribute("value"))
     assert link.startswith(f"{served.url}/s/")
+    # Its Copy button puts it on the clipboard, and says so.
+    d.execute_cdp_cmd(
+        "Browser.grantPermissions",
+        {"origin": served.url, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]},
+    )
+    css(d, "#new-share-copy").click()
+    wait(d, lambda d: css(d, "#new-share-copied").text == "Copied.")
+    copied = d.execute_async_script(
+        "navigator.clipboard.readText().then(arguments[0], () => arguments[0](null))"
+    )
+    assert copied == link
     screenshots(d, served.out, "record-shares")
 
     stranger = chromium(served.out / "stranger-profile")  # no cookie, no token
@@ -576,11 +587,15 @@ def test_share_open_in_a_fresh_browser_and_revoke(served: Served, browser: WebDr
         assert len(entries) == 1 and not d.find_elements(By.ID, "new-share")
         entry = entries[0]
         assert "for Bob" in entry.text and css(entry, ".opened").text == "1"
+        # Revoking asks first: declined, the link stays.
         css(entry, "button.revoke").click()
-        wait(
-            d,
-            lambda d: "revoked" in css(d, "#share-list li").get_attribute("textContent"),
-        )
+        d.switch_to.alert.dismiss()
+        assert d.find_elements(By.CSS_SELECTOR, "#share-list li button.revoke")
+        css(d, "#share-list li button.revoke").click()
+        d.switch_to.alert.accept()
+        # Put in place: the link says when it was revoked, and has no Revoke any more.
+        wait(d, lambda d: not d.find_elements(By.CSS_SELECTOR, "#share-list li button.revoke"))
+        assert css(d, "#share-list li time").is_displayed()
 
         stranger.refresh()
         wait(stranger, lambda s: s.find_elements(By.ID, "share-gone"))

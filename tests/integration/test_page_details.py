@@ -50,12 +50,21 @@ async def test_downloads_are_named_after_the_title(
         assert re.fullmatch(r"[A-Za-z0-9._ -]+", plain), plain
         r = await page.get(f"/recordings/{rid}/transcript.txt?machine=true")
         assert filenames(r.headers["content-disposition"])[1] == "Планёрка_ Q3 _ итоги.machine.txt"
+        # A Markdown download's head in the reader's language; the API's in English.
+        page.cookies.set("transcriber_lang", "ru")
+        md = (await page.get(f"/recordings/{rid}/transcript.md")).text
+        assert "длительность 0:03" in md and "язык en" in md and "duration" not in md
+    md = (await as_ann.get(f"/v1/recordings/{rid}/transcript.md")).text
+    assert "duration 0:03" in md and "язык" not in md
     # A link's downloads are named as the owner's: after the title its page shows.
     link = (await as_ann.post(f"/v1/recordings/{rid}/shares", json={})).json()
     async with httpx.AsyncClient() as anyone:
         r = await anyone.get(link["url"] + "/transcript.vtt")
         assert r.status_code == 200
         assert filenames(r.headers["content-disposition"])[1] == "Планёрка_ Q3 _ итоги.vtt"
+        anyone.cookies.set("transcriber_lang", "ru")
+        md = (await anyone.get(link["url"] + "/transcript.md")).text
+        assert "длительность" in md
 
 
 def test_a_download_name_keeps_nothing_harmful() -> None:

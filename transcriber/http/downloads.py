@@ -18,6 +18,7 @@ import urllib.parse
 import uuid
 from typing import Any
 
+import attrs
 from fastapi.responses import JSONResponse, Response
 
 from transcriber.audio.speakers import Part, Turn, parts
@@ -108,6 +109,16 @@ def subtitle_profile(kind: str, profile: str | None, report: bool) -> profiles.P
     return chosen
 
 
+@attrs.frozen
+class HeadWords:
+    """How a document's head says what it holds, in its reader's language (the page's
+    downloads and a link's give the reader's; the API's are English)."""
+
+    untitled: str = "Untitled recording"
+    duration: str = "duration"
+    language: str = "language"
+
+
 async def transcript_response(
     db: Database,
     owner: int,
@@ -118,6 +129,7 @@ async def transcript_response(
     shared: bool = False,
     profile: str | None = None,
     report: bool = False,
+    head_words: HeadWords | None = None,
 ) -> Response:
     """The owner's record's transcript as `kind` (a key of TRANSCRIPT_PATHS), corrected
     unless `machine`; `shared`: as a link shows it to others (`shown_to_others`); SRT
@@ -140,7 +152,7 @@ async def transcript_response(
     if shared:
         segments = shown_to_others(segments)
     if kind in ("markdown", "docx"):
-        head = document_head(c, t)
+        head = document_head(c, t, head_words)
         body = to_markdown(head, segments) if kind == "markdown" else to_docx(head, segments)
         return RESPONSE_CLASSES[kind](body, headers=DOWNLOAD_HEADERS)
     if rules is not None:
@@ -180,12 +192,16 @@ def shown_to_others(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def document_head(card: dict[str, Any], t: dict[str, Any] | None) -> DocumentHead:
+def document_head(
+    card: dict[str, Any], t: dict[str, Any] | None, words: HeadWords | None = None
+) -> DocumentHead:
+    words = words or HeadWords()
     return DocumentHead(
-        title=card["title"] or card["filename"] or "Untitled recording",
+        title=card["title"] or card["filename"] or words.untitled,
         created_at=dt.datetime.fromisoformat(card["created_at"]),
         duration_s=card["duration_s"],
         language=(t or {}).get("language") or card["language"],
+        words=(words.duration, words.language),
     )
 
 

@@ -72,6 +72,14 @@ SCRIPT_WORDS = {
     "signin_refused": N_("Sign-in refused."),
     "remove": N_("Remove"),
     "title_for": N_("Title for {name}"),
+    "language_for": N_("Language of {name}"),
+    "speakers_for": N_("Speakers of {name}"),
+    "detect": N_("detect"),
+    "bad_speakers": N_(
+        "“{value}” is not a number of speakers: give auto, a count such as 2, a range "
+        "such as 2-4, or off"
+    ),
+    "service_default": N_("service default"),
     "upload_of": N_("Upload of {name}"),
     "empty_file": N_("the file is empty"),
     "too_large": N_("the file is larger than the limit of {limit}"),
@@ -82,6 +90,14 @@ SCRIPT_WORDS = {
     ),
     "uploading": N_("Uploading…"),
     "accepted": N_("Accepted."),
+    "copied": N_("Copied."),
+    "saved": N_("Saved."),
+    "not_changed": N_("Not saved: see the reason next to the field."),
+    "copy_by_hand": N_("Select the link and copy it."),
+    "uploaded_before": N_(
+        "Uploaded before: the same file with the same title and options is already "
+        "a recording of yours."
+    ),
     "open_page": N_("Open its page"),
     "cut_off": N_(
         "the connection broke off (a file over the size limit is cut off this way); try again"

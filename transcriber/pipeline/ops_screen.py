@@ -66,6 +66,7 @@ async def stopped_records(
         wanted.search,
         limit,
         as_id(wanted.search),
+        *id_range(wanted.search or ""),
     )
     return [dict(r) for r in rows]
 
@@ -86,16 +87,34 @@ class SearchTooBroad(Exception):
 async def search(
     db: Database, text: str, limit: int = 100, *, timeout_s: float | None = None
 ) -> list[dict[str, Any]]:
-    """Records in any state by id, owner's name or part of a file name (of SEARCH_MIN
-    characters or more), newest first. Raises SearchTooBroad when the read takes longer
-    than `timeout_s` (None: SEARCH_TIMEOUT_S; the server cuts it off, `fetch_within`).
+    """Records in any state by id (or its beginning), owner's name or part of a file
+    name (of SEARCH_MIN characters or more), newest first. Raises SearchTooBroad when
+    the read takes longer than `timeout_s` (None: SEARCH_TIMEOUT_S; the server cuts it
+    off, `fetch_within`).
     Cancellation: a plain read."""
     bound_s = SEARCH_TIMEOUT_S if timeout_s is None else timeout_s
     try:
-        rows = await db.fetch_within("ops_search", text, limit, as_id(text), timeout_s=bound_s)
+        lo, hi = id_range(text)
+        rows = await db.fetch_within(
+            "ops_search", text, limit, as_id(text), lo, hi, timeout_s=bound_s
+        )
     except StatementCut as e:
         raise SearchTooBroad(text) from e
     return [dict(r) for r in rows]
+
+
+ID_PREFIX_MIN = 4
+"""Hex digits of an id's beginning searched as one: the screen's tables show 8."""
+
+
+def id_range(text: str) -> tuple[uuid.UUID | None, uuid.UUID | None]:
+    """The first and last id beginning as `text` does (hex digits, dashes where an id
+    has them, ID_PREFIX_MIN digits or more), so the key finds them; (None, None) for any
+    other text."""
+    digits = text.strip().lower().replace("-", "")
+    if not ID_PREFIX_MIN <= len(digits) < 32 or any(c not in "0123456789abcdef" for c in digits):
+        return None, None
+    return uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
 
 
 def as_id(text: str | None) -> uuid.UUID | None:

@@ -13,6 +13,7 @@ application takes of it (`transcriber.http.faces`).
 """
 
 from transcriber.http.api import (
+    again,
     corrections,
     events,
     health,
@@ -37,6 +38,7 @@ FACE = Face(
         shares.router,
         settings.router,
         voices.router,
+        again.router,
     ),
     public=frozenset({"/healthz", "/metrics"}),
     streamed=frozenset({("POST", "/v1/recordings")}),

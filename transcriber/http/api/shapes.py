@@ -176,6 +176,24 @@ class Edit(BaseModel):
     topics: Annotated[list[Topic], Field(max_length=TOPICS_MAX)] = Field(default=LEFT_OUT)
 
 
+class Again(BaseModel):
+    """What a new attempt changes; a field left out stays as the recording had it."""
+
+    model_config = ConfigDict(extra="forbid")
+    language: Annotated[str | None, Field(max_length=20)] = Field(
+        default=None,
+        description="one of the recognizer's codes (docs/api.md, Languages); "
+        "empty or auto to detect it",
+    )
+    speakers: Annotated[
+        str | None, Field(max_length=5, pattern="^(|off|auto|[0-9]{1,2}(-[0-9]{1,2})?)$")
+    ] = Field(
+        default=None,
+        description="off, auto, a count (2) or a range (2-4); empty: the service's default",
+    )
+    task: Literal["transcribe", "translate"] | None = None
+
+
 class SpeakerName(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Annotated[str | None, Field(max_length=4 * NAME_MAX)] = Field(

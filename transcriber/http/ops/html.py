@@ -88,6 +88,20 @@ REASON_WORDS = {
 }
 
 
+RESUME_CANNOT_HELP = frozenset(
+    {
+        "empty_file",
+        "undecodable_audio",
+        "no_audio_stream",
+        "empty_audio",
+        "implausible_rate",
+        "implausible_duration",
+    }
+)
+"""Stops whose cause is the file itself: resumed, the record stops again at once, so the
+screen says so before resuming one."""
+
+
 def words_of(lang: i18n.Lang, table: dict[str, str], key: str | None) -> str:
     if key is None:
         return "-"
@@ -111,4 +125,5 @@ for _code, _env in TEMPLATES.items():
         ops_minutes=functools.partial(minutes, _lang),
         ops_state_words=functools.partial(state_words, _lang),
         ops_reason_words=functools.partial(words_of, _lang, REASON_WORDS),
+        ops_resume_cannot_help=RESUME_CANNOT_HELP,
     )

@@ -176,6 +176,12 @@ async def resume(request: Request, db: Db, session: OperatorSession) -> Response
     else:
         found = (parse_id(str(v)) for v in form.getlist("id")[: ops_screen.LIST_MAX])
         ids = list(dict.fromkeys(i for i in found if i is not None))
+        if not ids:  # nothing checked (without the script): back to the list as it was
+            kept = [
+                (k, str(form.get(k, ""))) for k in ("reason", "milestone", "owner", "older", "q")
+            ]
+            query = urllib.parse.urlencode([(k, v) for k, v in kept if v])
+            return RedirectResponse(f"{PREFIX}/stopped?{query}", status_code=303)
     batch = str(uuid.uuid4())
     outcomes = await ops_screen.resume_each(db, ids, operator_name=session.name, batch=batch)
     event(

@@ -28,6 +28,7 @@ from fastapi.responses import Response
 from transcriber.db.database import Database
 from transcriber.http.faces import Face
 from transcriber.http.page import (
+    again,
     deletion,
     edits,
     microphone,
@@ -100,6 +101,7 @@ FACE = Face(
         settings.router,
         shares.router,
         shared_view.router,
+        again.router,
     ),
     authenticates=authenticates,
     streamed=STREAMED,

@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse
 from transcriber import languages
 from transcriber.db.database import Database
 from transcriber.http import i18n, rendering
+from transcriber.http.downloads import HeadWords
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import SUMMARY_MAX, owned_card
 from transcriber.http.page import text
@@ -31,6 +32,7 @@ def page_globals(lang: i18n.Lang) -> dict[str, Any]:
     """What the page's templates read besides the words every screen has."""
     return {
         "state_of": text.state_of,
+        "again_helps": text.again_helps,
         "stop_words": functools.partial(text.stop_words, lang),
         "progress_words": functools.partial(text.progress_words, lang),
         "state_words": functools.partial(text.words_of, lang, text.STATE_WORDS),
@@ -41,18 +43,53 @@ def page_globals(lang: i18n.Lang) -> dict[str, Any]:
         "SUMMARY_MAX": SUMMARY_MAX,
         "NOTE_MAX": NOTE_MAX,
         "recognizer_languages": recognizer_languages(lang),
+        "recognizer_codes": frozenset(languages.NAMES),
+        "language_name": functools.partial(language_name, lang),
     }
 
 
 def recognizer_languages(lang: i18n.Lang) -> list[tuple[str, str]]:
     """The codes the recognizer takes as a language hint, each named in the page's
-    language where the locale data names it (Whisper's English name otherwise), by name:
-    the upload form offers them and its script refuses any other code before sending."""
+    language where the locale data names it (Whisper's English name otherwise): the
+    page's own language first (the hint it suggests), then the others by name. The
+    language fields offer them (after "detect") and the script refuses any other code
+    before sending."""
     named = {
         code: lang.locale.languages.get(code) or english.capitalize()
         for code, english in languages.NAMES.items()
     }
-    return sorted(named.items(), key=lambda pair: pair[1].casefold())
+    others = sorted(
+        ((c, n) for c, n in named.items() if c != lang.code), key=lambda p: p[1].casefold()
+    )
+    return [(lang.code, named[lang.code]), *others]
+
+
+def head_words(lang: i18n.Lang) -> HeadWords:
+    """A Markdown or Word download's head in the reader's language."""
+    _ = lang.gettext
+    return HeadWords(_("Untitled recording"), _("duration"), _("language"))
+
+
+def language_name(lang: i18n.Lang, code: str | None) -> str | None:
+    """A record's language as the page names it: in the page's language where the locale
+    data names it; a code or name the table does not know, as it is."""
+    if not code:
+        return None
+    return lang.locale.languages.get(code.lower()) or languages.language_name(code)
+
+
+def language_code(lang: i18n.Lang, value: str) -> str:
+    """What the owner typed into a language field, as a hint: a code as it is, a
+    language's name (in the page's language, or Whisper's English one) as its code,
+    "detect" as `auto`; anything else unchanged, for the check to refuse by its own
+    words."""
+    typed = value.strip().casefold()
+    if typed in ("", lang.gettext("detect").casefold()):
+        return ""
+    for code, name in recognizer_languages(lang):
+        if typed in (code, name.casefold(), languages.NAMES[code]):
+            return code
+    return value.strip()
 
 
 TEMPLATES = rendering.templates(HERE / "templates")

@@ -3,6 +3,7 @@ who spoke, the journal, the share links; its audio, its waveform and its downloa
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -18,7 +19,9 @@ from transcriber.http.owned_cards import (
 )
 from transcriber.http.page.audio import audio_response, open_audio, peaks
 from transcriber.http.page.html import (
+    head_words,
     html,
+    lang_of,
     mine,
     not_found_page,
     record_path,
@@ -100,6 +103,9 @@ async def record_context(
         "shares": await shares_of(db, owner, card["id"]),
         "new_share": None,
         "share_values": None,
+        # "Transcribe again with…" (again.py): what the form shows, and its attempt.
+        "again_values": None,
+        "attempt": secrets.token_urlsafe(18),
     }
 
 
@@ -169,6 +175,7 @@ async def record_peaks(db: Db, config: Settings, owner: PageOwner, recording_id:
 
 @router.get("/recordings/{recording_id}/transcript.{ext}")
 async def download(
+    request: Request,
     db: Db,
     owner: PageOwner,
     recording_id: str,
@@ -180,7 +187,14 @@ async def download(
     if ext not in DOWNLOADS:
         raise ApiError(404, "no such recording")
     response = await transcript_response(
-        db, owner, recording_id, DOWNLOADS[ext], machine=machine, profile=profile, report=report
+        db,
+        owner,
+        recording_id,
+        DOWNLOADS[ext],
+        machine=machine,
+        profile=profile,
+        report=report,
+        head_words=head_words(lang_of(request)),
     )
     if response.status_code == 200 and not report:
         # Named after the title, else the uploaded file's name without its extension.

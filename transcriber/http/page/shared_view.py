@@ -36,7 +36,9 @@ from transcriber.http.owned_cards import (
 from transcriber.http.page.audio import audio_response, open_audio
 from transcriber.http.page.html import (
     SECURITY_HEADERS,
+    head_words,
     html,
+    lang_of,
 )
 from transcriber.http.page.record import DOWNLOADS
 from transcriber.http.share_links import SHARE_PREFIX
@@ -87,8 +89,14 @@ def shared_page(request: Request, name: str, status: int = 200, **context: Any) 
     return response
 
 
+REFUSED_ADDRESS = SHARE_PREFIX + "this-link-is-not-valid"
+"""Where the refusal's language switch comes back to: a link no secret can be (a secret
+is 43 characters), so it is refused again, in the language picked. Not the address
+asked for: every refused link answers the very same page, which tells nothing of why."""
+
+
 def refused(request: Request) -> HTMLResponse:
-    return shared_page(request, "share_gone.html", 404)
+    return shared_page(request, "share_gone.html", 404, switch_back=REFUSED_ADDRESS)
 
 
 async def shared_context(db: Database, shared: Shared, secret: str) -> dict[str, Any]:
@@ -166,6 +174,7 @@ async def shared_download(
         shared=True,
         profile=profile,
         report=report,
+        head_words=head_words(lang_of(request)),
     )
     if response.status_code != 200:
         return refused(request)

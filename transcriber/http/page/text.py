@@ -39,8 +39,8 @@ WHAT_TO_DO: dict[str, str] = {
         "quota; the operator can then resume this one. Nothing is lost meanwhile."
     ),
     "recognizer_refused_audio": N_(
-        "Upload the recording in another format, or ask the service's operator to look at "
-        "the speech recognizer."
+        "Transcribe it again with another language (below), upload the recording in "
+        "another format, or ask the service's operator to look at the speech recognizer."
     ),
     "speaker_model_missing": N_(
         "Nothing: the transcript is complete and yours to read and download; only who spoke "
@@ -48,16 +48,42 @@ WHAT_TO_DO: dict[str, str] = {
     ),
     "attempts_exhausted": N_(
         "Wait for the service's operator, who has been told and can resume it once the "
-        "cause is fixed; nothing is lost meanwhile. If the recording itself may be at "
-        "fault, upload it again in another format."
+        "cause is fixed; nothing is lost meanwhile. If the language or the speakers were "
+        "wrong, transcribe it again with others (below); if the recording itself may be "
+        "at fault, upload it again in another format."
     ),
     "milestone_time_limit": N_(
-        "Wait for the service's operator, who can resume it; nothing is lost meanwhile."
+        "Wait for the service's operator, who can resume it; nothing is lost meanwhile. "
+        "Or transcribe it again with other options (below)."
     ),
 }
 OTHER_TO_DO = N_(
     "Wait for the service's operator, who can see why and resume it; nothing is lost meanwhile."
 )
+AGAIN_HELPS_NOT = frozenset(
+    {
+        "empty_file",
+        "undecodable_audio",
+        "no_audio_stream",
+        "empty_audio",
+        "too_long",
+        "implausible_rate",
+        "implausible_duration",
+        "audio_quota",
+    }
+)
+"""Stops that another language, speakers or task cannot help: the file itself (or the
+owner's quota) is the cause, so the record page offers no "transcribe again"."""
+
+
+def again_helps(card: dict[str, Any]) -> bool:
+    """Whether the record page offers to transcribe the record again with other
+    options: it is transcribed, or stopped for a reason other options may cure."""
+    if card["stopped"] is not None:
+        return card["stopped"]["reason"] not in AGAIN_HELPS_NOT
+    return bool(card["done"])
+
+
 # What was under way when a record stopped, by the milestone it had reached.
 STOPPED_WHILE = {
     "received": N_("Stopped while preparing the audio"),
@@ -93,6 +119,7 @@ EVENT_WORDS = {
     ("edited", "speaker"): N_("Speaker of a segment changed"),
     "edited": N_("Edited"),
     "share_revoked": N_("Share link revoked"),
+    "transcribed_again": N_("Transcribed again as a new recording"),
     "deleted": N_("Deleted"),
 }
 

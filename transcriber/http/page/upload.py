@@ -23,11 +23,16 @@ async def upload(
     request: Request, db: Db, config: Settings, session: ChangingSession
 ) -> JSONResponse:
     """One file of the upload form, sent by the page's script: `multipart/form-data`
-    with `file`, `title`, `language`, like the API's upload. 201 with the card, or the
-    reason it was refused in words (`{"error": ...}`)."""
+    with `file`, `title`, `language`, `speakers`, like the API's upload. 201 with the
+    card (200 with the earlier record's, for the same upload again), or the reason it
+    was refused in words (`{"error": ...}`)."""
     # The session (cookie, origin and anti-forgery header) was checked by the
     # dependency before anything of the body is read; the API's bounds apply as to any
     # upload (429, 507).
-    rid = (await store_upload(request, db, config, session.owner, None, via="page")).id
-    card = await owned_card(db, session.owner, rid)
-    return JSONResponse({**card, "page": f"/recordings/{rid}"}, status_code=201)
+    got = await store_upload(request, db, config, session.owner, None, via="page")
+    card = await owned_card(db, session.owner, got.id)
+    # 200: the same file with the same fields was uploaded before, and that record is
+    # named (the intake never makes a second of the same request): the page says so.
+    return JSONResponse(
+        {**card, "page": f"/recordings/{got.id}"}, status_code=201 if got.created else 200
+    )

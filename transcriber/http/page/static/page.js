@@ -146,6 +146,22 @@
     return fresh;
   };
 
+  // What was typed into a language field (`list="language-codes"`, _languages.html) as
+  // a hint: a code of the list as it is, a language's name as its code, "detect" (or
+  // nothing) as "", anything else null.
+  T.languageCode = function (value) {
+    const typed = value.trim().toLowerCase();
+    if (!typed || typed === "auto" || typed === T.t("detect").toLowerCase()) return "";
+    for (const o of document.querySelectorAll("#language-codes option")) {
+      if (o.value === "auto") {
+        if (typed === o.textContent.trim().toLowerCase()) return "";
+      } else if (typed === o.value || typed === o.textContent.trim().toLowerCase()) {
+        return o.value;
+      }
+    }
+    return null;
+  };
+
   function sizeWords(n) {
     if (n < 1024) return T.t("bytes", { n });
     const units = ["kilobyte", "megabyte", "gigabyte", "terabyte"];
@@ -172,12 +188,20 @@
       for (const file of files) {
         const li = document.createElement("li");
         const n = items.length;
+        // Each file its own title, language and speakers; empty ones take the batch's
+        // (the fields above), which the placeholders show.
         li.innerHTML = `<span class="name"></span><button type="button" class="remove"></button>
+          <div class="row per-file">
           <div class="field"><label for="title-${n}"></label><input id="title-${n}" class="title" maxlength="500"></div>
+          <div class="field"><label for="language-${n}"></label><input id="language-${n}" class="language" maxlength="40" list="language-codes" autocomplete="off"></div>
+          <div class="field"><label for="speakers-${n}"></label><input id="speakers-${n}" class="speakers" maxlength="5" autocomplete="off"></div>
+          </div>
           <progress max="1" value="0" aria-label=""></progress><p class="msg" role="status"></p>`;
         li.querySelector(".name").textContent = `${file.name} (${sizeWords(file.size)})`;
         li.querySelector(".remove").textContent = T.t("remove");
-        li.querySelector("label").textContent = T.t("title_for", { name: file.name });
+        li.querySelector(`label[for="title-${n}"]`).textContent = T.t("title_for", { name: file.name });
+        li.querySelector(`label[for="language-${n}"]`).textContent = T.t("language_for", { name: file.name });
+        li.querySelector(`label[for="speakers-${n}"]`).textContent = T.t("speakers_for", { name: file.name });
         li.querySelector("progress").setAttribute("aria-label", T.t("upload_of", { name: file.name }));
         const item = { file, li, state: "ready" };
         li.querySelector(".remove").addEventListener("click", () => {
@@ -188,8 +212,23 @@
         items.push(item);
         queue.appendChild(li);
       }
+      batchShown();
       refresh();
     }
+
+    // What an empty per-file field takes: the batch's value, shown as its placeholder.
+    function batchShown() {
+      const language = form.language.value.trim();
+      const speakers = form.speakers.value.trim();
+      queue.querySelectorAll("input.language").forEach((i) => {
+        i.placeholder = language || T.t("detect");
+      });
+      queue.querySelectorAll("input.speakers").forEach((i) => {
+        i.placeholder = speakers || T.t("service_default");
+      });
+    }
+    form.language.addEventListener("input", batchShown);
+    form.speakers.addEventListener("input", batchShown);
 
     function refuse(item, why) {
       item.state = "refused";
@@ -197,6 +236,14 @@
       msg.className = "msg refused";
       msg.textContent = T.t("refused", { why });
       item.li.querySelector("progress").hidden = true;
+      // A refused file can be taken off the list; its fields do nothing more.
+      item.li.querySelector(".remove").hidden = false;
+      settle(item);
+    }
+
+    // A file sent or refused: its fields no longer change anything, so they say so.
+    function settle(item) {
+      item.li.querySelectorAll(".per-file input").forEach((i) => { i.disabled = true; });
     }
 
     function refresh() {
@@ -210,36 +257,65 @@
     ["dragleave", "drop"].forEach((t) => drop.addEventListener(t, () => drop.classList.remove("over")));
     drop.addEventListener("drop", (e) => { e.preventDefault(); add(e.dataTransfer.files); });
 
-    // The codes the recognizer takes (the form's list); any other is refused before a
-    // byte is sent, in the page's words (the server refuses it too, in English).
-    const codes = new Set(Array.from(document.querySelectorAll("#language-codes option"),
-                                     (o) => o.value));
+    // A language field's value as a hint: a code of the recognizer's list, or a name of
+    // one (in the page's language) as its code; "" to detect it; null for anything else,
+    // refused before a byte is sent, in the page's words (the server refuses it too).
+    function checkLanguage(input, error) {
+      const code = T.languageCode(input.value);
+      const unknown = code === null;
+      if (error) {
+        error.textContent = unknown ? T.t("refused", { why: T.t("unknown_language", { code: input.value.trim() }) }) : "";
+        error.hidden = !unknown;
+        error.classList.toggle("refused", unknown);
+      }
+      input.setAttribute("aria-invalid", unknown ? "true" : "false");
+      return code;
+    }
 
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
-      const language = form.language.value.trim();
-      const hint = language.toLowerCase();
-      const languageError = document.getElementById("language-error");
-      const unknown = hint && hint !== "auto" && !codes.has(hint);
+      const language = checkLanguage(form.language, document.getElementById("language-error"));
       // The files stay ready: once the code is right, Upload sends them.
-      languageError.textContent = unknown ? T.t("refused", { why: T.t("unknown_language", { code: language }) }) : "";
-      languageError.hidden = !unknown;
-      form.language.setAttribute("aria-invalid", unknown ? "true" : "false");
-      if (unknown) { form.language.focus(); return; }
+      if (language === null) { form.language.focus(); return; }
+      const ready = items.filter((i) => i.state === "ready");
+      for (const item of ready) {
+        // What an earlier press said of this file no longer holds: checked again now.
+        const said = item.li.querySelector(".msg");
+        said.textContent = "";
+        said.className = "msg";
+        const own = item.li.querySelector("input.language");
+        item.language = own.value.trim() ? checkLanguage(own, item.li.querySelector(".msg")) : language;
+        if (item.language === null) { own.focus(); return; }
+        // Speakers as the service takes them (off, auto, 2, 2-4), said in the page's words.
+        const speakers = item.li.querySelector("input.speakers");
+        const who = speakers.value.trim() || form.speakers.value.trim();
+        const bad = who !== "" && !/^(off|auto|[0-9]{1,2}(-[0-9]{1,2})?)$/i.test(who);
+        speakers.setAttribute("aria-invalid", bad ? "true" : "false");
+        if (bad) {
+          const msg = item.li.querySelector(".msg");
+          msg.className = "msg refused";
+          msg.hidden = false;
+          msg.textContent = T.t("refused", { why: T.t("bad_speakers", { value: who }) });
+          (speakers.value.trim() ? speakers : form.speakers).focus();
+          return;
+        }
+      }
       start.disabled = true;
-      for (const item of items) {
-        if (item.state !== "ready") continue;
+      for (const item of ready) {
         item.state = "sending";
         item.li.querySelector(".remove").hidden = true;
+        settle(item);
         const bar = item.li.querySelector("progress");
         const msg = item.li.querySelector(".msg");
+        msg.className = "msg";
+        msg.hidden = false;
         msg.textContent = T.t("uploading");
         const r = await T.send("POST", "/upload", () => {
           const body = new FormData();
           const title = item.li.querySelector(".title").value.trim();
           if (title) body.append("title", title);
-          if (language) body.append("language", language);
-          const speakers = form.speakers.value.trim();
+          if (item.language) body.append("language", item.language);
+          const speakers = item.li.querySelector("input.speakers").value.trim() || form.speakers.value.trim();
           if (speakers) body.append("speakers", speakers);
           const vocabulary = form.vocabulary.value.trim();
           if (vocabulary) body.append("vocabulary", vocabulary);
@@ -249,10 +325,11 @@
           body.append("file", item.file, item.file.name);
           return body;
         }, (f) => { bar.value = f; });
-        if (r.status === 201) {
+        if (r.status === 201 || r.status === 200) {
           item.state = "done";
           bar.value = 1;
-          msg.textContent = T.t("accepted") + " ";
+          // 200: the same file with the same fields was uploaded before: that record.
+          msg.textContent = T.t(r.status === 201 ? "accepted" : "uploaded_before") + " ";
           const a = document.createElement("a");
           a.href = r.body.page;
           a.textContent = T.t("open_page");

@@ -398,7 +398,8 @@
         break;
       }
       case "KeyE": {
-        if (!segments.length) return;
+        // The shared view has nothing to correct.
+        if (!segments.length || !document.getElementById("correction-template")) return;
         openForm(segments[Math.max(0, playingIndex())].el);
         break;
       }
@@ -443,9 +444,73 @@
   function setupSpeakers() {
     for (const form of document.querySelectorAll("form.who")) {
       form.querySelector(".move").hidden = true;
-      form.querySelector("select").addEventListener("change", () => form.submit());
+      form.querySelector("select").addEventListener("change", () => form.requestSubmit());
     }
   }
+
+  // --- edits in place ----------------------------------------------------------------
+  // The page's forms that change the record (its fields, a speaker's name or a segment's,
+  // a share link made or revoked) are sent by the script: the server answers as it does
+  // without one (the record page again, with the change or with the reason it was
+  // refused), and only the parts that form changes are put in place, so the page keeps
+  // its scroll, its playback and the keyboard's place. Without the script they reload.
+  const IN_PLACE = [
+    ["#edit-form", ["record-title", "edit-details", "status"]],
+    ["form.rename", ["speakers", "segments"]],
+    ["form.who", ["speakers", "segments"]],
+    ["#share-form", ["shares"]],
+    ["#share-list form", ["shares"]],
+  ];
+
+  function said(text) {
+    let region = document.getElementById("in-place-status");
+    if (!region) {
+      region = document.createElement("p");
+      region.id = "in-place-status";
+      region.className = "visually-hidden";
+      region.setAttribute("role", "status");
+      document.body.appendChild(region);
+    }
+    region.textContent = "";
+    setTimeout(() => { region.textContent = text; }, 50);
+  }
+
+  async function sendInPlace(form, parts) {
+    const focused = document.activeElement && document.activeElement.id;
+    let r;
+    try {
+      r = await fetch(form.action, { method: "POST", body: new FormData(form),
+                                     credentials: "same-origin", headers: { "X-CSRF-Token": T.csrf() } });
+    } catch (e) { said(T.t("no_answer")); return; }
+    if (r.status === 401) { await T.signInAgain(); sendInPlace(form, parts); return; }
+    if (!r.ok && r.status !== 422) { location.reload(); return; }
+    const fresh = new DOMParser().parseFromString(await r.text(), "text/html");
+    for (const id of parts) {
+      const now = document.getElementById(id);
+      const next = fresh.getElementById(id);
+      if (!now || !next) continue;
+      // A folded section the owner had open stays open.
+      if (now.tagName === "DETAILS" && now.open) next.setAttribute("open", "");
+      now.replaceWith(document.importNode(next, true));
+    }
+    const segmentsChanged = parts.includes("segments");
+    if (segmentsChanged) init();
+    setupCopy();
+    T.localTimes(document);
+    const back = (focused && document.getElementById(focused))
+      || document.querySelector(`#${parts[0]} summary, #${parts[0]} [id]`);
+    if (back) back.focus();
+    said(r.status === 422 ? T.t("not_changed") : T.t("saved"));
+  }
+
+  document.addEventListener("submit", (ev) => {
+    if (ev.defaultPrevented) return;  // declined (page.js asks first where it must)
+    const form = ev.target;
+    const found = IN_PLACE.find(([selector]) => form.matches(selector));
+    if (!found) return;
+    ev.preventDefault();
+    sendInPlace(form, found[1]);
+  });
 
   // A record still at work: its state, player and transcript kept current.
   async function poll() {
@@ -464,7 +529,39 @@
     setTimeout(poll, 1500);
   }
 
+  // A new share link, shown once: a button copies it (the clipboard where the browser
+  // gives it, else the selected text), and says so.
+  function setupCopy() {
+    const button = document.getElementById("new-share-copy");
+    const field = document.getElementById("new-share");
+    if (!button || !field) return;
+    button.hidden = false;
+    button.addEventListener("click", async () => {
+      let done = false;
+      try {
+        await navigator.clipboard.writeText(field.value);
+        done = true;
+      } catch (e) {
+        field.select();
+        done = document.execCommand && document.execCommand("copy");
+      }
+      document.getElementById("new-share-copied").textContent = done ? T.t("copied") : T.t("copy_by_hand");
+    });
+  }
+
+  // What a form's answer brings into view (#shares, #speakers) is not left under the
+  // sticky player: anchors stop below it, as tall as it is now.
+  function belowPlayer() {
+    const player = document.querySelector(".player");
+    if (!player) return;
+    document.documentElement.style.setProperty("--player-h", `${player.offsetHeight + 8}px`);
+    const target = location.hash && document.getElementById(location.hash.slice(1));
+    if (target) target.scrollIntoView();
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
+    setupCopy();
+    belowPlayer();
     document.addEventListener("keydown", onKey);
     window.addEventListener("resize", drawWave);
     init();
