@@ -366,8 +366,3 @@ UPDATE recordings SET audio_path = $2, duration_s = $3 WHERE id = $1
 -- $1 id, $2 text, $3 segments (jsonb), $4 language, $5 model.
 INSERT INTO transcripts (recording_id, text, segments, language, model)
 VALUES ($1, $2, $3::jsonb, $4, $5)
-
--- name: save_speakers
--- $1 id, $2 turns (jsonb: [start, end, speaker] each, speaker 0-based), $3 speakers found.
-UPDATE transcripts SET turns = $2::jsonb, speaker_count = $3, diarized_at = now()
- WHERE recording_id = $1

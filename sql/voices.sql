@@ -63,8 +63,8 @@ SELECT m.speaker, v.name
  ORDER BY m.speaker
 
 -- name: save_speakers_voices
--- The diarize step's save (queue.sql's `save_speakers`, with the found voices): $1 id,
--- $2 turns, $3 speakers found, $4 the found voices ([[speaker, [vector], seconds], ...]),
+-- The diarize step's save: $1 id, $2 turns (jsonb: [start, end, speaker] each, speaker
+-- 0-based), $3 speakers found, $4 the found voices ([[speaker, [vector], seconds], ...]),
 -- $5 the match threshold. The voices are kept and named only when the record's owner
 -- remembers voices (name_found_voices, sql/0026); in the commit's transaction.
 WITH saved AS (

@@ -115,7 +115,7 @@ async def test_unusable_options_are_refused(db: Database, owner_id: int, tmp_pat
     # And the command line, before anything is stored.
     result = cli(tmp_path / "home", "transcribe", str(SAMPLES / "en.ogg"), "--task", "summarize")
     assert result.returncode == 2
-    assert "task must be one of transcribe, translate, not 'summarize'" in result.stderr
+    assert "task must be one of transcribe, translate, align, not 'summarize'" in result.stderr
     assert not (tmp_path / "home").exists()
 
 

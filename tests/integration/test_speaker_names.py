@@ -27,6 +27,7 @@ from transcriber.operators import add_operator
 from transcriber.owners import add_owner
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 from transcriber.pipeline.step_table import step_table
+from transcriber.records.voices import MATCH_COSINE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +52,7 @@ diarized_runs: list[Any] = []
 
 async def diarize(job: Any, progress: Any) -> Saved:
     diarized_runs.append(job.claim.id)
-    return Saved("save_speakers", (TURNS, 2))
+    return Saved("save_speakers_voices", (TURNS, 2, [], MATCH_COSINE))
 
 
 async def diarized(db: Database, as_owner: httpx.AsyncClient) -> str:

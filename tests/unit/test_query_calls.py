@@ -42,6 +42,8 @@ STARRED: dict[tuple[str, str], int] = {
     # The claim's first three parameters (milestones, lease bases, lease per second of
     # audio), built from the step table in PgQueue.__attrs_post_init__.
     ("transcriber/pipeline/pg_queue.py", "self._claim_args"): 3,
+    # The first and last id an id prefix names (ops_screen.id_range).
+    ("transcriber/pipeline/ops_screen.py", "id_range(wanted.search or '')"): 2,
 }
 """`*x` arguments of query calls in transcriber/, by file and expression: how many
 parameters each passes."""
