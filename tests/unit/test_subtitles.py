@@ -78,6 +78,11 @@ def test_line_breaks_english_and_russian() -> None:
     first, second = laid("Вчера вечером мы долго разговаривали о работе в новом городе", 39)
     assert lines.bare(first.split()[-1]) not in lines.PREPOSITIONS, (first, second)
     assert all(len(x) <= 39 for x in (first, second))
+    # A first and last name stay on one line, where the balance would part them.
+    assert laid("Everybody loved watching Anna Petrova perform tonight onstage") == [
+        "Everybody loved watching",
+        "Anna Petrova perform tonight onstage",
+    ]
     # A speaker's name on the first line counts.
     first, second = laid("We walked along the river and saw the mill", lead=len("Anna: "))
     assert len(first) + len("Anna: ") <= 42

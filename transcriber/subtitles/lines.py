@@ -3,8 +3,9 @@ the lines within the profile and reads best.
 
 Where a break reads best, in order: after a sentence's end, after other punctuation,
 before a conjunction or preposition (English and Russian lists below), anywhere else;
-and never after an article (English a/an/the: an article stays with its noun) or after
-a preposition or conjunction (it belongs to what follows), unless nothing else fits.
+and never after an article (English a/an/the: an article stays with its noun), between
+two capitalized words (a first and last name, a place's name), or after a preposition
+or conjunction (it belongs to what follows), unless nothing else fits.
 Among equally good breaks the balanced one wins. The lists are short on purpose: the
 words a subtitler names first, not a grammar.
 """
@@ -55,7 +56,7 @@ def bare(word: str) -> str:
 
 def break_cost(before: str, after: str) -> float:
     """What a break between the words `before` and `after` costs: 0 after a sentence's
-    end, up to NEVER after an article."""
+    end, up to NEVER after an article or inside a name."""
     if before.endswith(tuple(SENTENCE_END)) or before.rstrip("\"'”»)").endswith(
         tuple(SENTENCE_END)
     ):
@@ -63,13 +64,20 @@ def break_cost(before: str, after: str) -> float:
     if before.endswith(tuple(PAUSE_MARKS)) or after in ("—", "–", "-"):
         return 0.2
     b = bare(before)
-    if b in ARTICLES:
+    if b in ARTICLES or (_capitalized(before) and _capitalized(after)):
+        # An article stays with its noun; two capitalized words in a row, no mark
+        # between them, are taken for one name ("Anna Petrova", "New York").
         return NEVER
     if b in PREPOSITIONS or b in CONJUNCTIONS:
         return 3.0
     if bare(after) in CONJUNCTIONS or bare(after) in PREPOSITIONS:
         return 0.4
     return 1.0
+
+
+def _capitalized(word: str) -> bool:
+    letters = word.lstrip("\"'“«(¿¡")
+    return letters[:1].isupper()
 
 
 def width(words: Sequence[str]) -> int:
