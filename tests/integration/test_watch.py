@@ -22,6 +22,7 @@ import trio
 
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.pg_pipeline import db_now, journal
+from tests.helpers.watching import QUIET_S, Clock, scenario
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import Described, Sink, accept
@@ -41,20 +42,6 @@ from transcriber.watch.writing import (
     sweep_parts,
     write_new,
 )
-
-QUIET_S = 1.0
-
-
-def scenario(title: str) -> pytest.MarkDecorator:
-    return pytest.mark.scenario("watch", title)
-
-
-@attrs.define
-class Clock:
-    t: float = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 @pytest.fixture

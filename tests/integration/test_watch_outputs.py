@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import attrs
 import httpx
 import pytest
 import trio
@@ -19,6 +18,7 @@ from tests.helpers.api_clients import client
 from tests.helpers.cli_process import cli
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.serve_process import serve_process
+from tests.helpers.watching import QUIET_S, Clock, scenario
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.config import Config
 from transcriber.db.database import Database
@@ -30,20 +30,6 @@ from transcriber.storage.configured import blobs_of
 from transcriber.watch.outputs import FORMATS
 from transcriber.watch.scanning import Watcher
 from transcriber.watch.watches import NoSuchOwner, add_watch
-
-QUIET_S = 1.0
-
-
-def scenario(title: str) -> pytest.MarkDecorator:
-    return pytest.mark.scenario("watch", title)
-
-
-@attrs.define
-class Clock:
-    t: float = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 @pytest.fixture
