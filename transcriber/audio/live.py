@@ -25,16 +25,15 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import weakref
-from typing import IO, Any
+from typing import Any
 
 import attrs
 import numpy as np
 
 from transcriber.audio.agreement import Word
 from transcriber.audio.models import resolve_model
-from transcriber.audio.processes import ChildSpec
+from transcriber.audio.processes import ChildSpec, child_channel
 from transcriber.audio.recognize import WhisperRecognizer
 from transcriber.config import Config
 
@@ -161,12 +160,6 @@ def _kill_all(running: list[subprocess.Popen[str]]) -> None:
 # --- The child ---------------------------------------------------------------------------
 
 
-def _exit_when_orphaned(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(1.0)
-    os._exit(0)
-
-
 def words_of(
     model: Any, samples: np.ndarray, language: str | None, prompt: str | None
 ) -> list[list[Any]]:
@@ -190,17 +183,7 @@ def words_of(
 
 def child_main(argv: list[str]) -> int:
     spec = ChildSpec(**json.loads(argv[1]))
-    if spec.nice:
-        os.nice(spec.nice)
-    out: IO[str] = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-
-    def send(message: dict[str, Any]) -> None:
-        out.write(json.dumps(message, ensure_ascii=False) + "\n")
-        out.flush()
-
-    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
+    send = child_channel(spec.nice)
     config = Config(cpu_threads=spec.cpu_threads, decoding="sequential")
     recognizer = WhisperRecognizer(
         config, model_path=spec.model_path, device=spec.device, compute_type=spec.compute_type

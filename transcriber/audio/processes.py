@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -345,9 +346,12 @@ def _exit_when_orphaned(parent: int) -> None:
     os._exit(0)
 
 
-def child_main(argv: list[str]) -> int:
-    spec = ChildSpec(**json.loads(argv[1]))
-    os.nice(spec.nice)
+def child_channel(nice: int) -> Callable[[dict[str, Any]], None]:
+    """A child's start: its priority lowered by `nice`, fd 1 kept for the protocol and
+    pointed at stderr (nothing the engine prints can corrupt a line), a watch that ends
+    it when its parent is gone; the function that sends one protocol line."""
+    if nice:
+        os.nice(nice)
     out: IO[str] = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -357,6 +361,12 @@ def child_main(argv: list[str]) -> int:
         out.flush()
 
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
+    return send
+
+
+def child_main(argv: list[str]) -> int:
+    spec = ChildSpec(**json.loads(argv[1]))
+    send = child_channel(spec.nice)
     config = Config(
         cpu_threads=spec.cpu_threads, decoding=spec.decoding, batch_size=spec.batch_size
     )
