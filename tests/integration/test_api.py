@@ -341,6 +341,8 @@ async def test_openapi_describes_every_endpoint(base_url: str) -> None:
         ("POST", "/v1/audio/transcriptions"),
         ("POST", "/v1/audio/translations"),
         ("GET", "/v1/models"),
+        # Transcribe again (tests/integration/test_page_again.py: another owner's is 404)
+        ("POST", "/v1/recordings/{recording_id}/again"),
         # The owner's memory (tests/integration/test_owner_settings.py, test_voices.py)
         ("GET", "/v1/settings"),
         ("PATCH", "/v1/settings"),

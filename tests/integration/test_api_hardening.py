@@ -668,7 +668,7 @@ def test_every_owner_facing_query_names_the_owner(tmp_path: Path) -> None:
     # owner's search reads only their own transcripts and corrections.
     search = load_queries()["page_recordings"]
     branches = search[search.index("v.id IN (") :].split("UNION")
-    assert len(branches) == 3
+    assert len(branches) == 4  # titles, transcripts, corrections, summaries and topics
     for branch in branches:
         assert "owner_id = $1" in branch, branch
 

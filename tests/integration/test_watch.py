@@ -22,7 +22,7 @@ import trio
 
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.pg_pipeline import db_now, journal
-from tests.helpers.watching import QUIET_S, Clock, scenario
+from tests.helpers.watching import QUIET_S, Clock
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import Described, Sink, accept
@@ -42,6 +42,10 @@ from transcriber.watch.writing import (
     sweep_parts,
     write_new,
 )
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("watch", title)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from tests.helpers.api_clients import client
 from tests.helpers.cli_process import cli
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.serve_process import serve_process
-from tests.helpers.watching import QUIET_S, Clock, scenario
+from tests.helpers.watching import QUIET_S, Clock
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.config import Config
 from transcriber.db.database import Database
@@ -30,6 +30,10 @@ from transcriber.storage.configured import blobs_of
 from transcriber.watch.outputs import FORMATS
 from transcriber.watch.scanning import Watcher
 from transcriber.watch.watches import NoSuchOwner, add_watch
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("watch", title)
 
 
 @pytest.fixture
