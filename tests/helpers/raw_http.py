@@ -70,6 +70,7 @@ class RawUpload:
         self.stream = stream
         self.sent = 0
         self._chunked = True
+        self.headers: dict[str, str] = {}
 
     @classmethod
     async def start(
@@ -121,6 +122,9 @@ class RawUpload:
         head, _, body = data.partition(b"\r\n\r\n")
         lines = head.decode().split("\r\n")
         status = int(lines[0].split()[1])
+        self.headers = {
+            k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])
+        }
         length = next(
             int(line.split(":", 1)[1])
             for line in lines[1:]

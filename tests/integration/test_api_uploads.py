@@ -15,6 +15,8 @@ from typing import cast
 import httpx
 import pytest
 import trio
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 
 from tests.helpers.api_clients import (
     client,
@@ -37,6 +39,7 @@ from tests.helpers.raw_http import (
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http import create_app, serving
+from transcriber.http.middleware import DrainRequestBody
 from transcriber.owners import NewOwner
 from transcriber.records.deletion import delete_own
 from transcriber.storage.local import LocalBlobs
@@ -86,6 +89,7 @@ async def test_upload_over_the_limit_is_refused_at_once(
             status, body = await send_until_answered(streamed, cap=256 * MiB)
         assert status == 413, body
         assert streamed.sent < 64 * MiB
+        assert streamed.headers.get("connection") == "close", streamed.headers
         await streamed.aclose()
     # A client that sends everything before it reads still gets the answer.
     whole = await RawUpload.start(small_limit_url, ann, length=16 * MiB)
@@ -123,6 +127,8 @@ async def test_early_answers_reach_a_client_still_sending(
         await streamed.aclose()
         assert status == expected, body
         assert streamed.sent < 64 * MiB
+        # The connection will not serve another request, and the answer says so.
+        assert streamed.headers.get("connection") == "close", streamed.headers
         # ... and one that reads only after sending gets it too, instead of hanging.
         for length in (None, 16 * MiB):
             whole = await RawUpload.start(base_url, owner, headers=headers, length=length)
@@ -132,6 +138,27 @@ async def test_early_answers_reach_a_client_still_sending(
             assert status == expected, body
     assert await count_recordings(db) == 1
     assert [p.read_bytes() for p in store_files(config)] == [b"first"]
+
+
+async def test_a_routes_early_answer_closes_the_connection_it_names(config: Config) -> None:
+    """A route that answers before reading the body (as the OpenAI endpoint refuses a
+    form's field before its file) says `Connection: close`: Hypercorn closes such a
+    connection, and a client's pool must not hand it to its next request."""
+    app = FastAPI()
+    app.state.config = config
+    app.add_middleware(DrainRequestBody, idle_s=5)
+
+    @app.post("/refuse")
+    async def refuse() -> JSONResponse:
+        return JSONResponse({"error": "refused"}, status_code=400)
+
+    async with serving(app) as url:
+        streamed = await RawUpload.start(url, NewOwner(id=0, name="a", token="t"), path="/refuse")
+        with trio.fail_after(10):
+            status, body = await send_until_answered(streamed, cap=256 * MiB)
+        await streamed.aclose()
+    assert (status, body) == (400, {"error": "refused"})
+    assert streamed.headers.get("connection") == "close", streamed.headers
 
 
 # --- interruptions ------------------------------------------------------------------------

@@ -190,6 +190,12 @@ class DrainRequestBody:
             raise gave_up
 
         async def send_draining(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and not ended:
+                # Hypercorn closes a connection whose request body was not read to its
+                # end. Said in the answer, a client's pool does not hand the connection
+                # to its next request, which would find it closed ("Server disconnected
+                # without sending a response" in httpx, under load).
+                message = {**message, "headers": [*closing(message.get("headers", []))]}
             last = message["type"] == "http.response.body" and not message.get("more_body")
             if not last or ended:
                 await send(message)
@@ -209,6 +215,12 @@ class DrainRequestBody:
                 nursery.cancel_scope.cancel()
 
         await self.app(scope, tracked, send_draining)
+
+
+def closing(headers: Any) -> list[tuple[bytes, bytes]]:
+    """`headers` with `Connection: close` in place of any connection header."""
+    kept = [(k, v) for k, v in headers if k.lower() != b"connection"]
+    return [*kept, (b"connection", b"close")]
 
 
 @attrs.define
