@@ -419,3 +419,19 @@ def test_the_count_is_compared_on_cached_conversations(tmp_path: Path) -> None:
     assert rows["linkage"]["mean_der"] < 0.05
     assert rows["threshold"]["right"] == "0/1"
     assert "three:1≠3" in rows["threshold"]["wrong"]
+
+
+def test_the_judge_set_shares_no_voice_nor_seed_with_the_sets_tuned_on() -> None:
+    """The judge set is only a judge while nothing in it was tuned on: no espeak-ng voice
+    and variant (whatever its shift) and no seed of the tuning or held-out set."""
+    from transcriber.bench.speakers_count import held_out_set, judge_set, tuning_set
+
+    tuned = tuning_set() + held_out_set()
+    judge = judge_set()
+    made = [s for s in judge if not s.real]
+    assert {v[0] for s in made for v in s.voices[: s.speakers]}.isdisjoint(
+        {v[0] for s in tuned for v in s.voices[: s.speakers]}
+    )
+    assert {s.seed for s in made}.isdisjoint({s.seed for s in tuned})
+    assert {s.speakers for s in judge} == {1, 2, 3, 4, 5, 6}
+    assert [s.real for s in judge if s.real] == [("en",), ("ru",), ("en", "ru")]
