@@ -218,8 +218,8 @@ def test_a_speaker_of_a_few_seconds_is_folded() -> None:
         [a + 0.06 * rng.randn(30, 192), b + 0.06 * rng.randn(30, 192), c + 0.06 * rng.randn(6, 192)]
     ).astype(np.float32)
     steady = [(0.75 * i, 0.75 * i + 1.5) for i in range(60)]
-    # The third voice's six windows: over 3 s of audio, then over 8 s.
-    brief = [(60.0 + 0.3 * i, 61.5 + 0.3 * i) for i in range(6)]
+    # The third voice's six windows: over 2.5 s of audio (under MIN_SPEAKER_S), then 8 s.
+    brief = [(60.0 + 0.2 * i, 61.5 + 0.2 * i) for i in range(6)]
     longer = [(60.0 + 1.3 * i, 61.5 + 1.3 * i) for i in range(6)]
     assert len(set(cluster(embeddings, SpeakersOption.parse("auto"), steady + brief))) == 2
     assert len(set(cluster(embeddings, SpeakersOption.parse("auto"), steady + longer))) == 3
@@ -337,6 +337,45 @@ def test_k_voices_alike_to_each_other_are_k(k: int) -> None:
         assert len(set(cluster(x, SpeakersOption.parse("1-2"), windows).tolist())) == 2
 
 
+def voices_near(k: int, across: float) -> tuple[np.ndarray, list[tuple[float, float]], np.ndarray]:
+    """k voices `across` alike, four turns of six 1.5 s windows each (every 0.75 s): a
+    window is its voice, the two halves of audio it covers (its neighbours share one) and
+    a little noise; windows of one voice that share no audio are 0.66 alike, neighbours
+    about 0.8. Orthogonal parts, so the likenesses are as said."""
+    rng = np.random.default_rng(k)
+    turns = 4 * k
+    basis = np.linalg.qr(rng.standard_normal((512, 1 + k + 7 * turns)))[0].T
+    common, own, halves = basis[0], basis[1 : 1 + k], basis[1 + k :].reshape(turns, 7, 512)
+    norm = 1 / 0.66  # voice 1 + halves 2 × 0.2 + noise
+    share = across * norm
+    voices = np.sqrt(share) * common + np.sqrt(1 - share) * own
+    x, windows, who = [], [], []
+    for turn in range(turns):
+        for i in range(6):
+            noise = np.sqrt((norm - 1.4) / 512) * rng.standard_normal(512)
+            x.append(voices[turn % k] + np.sqrt(0.2) * halves[turn, i : i + 2].sum(0) + noise)
+            windows.append((6.0 * turn + 0.75 * i, 6.0 * turn + 0.75 * i + 1.5))
+            who.append(turn % k)
+    return np.array(x, dtype=np.float32), windows, np.array(who)
+
+
+@scenario("Voices just over the former bar are counted apart, on windows that share no audio")
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_voices_just_over_the_former_bar_are_apart(k: int) -> None:
+    """0.56 alike across: over the former count's 0.55 (over all pairs; one speaker), under
+    LINK_COSINE; each voice's turns are more alike than the bar only on the pairs that
+    share no audio, and stay one speaker."""
+    from transcriber.audio.speakers_clustering import LINK_COSINE, cluster
+
+    assert 0.55 < 0.56 < LINK_COSINE
+    x, windows, who = voices_near(k, 0.56)
+    labels = cluster(x, SpeakersOption.parse("auto"), windows)
+    assert len(set(labels.tolist())) == k
+    assert all(len(set(labels[who == v].tolist())) == 1 for v in range(k))
+    previous = cluster(x, SpeakersOption.parse("auto"), windows, "previous")
+    assert len(set(previous.tolist())) == 1
+
+
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 6])
 def test_k_voices_well_apart_are_k(k: int) -> None:
     rng = np.random.default_rng(10 + k)
@@ -380,3 +419,19 @@ def test_the_count_is_compared_on_cached_conversations(tmp_path: Path) -> None:
     assert rows["linkage"]["mean_der"] < 0.05
     assert rows["threshold"]["right"] == "0/1"
     assert "three:1≠3" in rows["threshold"]["wrong"]
+
+
+def test_the_judge_set_shares_no_voice_nor_seed_with_the_sets_tuned_on() -> None:
+    """The judge set is only a judge while nothing in it was tuned on: no espeak-ng voice
+    and variant (whatever its shift) and no seed of the tuning or held-out set."""
+    from transcriber.bench.speakers_count import held_out_set, judge_set, tuning_set
+
+    tuned = tuning_set() + held_out_set()
+    judge = judge_set()
+    made = [s for s in judge if not s.real]
+    assert {v[0] for s in made for v in s.voices[: s.speakers]}.isdisjoint(
+        {v[0] for s in tuned for v in s.voices[: s.speakers]}
+    )
+    assert {s.seed for s in made}.isdisjoint({s.seed for s in tuned})
+    assert {s.speakers for s in judge} == {1, 2, 3, 4, 5, 6}
+    assert [s.real for s in judge if s.real] == [("en",), ("ru",), ("en", "ru")]
