@@ -11,8 +11,9 @@ judged on the real people of samples/ and other, sox-shifted espeak-ng voices):
   another found speaker of the recording for the library voice (`sides`: library only,
   or both);
 - S-norm: the cosine z-normed against a cohort on both sides (adaptive: the top k), the
-  cohort the owner's other voices and the recording's other speakers, or a cohort made
-  at run time of voices of neither set (`COHORT_VOICES`, espeak-ng);
+  cohort the owner's other voices and the recording's other speakers (situ), or the
+  outsiders the diarize step measures against (run: transcriber.audio.voice_cohort);
+- cohort margin: the cosine over each side's likeness to those outsiders (MATCH, shipped);
 - a minimum of speech before a voice is named or taken;
 - the voice averaged over clean windows only (not overlapping a change of speaker).
 
