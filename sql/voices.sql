@@ -65,14 +65,17 @@ SELECT m.speaker, v.name
 -- name: save_speakers_voices
 -- The diarize step's save: $1 id, $2 turns (jsonb: [start, end, speaker] each, speaker
 -- 0-based), $3 speakers found, $4 the found voices ([[speaker, [vector], seconds], ...]),
--- $5 the match threshold. The voices are kept and named only when the record's owner
--- remembers voices (name_found_voices, sql/0026); in the commit's transaction.
+-- $5 the match's threshold, $6 its margin over outsiders, $7 the cohort of outsiders
+-- (jsonb: [[vector], ...]), $8 how many of them each side is measured against
+-- (transcriber.records.voices.MATCH). The voices are kept and named only when the
+-- record's owner remembers voices (name_found_voices, sql/0031); in the commit's
+-- transaction.
 WITH saved AS (
     UPDATE transcripts SET turns = $2::jsonb, speaker_count = $3, diarized_at = now()
      WHERE recording_id = $1
     RETURNING recording_id
 )
-SELECT name_found_voices(recording_id, $4::jsonb, $5) FROM saved
+SELECT name_found_voices(recording_id, $4::jsonb, $5, $6, $7::jsonb, $8) FROM saved
 
 -- name: voice_match_clear
 -- Before `voice_match_set`: what named speaker $3 of the owner's ($1) record $2, and

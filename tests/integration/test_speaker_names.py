@@ -27,7 +27,7 @@ from transcriber.operators import add_operator
 from transcriber.owners import add_owner
 from transcriber.pipeline.pg_queue import PgQueue, Saved
 from transcriber.pipeline.step_table import step_table
-from transcriber.records.voices import MATCH_COSINE
+from transcriber.records.voices import saved_voices
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ diarized_runs: list[Any] = []
 
 async def diarize(job: Any, progress: Any) -> Saved:
     diarized_runs.append(job.claim.id)
-    return Saved("save_speakers_voices", (TURNS, 2, [], MATCH_COSINE))
+    return Saved("save_speakers_voices", saved_voices(TURNS, 2, {}))
 
 
 async def diarized(db: Database, as_owner: httpx.AsyncClient) -> str:

@@ -22,7 +22,7 @@ from tests.helpers.pg_pipeline import journal
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
 from transcriber.pipeline.pg_queue import Saved
-from transcriber.records.voices import MATCH_COSINE
+from transcriber.records.voices import saved_voices
 
 
 def word(start: float, end: float, text: str) -> dict[str, Any]:
@@ -58,7 +58,7 @@ async def recognize(job: Any, progress: Any) -> Saved:
 
 
 async def diarize(job: Any, progress: Any) -> Saved:
-    return Saved("save_speakers_voices", (TURNS, 2, [], MATCH_COSINE))
+    return Saved("save_speakers_voices", saved_voices(TURNS, 2, {}))
 
 
 async def diarized(db: Database, as_owner: httpx.AsyncClient) -> str:

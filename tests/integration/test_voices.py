@@ -17,7 +17,7 @@ from tests.helpers.api_clients import diarized_with, normalized
 from tests.helpers.pg_pipeline import journal
 from transcriber.db.database import Database
 from transcriber.pipeline.pg_queue import Saved
-from transcriber.records.voices import MATCH_COSINE, found_voices
+from transcriber.records.voices import saved_voices
 
 SEGMENTS = [
     {"start": 0.0, "end": 2.0, "text": "Good morning."},
@@ -51,7 +51,7 @@ async def recognize(job: Any, progress: Any) -> Saved:
 
 def diarize_with(voices: dict[int, list[float]], turns: list[list[Any]] = TURNS) -> Any:
     async def diarize(job: Any, progress: Any) -> Saved:
-        return Saved("save_speakers_voices", (turns, 2, found_voices(voices, turns), MATCH_COSINE))
+        return Saved("save_speakers_voices", saved_voices(turns, 2, voices))
 
     return diarize
 
@@ -223,6 +223,7 @@ async def test_real_voices_name_the_same_voices_in_another_recording(
     """Two conversations of the same two espeak-ng voices, other words: diarized for real,
     their voices kept and matched by the real queries. The second's speech is named right."""
     from transcriber.audio.speakers import diarize
+    from transcriber.audio.voice_cohort import cohort as voice_cohort
     from transcriber.bench.speakers import make_conversation
     from transcriber.speaker_options import SpeakersOption
 
@@ -231,14 +232,14 @@ async def test_real_voices_name_the_same_voices_in_another_recording(
     again = make_conversation(other, speakers=2, turns=8, seed=70)
     two = SpeakersOption.parse("2")
     a, b = diarize(path, two), diarize(other, two)
+    outsiders = voice_cohort(tmp_path)  # as the diarize step measures voices against
 
     def saved(d: Any) -> Any:
         turns = [[t.start, t.end, t.speaker] for t in d.turns]
 
         async def step(job: Any, progress: Any) -> Saved:
             return Saved(
-                "save_speakers_voices",
-                (turns, d.speakers, found_voices(d.voices, turns), MATCH_COSINE),
+                "save_speakers_voices", saved_voices(turns, d.speakers, d.voices, outsiders)
             )
 
         return step

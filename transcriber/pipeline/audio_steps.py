@@ -20,13 +20,14 @@ from transcriber.audio.remote import RemoteRecognizer
 from transcriber.audio.speakers import Diarization, diarize
 from transcriber.audio.speakers_model import WeightsMissing
 from transcriber.audio.threads import Control, run_in_thread
+from transcriber.audio.voice_cohort import cohort as voice_cohort
 from transcriber.config import Config
 from transcriber.milestones import TRANSCRIBED
 from transcriber.options import RecognitionOptions
 from transcriber.pipeline.pg_queue import Saved
 from transcriber.pipeline.step_table import step_table
 from transcriber.records.drafts import Drafts
-from transcriber.records.voices import MATCH_COSINE, found_voices
+from transcriber.records.voices import MATCH, found_voices
 from transcriber.speaker_options import SpeakersOption
 from transcriber.storage.blobs import Blobs, audio_name
 from transcriber.storage.configured import blobs_of
@@ -250,11 +251,22 @@ def diarize_step(config: Config, diarizer: BlockingDiarizer) -> StepFn:
             except WeightsMissing as e:
                 raise StopRecord("speaker_model_missing", str(e)) from None
         turns = [[t.start, t.end, t.speaker] for t in found.turns]
+        # The cohort the match measures voices against: made once (seconds), then read
+        # from the home; not abandoned when cancelled (it writes its file whole).
+        outsiders = await trio.to_thread.run_sync(lambda: voice_cohort(config.home))
         # The found voices go to the commit, which keeps them and names the speakers
-        # after the owner's library only if the owner remembers voices (sql/0026).
+        # after the owner's library only if the owner remembers voices (sql/0031).
         return Saved(
             "save_speakers_voices",
-            (turns, found.speakers, found_voices(found.voices, turns), MATCH_COSINE),
+            (
+                turns,
+                found.speakers,
+                found_voices(found.voices, turns),
+                MATCH.threshold,
+                MATCH.cohort_margin,
+                outsiders,
+                MATCH.top,
+            ),
         )
 
     return diarize

@@ -4,7 +4,7 @@ speaker's voice from one of the owner's diarized records; several recordings may
 one voice (the same name: the mean weighted by seconds of speech). Every later
 diarization of that owner's records names a found speaker after the voice it matches
 (sql/0026_voices.sql `name_found_voices`, in the diarize step's commit: one voice to one
-speaker, at MATCH_COSINE or more), read as a name the owner gave; the owner's own name
+speaker, by the rule MATCH), read as a name the owner gave; the owner's own name
 for that speaker wins (transcriber.records.speaker_names.owner_speakers).
 
 A voice is biometric data: only while the owner remembers voices (opt-in,
@@ -27,14 +27,20 @@ import attrs
 from transcriber.db.database import Database
 from transcriber.records.owner_text import refused_in, what_is_held
 from transcriber.records.speaker_names import NAME_MAX
+from transcriber.records.voices_match import Rule
 
-MATCH_COSINE = 0.87
-"""A found speaker is a library voice when their unit vectors' cosine is at least this.
-CAM++'s window means are all alike to some degree (0.5-0.77 between espeak-ng's voices,
-0.84-0.86 between the two people of samples/): chosen on the real voices (samples/en.ogg
-and ru.ogg, each cut in two recordings: the same person 0.88 and 0.96, the other 0.84
-and 0.86), checked on espeak-ng conversations of 2-4 voices diarized twice (docs/
-pipeline.md#voices-named-once has the table, and what it gets wrong)."""
+MATCH = Rule(threshold=0.87, cohort_margin=0.09, top=3)
+"""When a found speaker is a library voice (transcriber.records.voices_match says how;
+the diarize step's commit does it in SQL, sql/0031): the cosine of the two unit vectors
+at least `threshold` (0.87, as before), and more than each side's likeness to a cohort
+of outsiders (the mean cosine of its `top` most alike, transcriber.audio.voice_cohort)
+by `cohort_margin`. CAM++'s window means are all alike to some degree, and some voices
+are alike to many (the real English speaker of samples/ is 0.91-0.94 from espeak-ng's
+en-us+m3; the real Russian speaker 0.88 from herself in another recording), so the
+cosine alone named strangers. The margin was chosen on bench-speakers' espeak-ng voices
+(the largest that names as much of them as the cosine alone did) and judged on the real
+people of samples/ and other espeak-ng voices: docs/pipeline.md#voices-named-once."""
+MATCH_COSINE = MATCH.threshold
 _LABEL = re.compile(r"^\s*(?:speaker\s*)?\d{1,2}\s*$", re.IGNORECASE)
 VOICES_MAX = 200
 """Voices one owner keeps."""
@@ -223,3 +229,25 @@ def found_voices(voices: Mapping[int, Sequence[float]], turns: Sequence[Any]) ->
     for start, end, speaker in turns:
         seconds[speaker] = seconds.get(speaker, 0.0) + end - start
     return [[s, list(v), round(seconds.get(s, 0.0), 3)] for s, v in sorted(voices.items())]
+
+
+def saved_voices(
+    turns: Sequence[Any],
+    speakers: int,
+    voices: Mapping[int, Sequence[float]],
+    cohort: Sequence[Sequence[float]] = (),
+) -> tuple[Any, ...]:
+    """The arguments of the diarize step's save (`save_speakers_voices`), as the step
+    gives them (transcriber.pipeline.audio_steps): the turns ([start, end, speaker]
+    each), the count, the found voices, and the match's rule with its cohort
+    (transcriber.audio.voice_cohort; none: the cosine alone decides)."""
+    assert MATCH.cohort_margin is not None
+    return (
+        turns,
+        speakers,
+        found_voices(voices, turns),
+        MATCH.threshold,
+        MATCH.cohort_margin,
+        [list(v) for v in cohort],
+        MATCH.top,
+    )
