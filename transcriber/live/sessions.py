@@ -14,13 +14,16 @@ record is deleted, journaled.
 
 A daemon that dies mid-session stops renewing: once the lease has run out, any daemon's
 sweep (`keep_finishing`) takes the session over with a new token and ends it the same
-way, journaled `live_ended` with `taken_over`. The first daemon, if it was only cut
-off, finds its token gone at its next renewal and closes the socket."""
+way, journaled `live_ended` with `taken_over` (why a session ended: `endings`). The
+first daemon, if it was only cut off, finds its token gone at its next renewal and
+closes the socket."""
 
 from __future__ import annotations
 
 import logging
+import math
 import random
+import sys
 import uuid
 from typing import Any, NoReturn
 
@@ -32,8 +35,10 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import Limits
 from transcriber.intake.room import room_for
-from transcriber.live.audio import FLUSH_S, LiveAudio, completed, open_live_audio
+from transcriber.live import endings
+from transcriber.live.audio import FLUSH_S, HEADER_BYTES, LiveAudio, completed, open_live_audio
 from transcriber.options import RecognitionOptions
+from transcriber.records.archive import stored_bytes
 from transcriber.records.deletion import remove_bytes
 from transcriber.storage.blobs import Blobs
 from transcriber.storage.configured import blobs_of
@@ -61,6 +66,9 @@ class LiveRecord:
     audio: LiveAudio
     rate: int
     lease_s: float
+    room_s: float = math.inf
+    """Seconds of audio the owner's quota had left at the session's start (bytes kept and
+    hours of audio, whichever is fewer): the session ends there (`endings.QUOTA`)."""
     ended: bool = False
     due: trio.Event = attrs.field(factory=trio.Event)
     """Set when a second of audio waits for its flush."""
@@ -140,6 +148,12 @@ class LiveRecord:
             self.due = trio.Event()
             await self.audio.flush()
 
+    async def exists(self) -> bool:
+        """Whether the session's record is still there: a lease lost with its record
+        gone was its owner's deletion, not another daemon's taking it over.
+        Cancellation: a plain read."""
+        return await self.db.fetchval("live_record_exists", self.id) is not None
+
     async def abandon(self) -> None:
         """The session lost (LeaseLost): its audio let go, for its new holder to end; or,
         when its record was deleted, what this daemon wrote after the deletion removed
@@ -184,14 +198,19 @@ def _options(prompt: str | None) -> dict[str, Any] | None:
 
 
 async def start(db: Database, config: Config, owner: int, rate: int, now: Any = None) -> LiveRecord:
-    """A new session's record of `owner` at `live`, its audio's place in the store, and
-    this daemon's lease on it. Raises NoRoom when the owner's quota (or the disk's
-    reserve) has no room, StorageError when the store cannot take the audio.
+    """A new session's record of `owner` at `live`, its audio's place in the store, this
+    daemon's lease on it, and the room the owner's quota leaves it. Raises NoRoom when
+    the owner's quota (or the disk's reserve) has no room, StorageError when the store
+    cannot take the audio.
 
     Cancellation: before the record's commit nothing stays (the audio's place is
     removed); the commit itself is one statement."""
     blobs = blobs_of(config)
-    await room_for(db, blobs, owner, Limits.of(config))
+    # An upload's size bound is not a session's (TRANSCRIBER_MAX_DURATION_S is); the
+    # owner's quota and the disk's reserve are.
+    room = await room_for(db, blobs, owner, Limits.of(config, max_bytes=sys.maxsize))
+    bytes_left = config.owner_max_bytes - await stored_bytes(db, owner) - HEADER_BYTES
+    room_s = min(room.audio_room_s, max(0.0, bytes_left / (rate * 2)))
     record_id, token = uuid.uuid4(), uuid.uuid4()
     audio = await open_live_audio(blobs, record_id, rate)
     try:
@@ -213,7 +232,7 @@ async def start(db: Database, config: Config, owner: int, rate: int, now: Any = 
             await audio.discard()
         raise
     event(logging.INFO, "live_started", id=record_id, owner=owner)
-    return LiveRecord(db, blobs, record_id, token, audio, rate, config.live_lease_s)
+    return LiveRecord(db, blobs, record_id, token, audio, rate, config.live_lease_s, room_s)
 
 
 async def finish(
@@ -278,7 +297,7 @@ async def finish_expired(
                     r["token"],
                     r["audio_ref"],
                     r["rate"],
-                    {"reason": "lease_expired", "taken_over": True},
+                    {"reason": endings.TAKEN_OVER, "taken_over": True},
                 )
             except LeaseLost:
                 continue
