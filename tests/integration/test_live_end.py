@@ -80,7 +80,7 @@ async def test_why_a_session_ended_is_kept_with_its_record(
 ) -> None:
     """A clean close, a connection cut without a close frame, and a client gone quiet
     each end the session kept, and each record says which; the owner reads it in the
-    record's journal."""
+    record's journal and on its page."""
     config = Config(home=tmp_path / "home")
 
     async def closes(connection: Any) -> uuid.UUID:
@@ -115,6 +115,9 @@ async def test_why_a_session_ended_is_kept_with_its_record(
                     headers={"Authorization": f"Bearer {ann.token}"},
                 )
             ).json()["events"]
+        async with signed_in(url, ann) as page:
+            history = (await page.get(f"/recordings/{ridden['dropped']}")).text
+    assert "connection was lost" in history, history  # the record page's history says why
     for why, rid in ridden.items():
         assert await ended_why(db, rid) == (why, why), why
         assert await kept_seconds(config, db, rid) == pytest.approx(0.3, abs=1 / RATE)
