@@ -11,6 +11,7 @@ import asyncio
 import base64
 import functools
 import json
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -273,3 +274,58 @@ async def test_a_record_deleted_from_the_page_ends_its_session(
 
 async def _empty(folder: Path) -> bool:
     return not folder.exists() or not any(folder.rglob("*"))
+
+
+@scenario("An upload while a session runs shrinks the session's room")
+async def test_an_upload_meanwhile_shrinks_the_sessions_room(
+    db: Database, ann: NewOwner, tmp_path: Path
+) -> None:
+    """Ann's quota leaves ten seconds when her session starts; after half a second of it
+    a recording of hers takes nine seconds' bytes. The session, streaming at the pace
+    of speech, is refused with `insufficient_quota` within a renewal of passing the one
+    second left, and keeps what it took."""
+    config = Config(
+        home=tmp_path / "home", live_lease_s=LEASE_S, owner_max_bytes=44 + 10 * RATE * 2
+    )
+    token = trio.lowlevel.current_trio_token()
+    half = trio.Event()
+    uploaded = threading.Event()
+    seen: dict[str, Any] = {}
+
+    async def paced(connection: Any) -> None:
+        seen["rid"] = await record_of(connection)
+        for _ in range(5):
+            await connection.input_audio_buffer.append(audio=audio(0.1))
+        await arrived(connection)
+        token.run_sync_soon(half.set)
+        await asyncio.get_running_loop().run_in_executor(None, uploaded.wait, 30)
+        sent = 0.5
+        while sent < 5.0:  # at the pace of speech, as a microphone sends
+            await connection.input_audio_buffer.append(audio=audio(0.1))
+            sent += 0.1
+            await connection.session.update(session={"type": "transcription"})
+            answer = await next_event(connection)
+            if answer.type == "error":
+                seen["told"], seen["sent"] = answer, sent
+                break
+            await asyncio.sleep(0.1)
+        with pytest.raises(ConnectionClosedOK):
+            await next_event(connection)
+
+    async with serving(live_app(db, config)) as url, trio.open_nursery() as nursery:
+        nursery.start_soon(session, url, ann.token, paced)
+        await half.wait()
+        await db.fetchval(
+            "accept", ann.id, "b.wav", 9 * RATE * 2, "/uploads/b.wav", None, None, None
+        )
+        uploaded.set()
+    rid = seen["rid"]
+    await until(functools.partial(_ended, db, rid))
+    told = seen["told"]
+    assert told.error.code == "insufficient_quota" and "1.0 s" in told.error.message, told
+    assert await ended_why(db, rid) == ("quota", "quota")
+    kept = await kept_seconds(config, db, rid)
+    # Past the second left by at most what came between two measures (a third of a
+    # lease, at the pace of speech), and never the five seconds the client had.
+    assert 1.0 - 1 / RATE <= kept <= 1.0 + LEASE_S / 3 + 0.2, kept
+    assert kept == pytest.approx(seen["sent"] - 0.1, abs=1 / RATE)

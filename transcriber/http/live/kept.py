@@ -129,15 +129,20 @@ class Kept:
         await self.record.hold()
         await self.lose()
 
-    async def watch(self, allowed: Callable[[], Awaitable[bool]]) -> None:
-        """Whether the credential the session was opened with still works, asked as
-        often as the lease is renewed, until cancelled; the session stopped (`revoked`,
-        kept) once it does not. A database that does not answer is asked again at the
-        next round. Cancellation: between rounds, or inside one (a plain read)."""
+    async def watch(
+        self, allowed: Callable[[], Awaitable[bool]], fit: Callable[[float], None]
+    ) -> None:
+        """As often as the lease is renewed, until cancelled: whether the credential the
+        session was opened with still works — the session stopped (`revoked`, kept)
+        once it does not — and the room the owner's quota leaves it now, given to `fit`
+        (uploads of the owner meanwhile shrink it; the next append past it ends the
+        session). A database that does not answer is asked again at the next round.
+        Cancellation: between rounds, or inside one (plain reads)."""
         while True:
             await trio.sleep(self.record.lease_s / 3)
             try:
                 still = await allowed()
+                room = await self.record.room()
             except Exception as e:
                 event(logging.WARNING, "live_caller_check_failed", id=self.id, error=str(e))
                 continue
@@ -145,6 +150,7 @@ class Kept:
                 event(logging.WARNING, "live_caller_revoked", id=self.id)
                 self.stop(REVOKED)
                 return
+            fit(room)
 
     async def keep_flushing(self) -> None:
         """The audio flushed each second until cancelled; the session stopped when the

@@ -200,18 +200,15 @@ async def _session(websocket: WebSocket, live: Live, who: Caller) -> None:
         await _tell(websocket, code, getattr(e, "message", str(e)))
         return
     kept = Kept(record)
-    limits = live.limits
-    if record.room_s < limits.max_session_s:
-        # The owner's quota, not the service's bound, ends this session.
-        limits = attrs.evolve(limits, max_session_s=record.room_s)
-    session = Session(websocket, live, Turns(limits), kept)
+    session = Session(websocket, live, Turns(live.limits), kept)
+    session.fit(record.room_s)
     reason = endings.DROPPED
     try:
         with kept.scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(kept.hold)
                 nursery.start_soon(kept.keep_flushing)
-                nursery.start_soon(kept.watch, who.allowed)
+                nursery.start_soon(kept.watch, who.allowed, session.fit)
                 reason = await session.run()
                 nursery.cancel_scope.cancel()
         if kept.why is not None:
@@ -329,6 +326,15 @@ class Session:
         )
         await self.websocket.close(1000, "idle")
 
+    def fit(self, room_s: float) -> None:
+        """The session held to `room_s` seconds of audio in all, the room its owner's
+        quota leaves it, where that is fewer than the service's bound: an append past
+        it is `insufficient_quota` and ends the session."""
+        bound = self.live.limits
+        self.turns.limits = (
+            bound if room_s >= bound.max_session_s else attrs.evolve(bound, max_session_s=room_s)
+        )
+
     def described(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -360,9 +366,9 @@ class Session:
             if code == SESSION_TOO_LONG and self.turns.limits is not self.live.limits:
                 code = INSUFFICIENT_QUOTA
                 text = (
-                    f"your quota had room for {self.turns.limits.max_session_s:.1f} s of "
-                    "audio when this session started: it ends here, and what it holds is "
-                    "kept and transcribed"
+                    f"your quota leaves this session room for "
+                    f"{self.turns.limits.max_session_s:.1f} s of audio: it ends here, and "
+                    "what it holds is kept and transcribed"
                 )
             await self.send(
                 events.error(code, text, param=refused.param, client_event_id=client_event_id)
