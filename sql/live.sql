@@ -153,3 +153,12 @@ WITH held AS (
 SELECT gone.id, gone.source_path, gone.audio_path, gone.size_bytes,
        (SELECT count(pg_notify('transcriber_journal', id || ' ' || kind)) FROM event) AS notified
   FROM gone
+
+-- name: live_owner_room
+-- What owner $1's records other than session $2's hold against their quota: the bytes
+-- kept and the seconds of normalized audio (sql/api.sql's owner_stored_bytes and
+-- owner_audio_seconds, the session's own record left out: its bytes are the session's).
+SELECT coalesce(sum(size_bytes) FILTER (WHERE id <> $2), 0)::bigint AS stored_bytes,
+       coalesce(sum(duration_s) FILTER (WHERE id <> $2), 0)::float8 AS audio_s
+  FROM recordings
+ WHERE owner_id = $1

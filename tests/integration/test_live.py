@@ -375,6 +375,7 @@ async def test_a_session_is_bounded(db: Database, ann: NewOwner, config: Config)
         [rid] = await until(lambda: live_records(db))
     row = await db.fetchrow("recording", rid)
     assert row["size_bytes"] == 44 + int(1.0 * RATE) * 2  # the two turns' WAV
+    assert await end_reason(db, rid) == "too_long"
     async with serving(live_app(db, config, max_append_bytes=RATE)) as url:
         too_large, undecodable = await session(url, ann.token, appends)
     assert too_large.error.code == "input_audio_buffer_append_too_large", too_large
@@ -506,6 +507,7 @@ async def test_an_idle_session_is_closed_and_kept(
     assert told.type == "error" and told.error.code == "session_idle", told
     row = await db.fetchrow("recording", rid)
     assert row["size_bytes"] == 44 + int(0.5 * RATE) * 2
+    assert await end_reason(db, rid) == "idle"
 
 
 @scenario("An owner's sessions at once are bounded")
@@ -557,8 +559,9 @@ async def test_a_session_open_at_shutdown_is_kept(
         token.run_sync_soon(appended.set)  # to the test's trio loop, from this thread
         with pytest.raises(ConnectionClosed):
             while True:
-                await next_event(connection, seconds=60)
+                told.append(await next_event(connection, seconds=60))
 
+    told: list[Any] = []
     async with trio.open_nursery() as nursery:
         async with serving(live_app(db, config)) as url:
             nursery.start_soon(session, url, ann.token, script)
@@ -567,3 +570,17 @@ async def test_a_session_open_at_shutdown_is_kept(
     [rid] = await until(lambda: live_records(db))
     row = await db.fetchrow("recording", rid)
     assert row["owner_id"] == ann.id and row["size_bytes"] == 44 + int(0.5 * RATE) * 2
+    # Told why (the stopping server waits a second for it), and kept with why.
+    assert [e.error.code for e in told if e.type == "error"] == ["server_shutting_down"]
+    assert await end_reason(db, rid) == "shutdown"
+
+
+async def end_reason(db: Database, rid: uuid.UUID) -> str:
+    """Why the session of record `rid` ended (`transcriber.live.endings`)."""
+    return str(
+        await db.run(
+            lambda con: con.fetchval(
+                "SELECT end_reason FROM live_sessions WHERE recording_id = $1", rid
+            )
+        )
+    )

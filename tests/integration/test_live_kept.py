@@ -263,7 +263,7 @@ async def test_a_killed_daemons_session_is_finished_by_another(
         [kept] = await until(lambda: live_records(db))
     assert kept == rid
     [ended] = [e for e in await events_of(db, rid) if e["kind"] == "live_ended"]
-    assert ended["detail"]["taken_over"] is True and ended["detail"]["reason"] == "lease_expired"
+    assert ended["detail"]["taken_over"] is True and ended["detail"]["reason"] == "taken_over"
     seconds = await kept_seconds(config, db, rid)
     lost = sent_s - seconds
     if config.storage_url:

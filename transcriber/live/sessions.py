@@ -14,13 +14,16 @@ record is deleted, journaled.
 
 A daemon that dies mid-session stops renewing: once the lease has run out, any daemon's
 sweep (`keep_finishing`) takes the session over with a new token and ends it the same
-way, journaled `live_ended` with `taken_over`. The first daemon, if it was only cut
-off, finds its token gone at its next renewal and closes the socket."""
+way, journaled `live_ended` with `taken_over` (why a session ended: `endings`). The
+first daemon, if it was only cut off, finds its token gone at its next renewal and
+closes the socket."""
 
 from __future__ import annotations
 
 import logging
+import math
 import random
+import sys
 import uuid
 from typing import Any, NoReturn
 
@@ -32,7 +35,8 @@ from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import Limits
 from transcriber.intake.room import room_for
-from transcriber.live.audio import FLUSH_S, LiveAudio, completed, open_live_audio
+from transcriber.live import endings
+from transcriber.live.audio import FLUSH_S, HEADER_BYTES, LiveAudio, completed, open_live_audio
 from transcriber.options import RecognitionOptions
 from transcriber.records.deletion import remove_bytes
 from transcriber.storage.blobs import Blobs
@@ -61,6 +65,11 @@ class LiveRecord:
     audio: LiveAudio
     rate: int
     lease_s: float
+    room_s: float = math.inf
+    """Seconds of audio the owner's quota had left at the session's start (bytes kept and
+    hours of audio, whichever is fewer): the session ends there (`endings.QUOTA`);
+    measured again while it runs (`room`)."""
+    quota: Quota | None = None
     ended: bool = False
     due: trio.Event = attrs.field(factory=trio.Event)
     """Set when a second of audio waits for its flush."""
@@ -140,6 +149,20 @@ class LiveRecord:
             self.due = trio.Event()
             await self.audio.flush()
 
+    async def room(self) -> float:
+        """Seconds of audio the session may hold in all, as the owner's quota stands now
+        (their other records, uploads meanwhile too); the start's room without a quota.
+        Cancellation: a plain read."""
+        if self.quota is None:
+            return self.room_s
+        return await self.quota.room(self.db, self.id)
+
+    async def exists(self) -> bool:
+        """Whether the session's record is still there: a lease lost with its record
+        gone was its owner's deletion, not another daemon's taking it over.
+        Cancellation: a plain read."""
+        return await self.db.fetchval("live_record_exists", self.id) is not None
+
     async def abandon(self) -> None:
         """The session lost (LeaseLost): its audio let go, for its new holder to end; or,
         when its record was deleted, what this daemon wrote after the deletion removed
@@ -177,6 +200,26 @@ class LiveRecord:
         )
 
 
+@attrs.frozen
+class Quota:
+    """An owner's quota as a session measures its room against it."""
+
+    owner: int
+    max_bytes: int
+    max_audio_s: float
+    rate: int
+
+    async def room(self, db: Database, record_id: uuid.UUID) -> float:
+        """Seconds of audio session `record_id` may hold in all: what the owner's other
+        records leave of their bytes (its WAV's header counted) and of their hours,
+        whichever is fewer. Cancellation: a plain read."""
+        row = await db.fetchrow("live_owner_room", self.owner, record_id)
+        assert row is not None  # an aggregate: always one row
+        stored, audio_s = int(row["stored_bytes"]), float(row["audio_s"])
+        by_bytes = (self.max_bytes - stored - HEADER_BYTES) / (self.rate * 2)
+        return max(0.0, min(self.max_audio_s - audio_s, by_bytes))
+
+
 def _options(prompt: str | None) -> dict[str, Any] | None:
     """The record's recognition options of a session with `prompt` (None: defaults)."""
     options = RecognitionOptions(prompt=prompt)
@@ -184,15 +227,20 @@ def _options(prompt: str | None) -> dict[str, Any] | None:
 
 
 async def start(db: Database, config: Config, owner: int, rate: int, now: Any = None) -> LiveRecord:
-    """A new session's record of `owner` at `live`, its audio's place in the store, and
-    this daemon's lease on it. Raises NoRoom when the owner's quota (or the disk's
-    reserve) has no room, StorageError when the store cannot take the audio.
+    """A new session's record of `owner` at `live`, its audio's place in the store, this
+    daemon's lease on it, and the room the owner's quota leaves it. Raises NoRoom when
+    the owner's quota (or the disk's reserve) has no room, StorageError when the store
+    cannot take the audio.
 
     Cancellation: before the record's commit nothing stays (the audio's place is
     removed); the commit itself is one statement."""
     blobs = blobs_of(config)
-    await room_for(db, blobs, owner, Limits.of(config))
+    # An upload's size bound is not a session's (TRANSCRIBER_MAX_DURATION_S is); the
+    # owner's quota and the disk's reserve are.
+    await room_for(db, blobs, owner, Limits.of(config, max_bytes=sys.maxsize))
+    quota = Quota(owner, config.owner_max_bytes, config.owner_max_audio_hours * 3600, rate)
     record_id, token = uuid.uuid4(), uuid.uuid4()
+    room_s = await quota.room(db, record_id)
     audio = await open_live_audio(blobs, record_id, rate)
     try:
         await db.fetchval(
@@ -213,7 +261,7 @@ async def start(db: Database, config: Config, owner: int, rate: int, now: Any = 
             await audio.discard()
         raise
     event(logging.INFO, "live_started", id=record_id, owner=owner)
-    return LiveRecord(db, blobs, record_id, token, audio, rate, config.live_lease_s)
+    return LiveRecord(db, blobs, record_id, token, audio, rate, config.live_lease_s, room_s, quota)
 
 
 async def finish(
@@ -278,7 +326,7 @@ async def finish_expired(
                     r["token"],
                     r["audio_ref"],
                     r["rate"],
-                    {"reason": "lease_expired", "taken_over": True},
+                    {"reason": endings.TAKEN_OVER, "taken_over": True},
                 )
             except LeaseLost:
                 continue

@@ -31,33 +31,48 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import trio
 from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 
 from transcriber.audio.voice import Judge, SileroVoice, Started, TurnDetector
 from transcriber.http.live import events
+from transcriber.http.live.closing import clean, install
 from transcriber.http.live.errors import error_body
-from transcriber.http.live.kept import Kept
+from transcriber.http.live.kept import Kept, Stop
 from transcriber.http.live.recognizer import LiveRecognizer, to_whisper, whisper_decode
-from transcriber.http.live.session import Refusal, caller
+from transcriber.http.live.session import Caller, Refusal, caller
 from transcriber.http.live.stream import Stream
 from transcriber.http.live.turns import BYTES_PER_S, RATE, LiveLimits, Refused, Turns
 from transcriber.intake import NoRoom
-from transcriber.live import LeaseLost, start
+from transcriber.live import LeaseLost, endings, start
 from transcriber.storage.blobs import StorageError
 
 log = logging.getLogger(__name__)
 router = APIRouter()
+install()  # a client's close frame told apart from a lost connection (`closing`)
 
 KEEP_TIMEOUT_S = 60.0
 """How long ending a closed session's record may take; it runs shielded, whatever ended
 the socket (past it, the lease runs out and a daemon's sweep ends it)."""
 TELL_TIMEOUT_S = 5.0
+SHUTDOWN_TELL_S = 1.0
+"""How long a stopping daemon waits to tell a session's client why it ends."""
 
 SESSION_TOO_LONG = "session_too_long"
 """The refusal of an append past the session's bound (`TRANSCRIBER_MAX_DURATION_S`),
 which also ends the session."""
+INSUFFICIENT_QUOTA = "insufficient_quota"
+"""The refusal of an append past the room the owner's quota left the session, which
+also ends it (`endings.QUOTA`); at the start, the session's refusal."""
+ENDING = {SESSION_TOO_LONG: endings.TOO_LONG, INSUFFICIENT_QUOTA: endings.QUOTA}
+"""The refusals that end a session, and the end's reason."""
+SHUTTING_DOWN = Stop(
+    "server_shutting_down",
+    "the server is stopping: the session ends, its audio kept and transcribed",
+    endings.SHUTDOWN,
+)
 
 SUPPORTED = frozenset(
     (
@@ -143,10 +158,11 @@ async def _deny(websocket: WebSocket, status: int, message: str, code: str) -> N
 @router.websocket("/v1/realtime")
 async def realtime(websocket: WebSocket) -> None:
     app = websocket.app
-    owner = await caller(app.state.db, websocket)
-    if isinstance(owner, Refusal):
-        await _deny(websocket, owner.status, owner.message, owner.code)
+    who = await caller(app.state.db, websocket)
+    if isinstance(who, Refusal):
+        await _deny(websocket, who.status, who.message, who.code)
         return
+    owner = who.owner
     if websocket.query_params.get("intent") != "transcription":
         await _deny(
             websocket,
@@ -161,45 +177,63 @@ async def realtime(websocket: WebSocket) -> None:
         return
     try:
         await websocket.accept()
-        await _session(websocket, live, owner)
+        await _session(websocket, live, who)
     finally:
         live.leave(owner)
 
 
-async def _session(websocket: WebSocket, live: Live, owner: int) -> None:
+def _cancelled(e: BaseException) -> bool:
+    """Whether `e` is (or holds only) trio's cancellation: the server stopping."""
+    if isinstance(e, BaseExceptionGroup):
+        return e.split(trio.Cancelled)[1] is None
+    return isinstance(e, trio.Cancelled)
+
+
+async def _session(websocket: WebSocket, live: Live, who: Caller) -> None:
     """The session on an accepted socket, a record of its owner from its start, and
-    that record ended when the socket closes."""
+    that record ended when the socket closes, with why (`transcriber.live.endings`)."""
     app = websocket.app
     try:
-        record = await start(app.state.db, app.state.config, owner, RATE)
+        record = await start(app.state.db, app.state.config, who.owner, RATE)
     except (NoRoom, StorageError) as e:
-        code = "insufficient_quota" if isinstance(e, NoRoom) else "storage_unavailable"
+        code = INSUFFICIENT_QUOTA if isinstance(e, NoRoom) else "storage_unavailable"
         await _tell(websocket, code, getattr(e, "message", str(e)))
         return
     kept = Kept(record)
     session = Session(websocket, live, Turns(live.limits), kept)
+    session.fit(record.room_s)
+    reason = endings.DROPPED
     try:
         with kept.scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(kept.hold)
                 nursery.start_soon(kept.keep_flushing)
-                await session.run()
+                nursery.start_soon(kept.watch, who.allowed, session.fit)
+                reason = await session.run()
                 nursery.cancel_scope.cancel()
         if kept.why is not None:
-            await _tell(websocket, *kept.why)
+            await _tell(websocket, kept.why.code, kept.why.message)
+    except BaseException as e:
+        # The server stopping cancels the session; anything else that escapes (a send
+        # to a client that went away) is the connection lost.
+        if _cancelled(e):
+            kept.stop(SHUTTING_DOWN)
+            with trio.move_on_after(SHUTDOWN_TELL_S) as told:
+                told.shield = True
+                await _tell(websocket, SHUTTING_DOWN.code, SHUTTING_DOWN.message, 1001)
+        else:
+            log.info("live session %s lost its client: %r", record.id, e)
+        raise
     finally:
         with trio.move_on_after(KEEP_TIMEOUT_S) as scope:
             scope.shield = True
             try:
-                if kept.lost:
+                if kept.gone:
                     await record.abandon()
                 else:
-                    ended = await record.end(
-                        kept.why[0] if kept.why else "closed",
-                        session.turns.language,
-                        session.turns.prompt,
-                    )
-                    log.info("live session of owner %s ended: record %s", owner, ended)
+                    why = kept.why.reason if kept.why else reason
+                    ended = await record.end(why, session.turns.language, session.turns.prompt)
+                    log.info("live session of owner %s ended (%s): %s", who.owner, why, ended)
             except LeaseLost:
                 log.warning("live session %s was taken over before it ended", record.id)
                 await record.abandon()
@@ -208,12 +242,15 @@ async def _session(websocket: WebSocket, live: Live, owner: int) -> None:
                 log.exception("live session %s could not be ended here", record.id)
 
 
-async def _tell(websocket: WebSocket, code: str, message: str) -> None:
-    """An error event and the socket closed, if the client is still there."""
+async def _tell(websocket: WebSocket, code: str, message: str, close: int | None = None) -> None:
+    """An error event and the socket closed (with `code` as its reason), if the client
+    is still there."""
+    if close is None:
+        close = 1011 if code == "storage_unavailable" else 1000
     with trio.move_on_after(TELL_TIMEOUT_S):
         try:
             await websocket.send_text(json.dumps(events.error(code, message)))
-            await websocket.close(1011 if code == "storage_unavailable" else 1000, code)
+            await websocket.close(close, code)
         except Exception:  # the client went first
             pass
 
@@ -247,9 +284,11 @@ class Session:
         async with self.sending:
             await self.websocket.send_text(json.dumps(message))
 
-    async def run(self) -> None:
-        """Until the client closes or the connection drops. Cancellation: the turns
-        still being recognized are given up with the socket."""
+    async def run(self) -> str:
+        """Until the client closes, the connection drops, it idles out or it reaches a
+        bound that ends it; why it ended (`transcriber.live.endings`). Raises what a
+        send to a client that went away raises. Cancellation: the turns still being
+        recognized are given up with the socket."""
         await self.send(events.event("session.created", session=self.described()))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.stream.run)
@@ -259,15 +298,21 @@ class Session:
                     message = await self.websocket.receive()
                 if message is None:
                     await self.idle()
+                    reason = endings.IDLE
                     break
                 if message["type"] == "websocket.disconnect":
+                    reason = endings.CLOSED if clean(message) else endings.DROPPED
                     break
-                if not await self.handle(message):
-                    # The session holds its most audio: it ends here, kept like any
-                    # other (a client that kept appending would hold it open forever).
-                    await self.websocket.close(1000, "session_too_long")
+                ending = await self.handle(message)
+                if ending is not None:
+                    # The session holds its most audio (the service's bound, or the
+                    # owner's room): it ends here, kept like any other (a client that
+                    # kept appending would hold it open forever).
+                    await self.websocket.close(1000, ending)
+                    reason = ENDING[ending]
                     break
             nursery.cancel_scope.cancel()
+        return reason
 
     async def idle(self) -> None:
         """The client said nothing for the idle bound: told so, and the socket closed
@@ -281,6 +326,15 @@ class Session:
         )
         await self.websocket.close(1000, "idle")
 
+    def fit(self, room_s: float) -> None:
+        """The session held to `room_s` seconds of audio in all, the room its owner's
+        quota leaves it, where that is fewer than the service's bound: an append past
+        it is `insufficient_quota` and ends the session."""
+        bound = self.live.limits
+        self.turns.limits = (
+            bound if room_s >= bound.max_session_s else attrs.evolve(bound, max_session_s=room_s)
+        )
+
     def described(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -289,9 +343,10 @@ class Session:
             "record_id": str(self.kept.id),
         } | self.turns.described()
 
-    async def handle(self, message: Mapping[str, Any]) -> bool:
-        """One client event answered; False when the session is to end: it holds its
-        most audio (`session_too_long`)."""
+    async def handle(self, message: Mapping[str, Any]) -> str | None:
+        """One client event answered; the error's code when the session is to end: it
+        holds its most audio (`session_too_long`), or the most the owner's quota has
+        room for (`insufficient_quota`)."""
         client_event_id = None
         try:
             text = message.get("text")
@@ -307,16 +362,19 @@ class Session:
                 client_event_id = received["event_id"]
             await self.dispatch(received)
         except Refused as refused:
-            await self.send(
-                events.error(
-                    refused.code,
-                    refused.message,
-                    param=refused.param,
-                    client_event_id=client_event_id,
+            code, text = refused.code, refused.message
+            if code == SESSION_TOO_LONG and self.turns.limits is not self.live.limits:
+                code = INSUFFICIENT_QUOTA
+                text = (
+                    f"your quota leaves this session room for "
+                    f"{self.turns.limits.max_session_s:.1f} s of audio: it ends here, and "
+                    "what it holds is kept and transcribed"
                 )
+            await self.send(
+                events.error(code, text, param=refused.param, client_event_id=client_event_id)
             )
-            return refused.code != SESSION_TOO_LONG
-        return True
+            return code if code in ENDING else None
+        return None
 
     async def dispatch(self, received: dict[str, Any]) -> None:
         kind = received.get("type")

@@ -10,6 +10,8 @@ A header-less client names no `Origin`: it signs in with its token."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import attrs
 from fastapi import WebSocket
 
@@ -33,6 +35,16 @@ class Refusal:
     code: str
 
 
+@attrs.frozen
+class Caller:
+    """The owner an upgrade is for, and how to ask whether the credential it came with
+    (the token, or the page session) still vouches for them: a session whose token is
+    revoked or replaced, or whose page signed out, ends (`endings.REVOKED`)."""
+
+    owner: int
+    allowed: Callable[[], Awaitable[bool]]
+
+
 NO_CALLER = Refusal(
     401, "a valid API token (or a signed-in page of this site) is required", "invalid_api_key"
 )
@@ -47,16 +59,30 @@ def bearer_token(websocket: WebSocket) -> str | None:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
-async def caller(db: Database, websocket: WebSocket) -> int | Refusal:
+async def caller(db: Database, websocket: WebSocket) -> Caller | Refusal:
     """The owner the upgrade is for, or why it is refused. A request with an
     `Authorization` header is judged by its token alone (a browser's script cannot send
     one); else by the page's cookie, from this site's page. Cancellation: plain reads."""
     token = bearer_token(websocket)
     secret = page_secret(websocket) if token is None else None
     if secret is None:
-        owner = await owner_of_token(db, token or "")
-        return NO_CALLER if owner is None else owner
+        by_token = token or ""
+        owner = await owner_of_token(db, by_token)
+        if owner is None:
+            return NO_CALLER
+
+        async def token_works() -> bool:
+            return await owner_of_token(db, by_token) == owner
+
+        return Caller(owner, token_works)
     if not from_own_page(websocket):
         return Refusal(403, FOREIGN_ORIGIN, "invalid_origin")
     owner = await owner_of_page_secret(db, secret)
-    return NO_CALLER if owner is None else owner
+    if owner is None:
+        return NO_CALLER
+    signed_in = secret
+
+    async def page_works() -> bool:
+        return await owner_of_page_secret(db, signed_in) == owner
+
+    return Caller(owner, page_works)

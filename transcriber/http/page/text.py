@@ -104,6 +104,32 @@ EVENT_WORDS = {
     "accepted": N_("Uploaded"),
     ("accepted", "live"): N_("Live session started"),
     "live_ended": N_("Live session ended; queued for the transcript"),
+    # Why it ended (transcriber.live.endings): a reason without words here reads as the
+    # line above.
+    ("live_ended", "closed"): N_("Live session closed by its client; queued for the transcript"),
+    ("live_ended", "dropped"): N_(
+        "Live session's connection was lost; what arrived is queued for the transcript"
+    ),
+    ("live_ended", "idle"): N_(
+        "Live session ended: its client sent nothing for too long; queued for the transcript"
+    ),
+    ("live_ended", "too_long"): N_(
+        "Live session reached the longest recording allowed; queued for the transcript"
+    ),
+    ("live_ended", "quota"): N_("Live session filled your quota; queued for the transcript"),
+    ("live_ended", "revoked"): N_(
+        "Live session ended: its token or page session stopped working; queued for the transcript"
+    ),
+    ("live_ended", "storage_failed"): N_(
+        "Live session ended: the server could not store more of its audio; what it kept "
+        "is queued for the transcript"
+    ),
+    ("live_ended", "shutdown"): N_(
+        "Live session ended as the server stopped; queued for the transcript"
+    ),
+    ("live_ended", "taken_over"): N_(
+        "Live session's server was lost; another server queued it for the transcript"
+    ),
     ("milestone_reached", "normalized"): N_("Audio prepared"),
     ("milestone_reached", "recognized"): N_("Transcribed; finding the speakers next"),
     ("milestone_reached", "transcribed"): N_("Transcribed"),
@@ -134,6 +160,8 @@ def event_key(event: dict[str, Any]) -> Any:
         return (kind, reached)
     if kind == "accepted" and detail.get("via") == "live":
         return (kind, "live")
+    if kind == "live_ended" and isinstance(detail.get("reason"), str):
+        return (kind, detail["reason"])
     if kind == "edited":
         for key in ("fields", "named", "speaker"):
             if key in detail:
