@@ -54,6 +54,19 @@ WORDS = {
         "among your recordings."
     ),
     "too_long": N_("The recording reached the longest a session may be; it has stopped."),
+    "quota": N_(
+        "The recording reached the room left in your account; it has stopped, and what "
+        "was recorded is kept."
+    ),
+    "shutdown": N_("The service is restarting; the recording has stopped and is kept."),
+    "revoked": N_(
+        "You were signed out (or your token was revoked); the recording has stopped and is kept."
+    ),
+    "deleted": N_("This recording was deleted while it was being recorded; nothing is kept."),
+    "live_stopped": N_(
+        "Captions have stopped: the service is busy. The recording goes on and is "
+        "transcribed when you stop."
+    ),
     "service_said": N_("The service refused something: {why}"),
     "turn_failed": N_(
         "(this phrase could not be transcribed live; the final transcript will have it)"

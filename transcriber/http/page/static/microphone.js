@@ -33,6 +33,14 @@
 
   let rec = null; // the recording under way
 
+  // The service's codes for a session it ends with its audio kept (transcriber/live/endings.py).
+  const KEPT_ENDINGS = {
+    session_too_long: "too_long",
+    insufficient_quota: "quota",
+    server_shutting_down: "shutdown",
+    invalid_api_key: "revoked",
+  };
+
   function say(text) { statusLine.textContent = text; }
   function fail(text) { errorLine.textContent = text; }
 
@@ -161,9 +169,18 @@
       settle(r);
       return;
     }
-    if (error.code === "session_too_long") {
-      fail(words.too_long);
+    if (error.code in KEPT_ENDINGS) {
+      // The service ends the session and keeps what was recorded: its record's page.
+      fail(words[KEPT_ENDINGS[error.code]]);
       stop();
+      return;
+    }
+    if (error.code === "session_deleted") {
+      r.endedBy = words.deleted; // nothing is kept: the socket's close shows it
+      return;
+    }
+    if (error.code === "live_transcription_stopped") {
+      fail(words.live_stopped); // recording goes on
       return;
     }
     fail(words.service_said.replace("{why}", error.message || error.code || "?"));
@@ -317,7 +334,7 @@
       if (r.closed) r.closed();
       if (r.stopping) return;
       releaseAudio(r);
-      idle(r.opened ? words.broken : words.refused_socket);
+      idle(r.endedBy || (r.opened ? words.broken : words.refused_socket));
     };
     root.classList.add("recording");
     stopButton.disabled = false;
