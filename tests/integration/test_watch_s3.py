@@ -276,3 +276,91 @@ async def test_an_object_removed_before_it_was_taken_is_forgotten(
     await scan_at(w, clock, 3 * QUIET_S)
     [record] = await records(db, ann)
     assert record["size_bytes"] == len(EN)
+
+
+def worker(db: Database, config: Config) -> Any:
+    from actors import Wakeup, Worker
+
+    steps = audio_steps(config)
+    return Worker("w", PgQueue(db, steps), steps, Wakeup())
+
+
+LEFT_ALONE = ("sub/a.ogg", "../b.ogg", ".hidden.ogg", "..ogg", "c.ogg/d.ogg")
+"""Keys in a "folder" under the prefix (S3 keys are literal: `../` is one) or hidden."""
+ODD = "ü %20 &+ <x>?#\u200f;`$(id)`.ogg"
+
+
+@scenario("The transcript of an object is written beside it as new objects")
+async def test_transcripts_beside_objects_are_the_apis_and_never_overwrite(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    prefix.put(ODD, EN)
+    prefix.put("talk.ogg", RU)
+    prefix.put("talk.txt", b"the owner's own notes")  # a name a transcript wants
+    for left_alone in LEFT_ALONE:
+        prefix.put(left_alone, EN[:10_000])
+    with EchoRecognizer() as recognizer:
+        config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
+        clock = Clock()
+        w = watcher(config, db, clock)
+        await scan_at(w, clock, 0)
+        await scan_at(w, clock, QUIET_S)
+        made = await records(db, ann)
+        assert sorted(r["filename"] for r in made) == sorted([ODD, "talk.ogg"])
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 2 * QUIET_S)
+        await scan_at(watcher(config, db, clock), clock, 3 * QUIET_S)  # another daemon
+    by_name = {r["filename"]: r["id"] for r in made}
+    odd_stem = ODD.removesuffix(".ogg")
+    assert prefix.get(f"{odd_stem}.txt") == await owner_rendering(db, ann, by_name[ODD], "text")
+    assert prefix.get(f"{odd_stem}.srt") == await owner_rendering(db, ann, by_name[ODD], "srt")
+    assert prefix.get("talk.srt") == await owner_rendering(db, ann, by_name["talk.ogg"], "srt")
+    assert prefix.get("talk.txt") == b"the owner's own notes"  # kept, never overwritten
+    [take] = [t for t in await takes(db) if t["name"] == "talk.ogg"]
+    assert take["written"] == "txt kept, srt written"
+    assert sorted(prefix.names()) == sorted(
+        [ODD, f"{odd_stem}.txt", f"{odd_stem}.srt", "talk.ogg", "talk.txt", "talk.srt", *LEFT_ALONE]
+    )  # nothing removed, nothing written for the keys in "folders" or hidden
+
+
+@scenario("A too large object is refused without being read")
+async def test_a_too_large_object_is_refused_with_a_note(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    small = attrs.evolve(prefix.config, max_upload_bytes=len(EN) - 1)
+    prefix.put("big.ogg", EN)
+    clock = Clock()
+    w = watcher(small, db, clock)
+    await scan_at(w, clock, 0)
+    await scan_at(w, clock, QUIET_S)
+    assert await records(db, ann) == [] and await takes(db) == []
+    assert b"larger than" in prefix.get("big.refused.txt")
+    await scan_at(w, clock, 10)  # not tried again while the note is there
+    assert prefix.names() == ["big.ogg", "big.refused.txt"]
+
+
+@scenario("A prefix that cannot be watched is refused or reported")
+async def test_prefixes_a_watch_refuses(db: Database, prefix: Prefix, ann: int) -> None:
+    blobs = blobs_of(prefix.config)
+    for bad in ("s3://Bad_Bucket/x/", "s3://b", "s3://bucket/a//b/", "s3://bucket/../x/"):
+        with pytest.raises(BadPrefix):
+            prefix_of(bad)
+    assert prefix_of("s3://bucket/a/b") == "s3://bucket/a/b/"
+    assert prefix_of("s3://bucket") == prefix_of("s3://bucket/") == "s3://bucket/"
+    # The store's own objects (every owner's uploads) are never one owner's to take.
+    for own in (f"s3://{prefix.bucket}/tx/uploads/", f"s3://{prefix.bucket}/"):
+        with pytest.raises(BadPrefix, match="own store"):
+            await add_watch(db, "ann", own, ("txt",), blobs)
+    # Without an object store there is no S3 to read it with.
+    local = blobs_of(Config(home=prefix.config.home))
+    with pytest.raises(BadPrefix, match="object store"):
+        await add_watch(db, "ann", "s3://elsewhere/rec/", ("txt",), local)
+    # Another bucket these credentials cannot list: added, with the warning, and the
+    # daemons say it on the watch.
+    added = await add_watch(db, "ann", "s3://no-such-bucket-here/rec/", ("txt",), blobs)
+    assert added.readable_here is not None and "NoSuchBucket" in added.readable_here
+    clock = Clock()
+    await scan_at(watcher(prefix.config, db, clock), clock, 0)
+    [row] = await list_watches(db)
+    assert row.state.startswith("unreadable:") and "NoSuchBucket" in row.state

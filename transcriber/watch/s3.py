@@ -72,7 +72,9 @@ def prefix_of(text: str) -> str:
     prefix = prefix.removesuffix("/")
     parts = prefix.split("/") if prefix else []
     if any(p in ("", ".", "..") for p in parts) or _BAD.search(prefix):
-        raise BadPrefix(f"the prefix may not hold empty, '.' or '..' parts: {text!r}")
+        raise BadPrefix(
+            f"the prefix may not hold empty, '.' or '..' parts or control characters: {text!r}"
+        )
     if len(prefix.encode()) > PREFIX_MAX:
         raise BadPrefix(f"the prefix is longer than {PREFIX_MAX} bytes")
     return f"{SCHEME}{bucket}/{prefix}/" if prefix else f"{SCHEME}{bucket}/"
