@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import httpx
 import pytest
 import trio
 
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys
 from tests.helpers.pg_pipeline import db_now
+from tests.helpers.serve_process import serve_process
 from tests.helpers.watching import QUIET_S, Clock
 from transcriber.config import Config
 from transcriber.db.database import Database
@@ -364,3 +366,54 @@ async def test_prefixes_a_watch_refuses(db: Database, prefix: Prefix, ann: int) 
     await scan_at(watcher(prefix.config, db, clock), clock, 0)
     [row] = await list_watches(db)
     assert row.state.startswith("unreadable:") and "NoSuchBucket" in row.state
+
+
+async def wait_for(probe: Any, what: str, timeout_s: float = 120) -> Any:
+    with trio.fail_after(timeout_s):
+        while not (found := await probe()):
+            await trio.sleep(0.05)
+        return found
+
+
+@scenario("A daemon killed after taking an object leaves its transcript to another")
+async def test_killed_daemons_still_write_the_apis_transcript_beside_the_object(
+    db: Database, db_url: str, tmp_path: Path, prefix: Prefix
+) -> None:
+    cat = await add_owner(db, "cat")
+    await add_watch(db, "cat", prefix.url, ("srt", "txt"), blobs_of(prefix.config))
+    home = tmp_path / "serve-home"
+    env = {"watch_scan_s": "0.1", "watch_quiet_s": "1.5", "storage_url": f"s3://{prefix.bucket}/tx"}
+    prefix.put("talk.ogg", EN)
+
+    async def taken() -> list[Any]:
+        return await db.run(
+            lambda c: c.fetch("SELECT * FROM watch_takes WHERE recording_id IS NOT NULL")
+        )
+
+    # SIGKILL once the object is a record, before its transcript (no worker: it waits).
+    async with serve_process(db_url, home, "--workers", "0", **env) as first:
+        [take] = await wait_for(taken, "the take")
+        first.proc.kill()
+        await first.proc.wait()
+    assert prefix.names() == ["talk.ogg"]
+
+    # Another daemon, with a worker, writes the API's bytes beside the object.
+    with EchoRecognizer() as recognizer:
+        async with serve_process(
+            db_url, home, "--workers", "1", recognizer_url=recognizer.url, **env
+        ) as second:
+            await wait_for(lambda: _has(prefix, "talk.txt"), "the transcript")
+            async with httpx.AsyncClient(
+                base_url=second.url, headers={"Authorization": f"Bearer {cat.token}"}
+            ) as api:
+                base = f"/v1/recordings/{take['recording_id']}"
+                srt = (await api.get(f"{base}/transcript.srt")).content
+                text = (await api.get(f"{base}/text")).content
+    assert prefix.get("talk.srt") == srt and b"-->" in srt
+    assert prefix.get("talk.txt") == text
+    assert len(await records(db, cat.id)) == 1
+    assert prefix.get("talk.ogg") == EN
+
+
+async def _has(prefix: Prefix, name: str) -> bool:
+    return name in await trio.to_thread.run_sync(prefix.names)
