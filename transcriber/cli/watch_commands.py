@@ -9,8 +9,12 @@ from typing import Annotated
 import typer
 
 from transcriber.cli.running import Refused, fail, with_database
+from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.storage.blobs import StorageError
+from transcriber.storage.configured import blobs_of
 from transcriber.watch.outputs import DEFAULT_FORMATS, FORMATS, BadFormats, parse_formats
+from transcriber.watch.s3 import BadPrefix
 from transcriber.watch.watches import (
     Added,
     NoSuchOwner,
@@ -34,9 +38,10 @@ def watch_add(
         str, typer.Option(help=f"what to write beside each file, of {','.join(FORMATS)}")
     ] = ",".join(DEFAULT_FORMATS),
 ) -> None:
-    """Watch DIR (a local or mounted folder, as the daemons see it) for OWNER: each new
-    audio or video file there that stops growing becomes OWNER's record, and its
-    transcript is written beside it in FORMATS. DIR again: its formats change."""
+    """Watch DIR (a local or mounted folder, as the daemons see it, or an S3 prefix
+    s3://BUCKET/PREFIX/ read with the service's object store's credentials) for OWNER:
+    each new audio or video file there that stops changing becomes OWNER's record, and
+    its transcript is written beside it in FORMATS. DIR again: its formats change."""
     try:
         chosen = parse_formats(formats)
     except BadFormats as e:
@@ -44,9 +49,12 @@ def watch_add(
 
     async def work(db: Database) -> Added:
         try:
-            return await add_watch(db, owner, folder, chosen)
+            blobs = blobs_of(Config.from_env()) if folder.startswith("s3://") else None
+            return await add_watch(db, owner, folder, chosen, blobs)
         except NoSuchOwner:
             raise Refused(f"no owner {owner!r}") from None
+        except (BadPrefix, StorageError) as e:
+            raise Refused(str(e)) from None
 
     added = with_database(work)
     verb = "watching" if added.created else "formats changed:"

@@ -11,35 +11,23 @@ Every download says its own headers (`DOWNLOAD_HEADERS`), whoever's face hands i
 a transcript is one owner's data, opened by itself it is a document with no powers, and
 no cache keeps it (a shared one must stop with its link)."""
 
-import datetime as dt
 import re
 import unicodedata
 import urllib.parse
 import uuid
-from typing import Any
 
-import attrs
 from fastapi.responses import JSONResponse, Response
 
-from transcriber.audio.speakers import Part, Turn, parts
 from transcriber.db.database import Database
-from transcriber.formats import DocumentHead, render, to_docx, to_markdown
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import owned_card
-from transcriber.records.archive import transcript
-from transcriber.records.corrections import Corrections, corrected, corrections_of
-from transcriber.records.settings import owner_settings
-from transcriber.records.speaker_names import default_label, owner_speakers
-from transcriber.subtitles import check, cues, profiles
-
-FORMAT_OF = {
-    "text": "txt",
-    "srt": "srt",
-    "vtt": "vtt",
-    "json": "json",
-    "markdown": "md",
-    "docx": "docx",
-}
+from transcriber.transcripts import (
+    BadRendering,
+    HeadWords,
+    owner_profile,
+    render_card,
+    subtitle_profile,
+)
 
 
 class SrtResponse(Response):
@@ -90,35 +78,6 @@ RESPONSE_CLASSES: dict[str, type[Response]] = {
 }
 
 
-SUBTITLES = ("srt", "vtt")
-
-
-def subtitle_profile(kind: str, profile: str | None, report: bool) -> profiles.Profile | None:
-    """The profile the download of `kind` follows (None: one cue per segment); 422 for
-    a name no profile has, or a profile or report asked of a kind that is not subtitles."""
-    if kind not in SUBTITLES:
-        if profile is not None or report:
-            raise ApiError(422, "profile and report apply to the srt and vtt transcripts only")
-        return None
-    try:
-        chosen = profiles.profile(profile)
-    except profiles.UnknownProfile as e:
-        raise ApiError(422, str(e)) from None
-    if report and chosen is None:
-        raise ApiError(422, "a report needs a profile of rules, not segments")
-    return chosen
-
-
-@attrs.frozen
-class HeadWords:
-    """How a document's head says what it holds, in its reader's language (the page's
-    downloads and a link's give the reader's; the API's are English)."""
-
-    untitled: str = "Untitled recording"
-    duration: str = "duration"
-    language: str = "language"
-
-
 async def transcript_response(
     db: Database,
     owner: int,
@@ -137,120 +96,29 @@ async def transcript_response(
     checker's report of that file as JSON; 409 with the card until it is transcribed;
     404 if the record is not the owner's; 422 for an unknown profile (before any read).
     Cancellation: plain reads."""
-    if profile is None and kind in ("srt", "vtt") and not shared:
-        # The owner's default profile (their settings), for them only: a link holder
-        # gets the service's, knowing nothing of the owner's settings.
-        profile = (await owner_settings(db, owner)).subtitle_profile
-    rules = subtitle_profile(kind, profile, report)
+    if profile is None:
+        profile = await owner_profile(db, owner, kind, shared)
+    try:
+        rules = subtitle_profile(kind, profile, report)
+    except BadRendering as e:
+        raise ApiError(422, str(e)) from None
     c = await owned_card(db, owner, recording_id)
     if not c["readable"]:
         return JSONResponse(c, status_code=409, headers=DOWNLOAD_HEADERS)
-    t = await transcript(db, owner, c["id"])
-    text, segments, labels = await owner_transcript(
-        db, owner, c["id"], t, machine=machine and not shared, voices=not shared
+    got = await render_card(
+        db,
+        owner,
+        c,
+        kind,
+        rules,
+        machine=machine,
+        shared=shared,
+        report=report,
+        head_words=head_words,
     )
-    if shared:
-        segments = shown_to_others(segments)
-    if kind in ("markdown", "docx"):
-        head = document_head(c, t, head_words)
-        body = to_markdown(head, segments) if kind == "markdown" else to_docx(head, segments)
-        return RESPONSE_CLASSES[kind](body, headers=DOWNLOAD_HEADERS)
-    if rules is not None:
-        body = cues.render(FORMAT_OF[kind], segments, rules)
-        if report:
-            return JSONResponse(check.report(check.parse(body), rules), headers=DOWNLOAD_HEADERS)
-        return RESPONSE_CLASSES[kind](body, headers=DOWNLOAD_HEADERS)
-    extra = (
-        {}
-        if kind != "json"
-        else {
-            "id": c["id"],
-            "language": t["language"] if t else c["language"],
-            "model": t["model"] if t else None,
-            "duration_s": c["duration_s"],
-            "labels": labels,
-        }
-    )
-    return RESPONSE_CLASSES[kind](
-        render(FORMAT_OF[kind], text, segments, **extra), headers=DOWNLOAD_HEADERS
-    )
-
-
-HIDDEN_BEHIND_A_CORRECTION = ("machine_text", "words")
-
-
-def shown_to_others(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The segments as a link shows them: the owner's text only. A corrected segment
-    loses what the recognizer heard there — its `machine_text` and its `words` (the
-    recognizer's words, with their times) — so a name the owner corrected away before
-    sharing is not shared; it keeps `corrected: true`, its times and speaker."""
-    return [
-        {k: v for k, v in s.items() if k not in HIDDEN_BEHIND_A_CORRECTION}
-        if s.get("corrected")
-        else s
-        for s in segments
-    ]
-
-
-def document_head(
-    card: dict[str, Any], t: dict[str, Any] | None, words: HeadWords | None = None
-) -> DocumentHead:
-    words = words or HeadWords()
-    return DocumentHead(
-        title=card["title"] or card["filename"] or words.untitled,
-        created_at=dt.datetime.fromisoformat(card["created_at"]),
-        duration_s=card["duration_s"],
-        language=(t or {}).get("language") or card["language"],
-        words=(words.duration, words.language),
-    )
-
-
-async def owner_transcript(
-    db: Database,
-    owner: int,
-    rid: uuid.UUID,
-    t: dict[str, Any] | None,
-    *,
-    machine: bool = False,
-    voices: bool = True,
-) -> tuple[str, list[dict[str, Any]], dict[str, str]]:
-    """The text and segments of the owner's record's transcript `t` as every rendering
-    shows them (the page, the downloads, the API's routes): `owner_parts`, without their
-    addresses. Cancellation: plain reads."""
-    text, shown, labels = await owner_parts(db, owner, rid, t, machine=machine, voices=voices)
-    return text, [p.shown for p in shown], labels
-
-
-async def owner_parts(
-    db: Database,
-    owner: int,
-    rid: uuid.UUID,
-    t: dict[str, Any] | None,
-    *,
-    machine: bool = False,
-    voices: bool = True,
-) -> tuple[str, list[Part], dict[str, str]]:
-    """The text and parts of the owner's record's transcript `t`: corrected unless
-    `machine`, and on a diarized record with speakers, named and chosen by the owner and
-    split where they change (`transcriber.audio.speakers.parts`, each part addressed by
-    its segment and first word, as the owner's moves and corrections of a part are); and
-    each shown speaker's found label by its name. `voices`: with the names the owner's
-    library of voices gave (False for a link holder: nothing of a voice is shown to
-    others). Cancellation: plain reads."""
-    text, segments = ("", []) if t is None else (t["text"], t["segments"])
-    fixes = Corrections() if machine else await corrections_of(db, owner, rid)
-    text, segments = corrected(text, segments, fixes.whole)
-    if t is None or t.get("turns") is None:
-        return text, [Part(i, 0, True, s) for i, s in enumerate(segments)], {}
-    said = await owner_speakers(db, owner, rid, voices=voices)
-    turns = [Turn(*turn) for turn in t["turns"]]
-    shown = parts(segments, turns, said.names, said.choices, fixes.parts)
-    if fixes.parts:
-        # A part's text is the owner's: the whole text is the parts' as shown.
-        text = " ".join(p.shown["text"].strip() for p in shown if p.shown["text"].strip())
-    found = {turn.speaker for turn in turns} | set(said.choices.values())
-    labels = {said.names.get(n) or default_label(n): default_label(n) for n in sorted(found)}
-    return text, shown, labels
+    if got.report is not None:
+        return JSONResponse(got.report, headers=DOWNLOAD_HEADERS)
+    return RESPONSE_CLASSES[kind](got.body, headers=DOWNLOAD_HEADERS)
 
 
 def attachment(title: str, fallback: str, suffix: str) -> str:

@@ -49,6 +49,8 @@ class Entry:
     size: int
     mtime_ns: int
     inode: int
+    tag: str = ""
+    """An object's ETag (transcriber.watch.s3); "" for a file."""
 
     @property
     def stamp(self) -> tuple[int, int]:
@@ -166,7 +168,7 @@ class Observations:
         current: dict[str, Seen] = {}
         for entry in media:
             before = self.seen.get(entry.name)
-            if before is None or before.entry.stamp != entry.stamp:
+            if before is None or (before.entry.stamp, before.entry.tag) != (entry.stamp, entry.tag):
                 current[entry.name] = Seen(entry, now)
             else:
                 before.scans += 1

@@ -1,7 +1,7 @@
 """What a watch writes beside a file it took: the record's transcript in the watch's
-formats — the very bytes the API hands out for that record (its download routes'
-`transcript_response`: the owner's corrections and speaker names, subtitles by the
-default profile) — or a note of why there is none.
+formats — the very bytes the API hands out for that record (both render it with
+`transcriber.transcripts`: the owner's corrections and speaker names, subtitles by the
+owner's default profile) — or a note of why there is none.
 
 Where: beside the file, as `STEM.srt`, `STEM.txt` … (the file's name without its
 suffix). Video players (VLC, mpv, Plex, Jellyfin) load `STEM.srt` beside `STEM.mp4` by
@@ -11,12 +11,12 @@ the same names: the second finds them taken by other bytes and leaves them (`kep
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 from transcriber.db.database import Database
-from transcriber.http.downloads import transcript_response
-from transcriber.http.errors import ApiError
 from transcriber.stops import stop_message
+from transcriber.transcripts import owner_rendering
 
 KIND = {"txt": "text", "srt": "srt", "vtt": "vtt", "json": "json", "md": "markdown", "docx": "docx"}
 """The formats a watch writes (the file's suffix) and the API's name of each."""
@@ -53,19 +53,11 @@ def beside(folder: str, name: str, suffix: str) -> Path:
     return Path(folder) / f"{stem(name)}{suffix}"
 
 
-async def rendered(db: Database, owner: int, recording_id: object, fmt: str) -> bytes | None:
+async def rendered(db: Database, owner: int, recording_id: uuid.UUID, fmt: str) -> bytes | None:
     """The owner's record's transcript as `fmt`, as the API's download of it answers;
     None when the record is gone (its owner deleted it) or not yet readable.
     Cancellation: plain reads."""
-    try:
-        response = await transcript_response(db, owner, str(recording_id), KIND[fmt])
-    except ApiError as e:
-        if e.status == 404:
-            return None
-        raise
-    if response.status_code != 200:
-        return None
-    return bytes(response.body)
+    return await owner_rendering(db, owner, recording_id, KIND[fmt])
 
 
 def stopped_note(reason: str | None, recording_id: object) -> bytes:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import attrs
@@ -22,16 +24,11 @@ from transcriber.db.database import Database
 from transcriber.milestones import TRANSCRIBED
 from transcriber.storage.blobs import Blobs
 from transcriber.watch import outputs
-from transcriber.watch.folder import (
-    FolderUnreadable,
-    Listing,
-    Observations,
-    content_hash,
-    list_folder,
-    stamp_of,
-)
+from transcriber.watch.folder import FolderUnreadable, Listing, Observations
+from transcriber.watch.places import FolderPlace, Place
+from transcriber.watch.s3 import S3Place, is_s3
 from transcriber.watch.taking import CLAIM_S, FileChanged, Watch, take, too_large
-from transcriber.watch.writing import KEPT, sweep_parts, write_new
+from transcriber.watch.writing import KEPT
 
 OPEN_PER_SCAN = 100
 """Takes of one watch whose record is looked at in one scan (the rest the next)."""
@@ -68,20 +65,25 @@ class Watcher:
     def observations(self) -> Observations:
         return Observations(self.config.watch_quiet_s)
 
+    def place(self, where: str) -> Place:
+        """Where a watch (or one of its takes) looks: a folder, or an S3 prefix with the
+        store's client (FolderUnreadable when the store is not S3, or is that prefix)."""
+        return S3Place.of(where, self.blobs) if is_s3(where) else FolderPlace(Path(where))
+
     async def scan_watch(self, w: Watch, budget: list[int]) -> None:
-        folder = Path(w.folder)
         try:
-            listing = await trio.to_thread.run_sync(list_folder, folder)
+            place = self.place(w.folder)
+            listing = await place.listing()
         except FolderUnreadable as e:
             await self.db.execute("watch_scanned", w.id, scanner_name(), e.reason)
             event(logging.WARNING, "watch_unreadable", watch=w.id, reason=e.reason)
             return
         await self.db.execute("watch_scanned", w.id, scanner_name(), None)
-        await self.take_whole(w, listing, budget)
+        await self.take_whole(w, place, listing, budget)
         await self.write_done(w)
-        await trio.to_thread.run_sync(sweep_parts, folder, listing.names)
+        await place.tidy(listing)
 
-    async def take_whole(self, w: Watch, listing: Listing, budget: list[int]) -> None:
+    async def take_whole(self, w: Watch, place: Place, listing: Listing, budget: list[int]) -> None:
         seen = self.folders[w.id]
         seen.update(listing.media, self.clock())
         if listing.cut:
@@ -103,13 +105,12 @@ class Watcher:
                     s.rest_until = self.clock() + CLAIM_S
                 continue
             budget[0] -= 1
-            path = Path(w.folder) / e.name
             try:
                 if s.sha256 is None:
-                    s.sha256 = await trio.to_thread.run_sync(content_hash, path, e)
-                    if await trio.to_thread.run_sync(stamp_of, path) != e.stamp:
-                        raise FileChanged(str(path))
-                got = await take(self.db, self.blobs, self.config, w, e, s.sha256)
+                    s.sha256 = await place.content_hash(e)
+                got = await take(
+                    self.db, self.blobs, self.config, w, e, s.sha256, partial(place.read, e)
+                )
             except FileChanged:
                 s.sha256 = None
                 seen.restart(e.name, self.clock())
@@ -139,14 +140,13 @@ class Watcher:
     async def note(self, w: Watch, name: str, suffix: str, data: bytes) -> str | None:
         """`data` beside file `name` as STEM+suffix, never over another file; None when
         the folder could not be written (logged)."""
-        target = outputs.beside(w.folder, name, suffix)
         try:
-            how = await trio.to_thread.run_sync(write_new, target, data)
-        except OSError as e:
+            how = await self.place(w.folder).write_new(name, suffix, data)
+        except (OSError, FolderUnreadable) as e:
             event(logging.WARNING, "watch_write_failed", watch=w.id, error=str(e))
             return None
         if how == KEPT:
-            event(logging.WARNING, "watch_name_kept", watch=w.id, file=target.name)
+            event(logging.WARNING, "watch_name_kept", watch=w.id, file=outputs.stem(name) + suffix)
         return how
 
     async def write_done(self, w: Watch) -> None:
@@ -170,7 +170,7 @@ class Watcher:
                 if await self.note(w_at, t["name"], outputs.STOPPED_SUFFIX, note) is not None:
                     await self.db.execute("watch_noted_stop", w.owner_id, sha, reason)
 
-    async def write_formats(self, w: Watch, folder: str, name: str, rid: object) -> str | None:
+    async def write_formats(self, w: Watch, folder: str, name: str, rid: uuid.UUID) -> str | None:
         """Each format of the record beside `name`; what became of each (`srt written,
         txt kept`), or None to try again at the next scan (the folder not writable)."""
         said = []

@@ -17,7 +17,7 @@ import datetime as dt
 import hashlib
 import logging
 import uuid
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
@@ -35,8 +35,8 @@ from transcriber.intake import (
     Unconfirmed,
     accept,
 )
-from transcriber.storage.blobs import CHUNK, Blobs
-from transcriber.watch.folder import Entry, open_listed, stamp_of
+from transcriber.storage.blobs import Blobs
+from transcriber.watch.folder import Entry
 
 CLAIM_S = 600.0
 """How long a daemon holds a file it is taking before another may take it over: reading
@@ -71,6 +71,10 @@ class Taken:
 
 ALREADY = Taken("already")
 
+Reader = Callable[[Callable[[bytes], Awaitable[None]]], Awaitable[None]]
+"""Streams a listed file's bytes, chunk by chunk, into the function it is given;
+FileChanged when they are no longer the listed ones, OSError when they cannot be read."""
+
 
 def idempotency_key(sha256: bytes) -> str:
     return f"watch:{sha256.hex()}"
@@ -83,10 +87,12 @@ async def take(
     watch: Watch,
     entry: Entry,
     sha256: bytes,
+    read: Reader,
     *,
     now: dt.datetime | None = None,
 ) -> Taken:
-    """Claim `entry` (of content `sha256`) for the watch's owner and make its record.
+    """Claim `entry` (of content `sha256`) for the watch's owner and make its record of
+    the bytes `read` streams (a file's, an object's: transcriber.watch.places).
     ALREADY when the content is taken; `refused` (the claim let go) when the intake
     refuses it. FileChanged (the claim let go) when its bytes changed while read;
     OSError when it could not be read (the claim let go).
@@ -110,19 +116,17 @@ async def take(
     if row is None:
         return ALREADY
     token, name = row["claim_token"], row["name"]
-    path = Path(watch.folder) / entry.name
 
     async def copy(sink: Sink) -> Described:
         digest = hashlib.sha256()
-        fd = await trio.to_thread.run_sync(open_listed, path, entry)
-        async with await trio.open_file(fd, "rb") as f:
-            while chunk := await f.read(CHUNK):
-                digest.update(chunk)
-                await sink.write(chunk)
-        if digest.digest() != sha256 or await trio.to_thread.run_sync(stamp_of, path) != (
-            entry.stamp
-        ):
-            raise FileChanged(str(path))
+
+        async def put(chunk: bytes) -> None:
+            digest.update(chunk)
+            await sink.write(chunk)
+
+        await read(put)
+        if digest.digest() != sha256:
+            raise FileChanged(entry.name)
         # The name it was first taken by: a claim taken over after a rename asks the
         # same request, so the intake names the first record.
         return Described(name, None, None)

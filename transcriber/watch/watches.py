@@ -8,9 +8,14 @@ import os
 from pathlib import Path
 
 import attrs
+import trio
 
 from transcriber.db.database import Database
 from transcriber.owners import owner_named
+from transcriber.storage.blobs import Blobs, StorageError
+from transcriber.storage.s3_objects import probe
+from transcriber.watch.folder import FolderUnreadable
+from transcriber.watch.s3 import BadPrefix, S3Place, is_s3, prefix_of
 
 
 class NoSuchOwner(Exception):
@@ -67,16 +72,40 @@ def _readable_here(folder: str) -> str | None:
         return e.strerror or type(e).__name__
 
 
-async def add_watch(db: Database, owner: str, folder: str, formats: tuple[str, ...]) -> Added:
-    """Watch `folder` for `owner`, writing `formats`; the same folder again changes its
-    formats. NoSuchOwner. Cancellation: one statement."""
+async def _prefix_readable_here(place: S3Place) -> str | None:
+    try:
+        await trio.to_thread.run_sync(probe, place.client, place.bucket, place.prefix)
+    except StorageError as e:
+        return " ".join(str(e).split())[:300]
+    return None
+
+
+async def add_watch(
+    db: Database, owner: str, folder: str, formats: tuple[str, ...], blobs: Blobs | None = None
+) -> Added:
+    """Watch `folder` (a folder, or `s3://BUCKET/PREFIX/` with the object store `blobs`)
+    for `owner`, writing `formats`; the same folder again changes its formats.
+    NoSuchOwner; BadPrefix for an S3 prefix that is malformed, or cannot be watched
+    with `blobs` (not an object store, or the store's own objects). Cancellation: one
+    statement, and one listing of the prefix."""
+    place = None
+    if is_s3(folder):
+        path = prefix_of(folder)
+        try:
+            place = S3Place.of(path, blobs)
+        except FolderUnreadable as e:
+            raise BadPrefix(e.reason) from None
+    else:
+        path = folder_of(folder)
     owner_id = await owner_named(db, owner)
     if owner_id is None:
         raise NoSuchOwner(owner)
-    path = folder_of(folder)
     row = await db.fetchrow("watch_add", owner_id, path, list(formats))
     assert row is not None
-    return Added(row["id"], row["created"], path, _readable_here(str(Path(path))))
+    readable = (
+        _readable_here(str(Path(path))) if place is None else await _prefix_readable_here(place)
+    )
+    return Added(row["id"], row["created"], path, readable)
 
 
 async def list_watches(db: Database) -> list[WatchRow]:

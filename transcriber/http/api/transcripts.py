@@ -9,15 +9,11 @@ from fastapi.responses import JSONResponse, Response
 from transcriber.http.api.shapes import Card, Transcript
 from transcriber.http.auth import Owner
 from transcriber.http.deps import Db
-from transcriber.http.downloads import (
-    FORMAT_OF,
-    RESPONSE_CLASSES,
-    SUBTITLES,
-    transcript_response,
-)
+from transcriber.http.downloads import RESPONSE_CLASSES, transcript_response
 from transcriber.http.errors import documented_errors
 from transcriber.http.owned_cards import TRANSCRIPT_PATHS
 from transcriber.subtitles import profiles
+from transcriber.transcripts import FORMAT_OF, SUBTITLES
 
 router = APIRouter()
 

@@ -15,13 +15,13 @@ from fastapi.responses import HTMLResponse
 from transcriber import languages
 from transcriber.db.database import Database
 from transcriber.http import i18n, rendering
-from transcriber.http.downloads import HeadWords
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import SUMMARY_MAX, owned_card
 from transcriber.http.page import text
 from transcriber.http.uploads import TITLE_MAX
 from transcriber.records.corrections import CORRECTION_MAX
 from transcriber.records.shares import NOTE_MAX
+from transcriber.transcripts import HeadWords
 
 HERE = Path(__file__).resolve().parent
 

@@ -8,7 +8,6 @@ from fastapi.responses import HTMLResponse
 
 from transcriber.formats import paragraphs
 from transcriber.http.deps import Db
-from transcriber.http.downloads import owner_transcript
 from transcriber.http.page.html import (
     html,
     mine,
@@ -20,6 +19,7 @@ from transcriber.http.page.session import (
 from transcriber.records.archive import (
     transcript,
 )
+from transcriber.transcripts import owner_transcript
 
 router = APIRouter(include_in_schema=False)
 

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from transcriber.db.database import Database
 from transcriber.http.deps import Db, Settings
-from transcriber.http.downloads import attachment, owner_parts, transcript_response
+from transcriber.http.downloads import attachment, transcript_response
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import (
     owned_card,
@@ -41,6 +41,7 @@ from transcriber.records.shares import (
 )
 from transcriber.stops import owner_detail
 from transcriber.subtitles.profiles import NAMES as SUBTITLE_PROFILES
+from transcriber.transcripts import owner_parts
 
 router = APIRouter(include_in_schema=False)
 

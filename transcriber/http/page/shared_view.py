@@ -23,12 +23,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from transcriber.db.database import Database
 from transcriber.http.deps import Db, Settings
-from transcriber.http.downloads import (
-    attachment,
-    owner_transcript,
-    shown_to_others,
-    transcript_response,
-)
+from transcriber.http.downloads import attachment, transcript_response
 from transcriber.http.errors import ApiError
 from transcriber.http.owned_cards import (
     owned_card,
@@ -50,6 +45,7 @@ from transcriber.records.shares import (
     open_share,
 )
 from transcriber.subtitles.profiles import NAMES as SUBTITLE_PROFILES
+from transcriber.transcripts import owner_transcript, shown_to_others
 
 router = APIRouter(include_in_schema=False)
 

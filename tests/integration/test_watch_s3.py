@@ -1,0 +1,419 @@
+"""Watching an S3 prefix (capability `watch`): moto's standalone server on loopback, the
+service's store in one bucket, the watched prefix beside it; scans in-process with a
+clock set by hand, real PostgreSQL, real audio from samples/."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import trio
+
+from tests.helpers.generated_audio import SAMPLES
+from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys
+from tests.helpers.pg_pipeline import db_now
+from tests.helpers.serve_process import serve_process
+from tests.helpers.watching import QUIET_S, Clock
+from transcriber.config import Config
+from transcriber.db.database import Database
+from transcriber.owners import add_owner
+from transcriber.pipeline.audio_steps import audio_steps
+from transcriber.pipeline.pg_queue import PgQueue
+from transcriber.storage.blobs import Blobs
+from transcriber.storage.configured import blobs_of
+from transcriber.storage.s3 import S3Blobs
+from transcriber.transcripts import owner_rendering
+from transcriber.watch.s3 import BadPrefix, prefix_of
+from transcriber.watch.scanning import Watcher
+from transcriber.watch.taking import CLAIM_S
+from transcriber.watch.watches import add_watch, list_watches
+
+EN = (SAMPLES / "en.ogg").read_bytes()
+RU = (SAMPLES / "ru.ogg").read_bytes()
+
+
+def scenario(title: str) -> pytest.MarkDecorator:
+    return pytest.mark.scenario("watch", title)
+
+
+@attrs.frozen
+class Prefix:
+    """The watched prefix `rec/` of a bucket whose `tx/` is the service's store."""
+
+    moto: MotoStore
+    bucket: str
+    config: Config
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/rec/"
+
+    def put(self, name: str, data: bytes) -> None:
+        self.moto.client().put_object(Bucket=self.bucket, Key=f"rec/{name}", Body=data)
+
+    def get(self, name: str) -> bytes:
+        got = self.moto.client().get_object(Bucket=self.bucket, Key=f"rec/{name}")
+        return bytes(got["Body"].read())
+
+    def names(self) -> list[str]:
+        return [k.removeprefix("rec/") for k in keys(self.moto, self.bucket, "rec/")]
+
+
+@pytest.fixture
+def prefix(moto: MotoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prefix:
+    for name, value in moto.env().items():
+        monkeypatch.setenv(name, value)
+    bucket = moto.new_bucket()
+    config = Config(home=tmp_path / "home", storage_url=f"s3://{bucket}/tx", watch_quiet_s=QUIET_S)
+    return Prefix(moto, bucket, config)
+
+
+@pytest.fixture
+async def ann(db: Database) -> int:
+    return (await add_owner(db, "ann")).id
+
+
+@pytest.fixture
+async def watched(db: Database, ann: int, prefix: Prefix) -> int:
+    added = await add_watch(db, "ann", prefix.url, ("txt", "srt"), blobs_of(prefix.config))
+    assert added.readable_here is None
+    return added.id
+
+
+def watcher(config: Config, db: Database, clock: Clock, blobs: Blobs | None = None) -> Watcher:
+    return Watcher(db, blobs or blobs_of(config), config, clock=clock)
+
+
+async def scan_at(w: Watcher, clock: Clock, t: float) -> None:
+    clock.t = t
+    await w.scan()
+
+
+async def records(db: Database, owner: int) -> list[Any]:
+    return await db.run(
+        lambda con: con.fetch(
+            "SELECT id, filename, size_bytes FROM recordings WHERE owner_id = $1"
+            " ORDER BY created_at",
+            owner,
+        )
+    )
+
+
+@scenario("An object uploaded in parts is taken once it stops changing")
+async def test_an_object_uploaded_in_parts_is_taken_once_it_stops_changing(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    s3 = prefix.moto.client()
+    clock = Clock()
+    w = watcher(prefix.config, db, clock)
+    # A multipart upload under way: S3 shows nothing of it until it completes.
+    up = s3.create_multipart_upload(Bucket=prefix.bucket, Key="rec/talk.ogg")
+    sent = s3.upload_part(
+        Bucket=prefix.bucket, Key="rec/talk.ogg", UploadId=up["UploadId"], PartNumber=1, Body=EN
+    )
+    await scan_at(w, clock, 0)
+    await scan_at(w, clock, 10 * QUIET_S)
+    assert await records(db, ann) == []
+    s3.complete_multipart_upload(
+        Bucket=prefix.bucket,
+        Key="rec/talk.ogg",
+        UploadId=up["UploadId"],
+        MultipartUpload={"Parts": [{"ETag": sent["ETag"], "PartNumber": 1}]},
+    )
+    # A writer that puts the object again as it grows: each version starts the quiet
+    # period over (another size, ETag, LastModified).
+    t = 11 * QUIET_S
+    for size in (len(EN) // 3, 2 * len(EN) // 3, len(EN)):
+        prefix.put("talk.ogg", EN[:size])
+        await scan_at(w, clock, t)
+        await scan_at(w, clock, t + QUIET_S / 2)
+        assert await records(db, ann) == [], "taken while it changed"
+        t += 2 * QUIET_S
+    await scan_at(w, clock, t)
+    await scan_at(w, clock, t + QUIET_S)
+    [record] = await records(db, ann)
+    assert (record["filename"], record["size_bytes"]) == ("talk.ogg", len(EN))
+    for later in range(3):  # and a restarted daemon does not take it again
+        await scan_at(watcher(prefix.config, db, clock), clock, t + 2 + later)
+    prefix.put("renamed.ogg", EN)  # a copy under another key: the same content
+    w2 = watcher(prefix.config, db, clock)
+    await scan_at(w2, clock, t + 10)
+    await scan_at(w2, clock, t + 10 + QUIET_S)
+    assert len(await records(db, ann)) == 1
+    assert prefix.names() == ["renamed.ogg", "talk.ogg"]  # nothing written, nothing removed
+    assert prefix.get("talk.ogg") == EN
+
+
+@attrs.define(eq=False)
+class HeldBlobs(S3Blobs):
+    """The store, with an upload held at its first chunk until `go`: a daemon stopped
+    in the middle of reading an object into the store."""
+
+    entered: trio.Event = attrs.field(factory=trio.Event)
+    go: trio.Event = attrs.field(factory=trio.Event)
+
+    @classmethod
+    def of(cls, config: Config) -> HeldBlobs:
+        return cls(**attrs.asdict(blobs_of(config), recurse=False))  # type: ignore[arg-type]
+
+    @contextlib.asynccontextmanager
+    async def incoming(self) -> AsyncIterator[Any]:
+        async with S3Blobs.incoming(self) as into:
+            yield HeldIncoming(into, self)
+
+
+@attrs.define
+class HeldIncoming:
+    inner: Any
+    held: HeldBlobs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def write(self, data: bytes) -> None:
+        await self.inner.write(data)
+        self.held.entered.set()
+        await self.held.go.wait()
+
+
+async def takes(db: Database) -> list[Any]:
+    return await db.run(lambda con: con.fetch("SELECT * FROM watch_takes"))
+
+
+@scenario("Two daemons sharing an S3 prefix make one record")
+async def test_two_daemons_on_one_prefix_make_one_record(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    prefix.put("a.ogg", EN)
+    held = HeldBlobs.of(prefix.config)
+    clock = Clock()
+    first = watcher(prefix.config, db, clock, blobs=held)
+    second = watcher(prefix.config, db, clock)
+    for w in (first, second):
+        await scan_at(w, clock, 0)
+    clock.t = QUIET_S
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(first.scan)
+            await held.entered.wait()  # the first claimed it and is reading it
+            await second.scan()  # finds the content claimed
+            assert await records(db, ann) == []
+            held.go.set()
+    assert len(await records(db, ann)) == 1
+    await scan_at(second, clock, 5)
+    assert len(await records(db, ann)) == 1 and len(await takes(db)) == 1
+
+
+@scenario("A daemon killed while reading an object leaves it to another")
+async def test_a_daemon_killed_mid_object_leaves_it_to_another(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    prefix.put("a.ogg", EN)
+    held = HeldBlobs.of(prefix.config)
+    clock = Clock()
+    w = watcher(prefix.config, db, clock, blobs=held)
+    await scan_at(w, clock, 0)
+    clock.t = QUIET_S
+    # Stopped mid-object (cancelled, as `serve` is by SIGTERM): the claim let go, the
+    # half-sent upload gone from the store.
+    with trio.move_on_after(30) as scope:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(w.scan)
+            await held.entered.wait()
+            nursery.cancel_scope.cancel()
+    assert not scope.cancelled_caught
+    assert await takes(db) == [] and await records(db, ann) == []
+    assert keys(prefix.moto, prefix.bucket, "tx/uploads/") == []
+
+    # Killed outright (SIGKILL) after its claim: the claim holds until its lease runs
+    # out, then another daemon takes the object over, once.
+    sha = hashlib.sha256(EN).digest()
+    etag_ns = (await w.place(prefix.url).listing()).media[0]
+    now = await db_now(db)
+    row = await db.fetchrow(
+        "watch_claim", ann, sha, watched, prefix.url, "a.ogg", len(EN), etag_ns.mtime_ns,
+        CLAIM_S, now,
+    )  # fmt: skip
+    assert row is not None
+    other = watcher(prefix.config, db, clock)
+    await scan_at(other, clock, 10)
+    await scan_at(other, clock, 10 + QUIET_S)
+    assert await records(db, ann) == []  # its lease still runs
+    await db.run(lambda con: con.execute("DELETE FROM watch_takes"))
+    row = await db.fetchrow(
+        "watch_claim", ann, sha, watched, prefix.url, "a.ogg", len(EN), etag_ns.mtime_ns,
+        CLAIM_S, now - dt.timedelta(seconds=CLAIM_S + 1),
+    )  # fmt: skip
+    assert row is not None
+    other = watcher(prefix.config, db, clock)
+    await scan_at(other, clock, 20)
+    await scan_at(other, clock, 20 + QUIET_S)
+    assert len(await records(db, ann)) == 1
+    [take] = await takes(db)
+    assert take["recording_id"] is not None
+
+
+@scenario("An object removed before it was taken is forgotten")
+async def test_an_object_removed_before_it_was_taken_is_forgotten(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    prefix.put("a.ogg", EN[:20_000])
+    clock = Clock()
+    w = watcher(prefix.config, db, clock)
+    await scan_at(w, clock, 0)
+    assert "a.ogg" in w.folders[watched].seen
+    prefix.moto.client().delete_object(Bucket=prefix.bucket, Key="rec/a.ogg")
+    await scan_at(w, clock, QUIET_S)
+    assert "a.ogg" not in w.folders[watched].seen
+    prefix.put("a.ogg", EN)  # it comes again: its own quiet period
+    await scan_at(w, clock, 2 * QUIET_S)
+    assert await records(db, ann) == []
+    await scan_at(w, clock, 3 * QUIET_S)
+    [record] = await records(db, ann)
+    assert record["size_bytes"] == len(EN)
+
+
+def worker(db: Database, config: Config) -> Any:
+    from actors import Wakeup, Worker
+
+    steps = audio_steps(config)
+    return Worker("w", PgQueue(db, steps), steps, Wakeup())
+
+
+LEFT_ALONE = ("sub/a.ogg", "../b.ogg", ".hidden.ogg", "..ogg", "c.ogg/d.ogg")
+"""Keys in a "folder" under the prefix (S3 keys are literal: `../` is one) or hidden."""
+ODD = "ü %20 &+ <x>?#\u200f;`$(id)`.ogg"
+
+
+@scenario("The transcript of an object is written beside it as new objects")
+async def test_transcripts_beside_objects_are_the_apis_and_never_overwrite(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    prefix.put(ODD, EN)
+    prefix.put("talk.ogg", RU)
+    prefix.put("talk.txt", b"the owner's own notes")  # a name a transcript wants
+    for left_alone in LEFT_ALONE:
+        prefix.put(left_alone, EN[:10_000])
+    with EchoRecognizer() as recognizer:
+        config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
+        clock = Clock()
+        w = watcher(config, db, clock)
+        await scan_at(w, clock, 0)
+        await scan_at(w, clock, QUIET_S)
+        made = await records(db, ann)
+        assert sorted(r["filename"] for r in made) == sorted([ODD, "talk.ogg"])
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 2 * QUIET_S)
+        await scan_at(watcher(config, db, clock), clock, 3 * QUIET_S)  # another daemon
+    by_name = {r["filename"]: r["id"] for r in made}
+    odd_stem = ODD.removesuffix(".ogg")
+    assert prefix.get(f"{odd_stem}.txt") == await owner_rendering(db, ann, by_name[ODD], "text")
+    assert prefix.get(f"{odd_stem}.srt") == await owner_rendering(db, ann, by_name[ODD], "srt")
+    assert prefix.get("talk.srt") == await owner_rendering(db, ann, by_name["talk.ogg"], "srt")
+    assert prefix.get("talk.txt") == b"the owner's own notes"  # kept, never overwritten
+    [take] = [t for t in await takes(db) if t["name"] == "talk.ogg"]
+    assert take["written"] == "txt kept, srt written"
+    assert sorted(prefix.names()) == sorted(
+        [ODD, f"{odd_stem}.txt", f"{odd_stem}.srt", "talk.ogg", "talk.txt", "talk.srt", *LEFT_ALONE]
+    )  # nothing removed, nothing written for the keys in "folders" or hidden
+
+
+@scenario("A too large object is refused without being read")
+async def test_a_too_large_object_is_refused_with_a_note(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    small = attrs.evolve(prefix.config, max_upload_bytes=len(EN) - 1)
+    prefix.put("big.ogg", EN)
+    clock = Clock()
+    w = watcher(small, db, clock)
+    await scan_at(w, clock, 0)
+    await scan_at(w, clock, QUIET_S)
+    assert await records(db, ann) == [] and await takes(db) == []
+    assert b"larger than" in prefix.get("big.refused.txt")
+    await scan_at(w, clock, 10)  # not tried again while the note is there
+    assert prefix.names() == ["big.ogg", "big.refused.txt"]
+
+
+@scenario("A prefix that cannot be watched is refused or reported")
+async def test_prefixes_a_watch_refuses(db: Database, prefix: Prefix, ann: int) -> None:
+    blobs = blobs_of(prefix.config)
+    for bad in ("s3://Bad_Bucket/x/", "s3://b", "s3://bucket/a//b/", "s3://bucket/../x/"):
+        with pytest.raises(BadPrefix):
+            prefix_of(bad)
+    assert prefix_of("s3://bucket/a/b") == "s3://bucket/a/b/"
+    assert prefix_of("s3://bucket") == prefix_of("s3://bucket/") == "s3://bucket/"
+    # The store's own objects (every owner's uploads) are never one owner's to take.
+    for own in (f"s3://{prefix.bucket}/tx/uploads/", f"s3://{prefix.bucket}/"):
+        with pytest.raises(BadPrefix, match="own store"):
+            await add_watch(db, "ann", own, ("txt",), blobs)
+    # Without an object store there is no S3 to read it with.
+    local = blobs_of(Config(home=prefix.config.home))
+    with pytest.raises(BadPrefix, match="object store"):
+        await add_watch(db, "ann", "s3://elsewhere/rec/", ("txt",), local)
+    # Another bucket these credentials cannot list: added, with the warning, and the
+    # daemons say it on the watch.
+    added = await add_watch(db, "ann", "s3://no-such-bucket-here/rec/", ("txt",), blobs)
+    assert added.readable_here is not None and "NoSuchBucket" in added.readable_here
+    clock = Clock()
+    await scan_at(watcher(prefix.config, db, clock), clock, 0)
+    [row] = await list_watches(db)
+    assert row.state.startswith("unreadable:") and "NoSuchBucket" in row.state
+
+
+async def wait_for(probe: Any, what: str, timeout_s: float = 120) -> Any:
+    with trio.fail_after(timeout_s):
+        while not (found := await probe()):
+            await trio.sleep(0.05)
+        return found
+
+
+@scenario("A daemon killed after taking an object leaves its transcript to another")
+async def test_killed_daemons_still_write_the_apis_transcript_beside_the_object(
+    db: Database, db_url: str, tmp_path: Path, prefix: Prefix
+) -> None:
+    cat = await add_owner(db, "cat")
+    await add_watch(db, "cat", prefix.url, ("srt", "txt"), blobs_of(prefix.config))
+    home = tmp_path / "serve-home"
+    env = {"watch_scan_s": "0.1", "watch_quiet_s": "1.5", "storage_url": f"s3://{prefix.bucket}/tx"}
+    prefix.put("talk.ogg", EN)
+
+    async def taken() -> list[Any]:
+        return await db.run(
+            lambda c: c.fetch("SELECT * FROM watch_takes WHERE recording_id IS NOT NULL")
+        )
+
+    # SIGKILL once the object is a record, before its transcript (no worker: it waits).
+    async with serve_process(db_url, home, "--workers", "0", **env) as first:
+        [take] = await wait_for(taken, "the take")
+        first.proc.kill()
+        await first.proc.wait()
+    assert prefix.names() == ["talk.ogg"]
+
+    # Another daemon, with a worker, writes the API's bytes beside the object.
+    with EchoRecognizer() as recognizer:
+        async with serve_process(
+            db_url, home, "--workers", "1", recognizer_url=recognizer.url, **env
+        ) as second:
+            await wait_for(lambda: _has(prefix, "talk.txt"), "the transcript")
+            async with httpx.AsyncClient(
+                base_url=second.url, headers={"Authorization": f"Bearer {cat.token}"}
+            ) as api:
+                base = f"/v1/recordings/{take['recording_id']}"
+                srt = (await api.get(f"{base}/transcript.srt")).content
+                text = (await api.get(f"{base}/text")).content
+    assert prefix.get("talk.srt") == srt and b"-->" in srt
+    assert prefix.get("talk.txt") == text
+    assert len(await records(db, cat.id)) == 1
+    assert prefix.get("talk.ogg") == EN
+
+
+async def _has(prefix: Prefix, name: str) -> bool:
+    return name in await trio.to_thread.run_sync(prefix.names)

@@ -1,0 +1,188 @@
+"""A watch of an S3 prefix, `s3://BUCKET/PREFIX/`, read and written with the service's
+own object store's client and credentials (TRANSCRIBER_STORAGE_URL=s3://…,
+AWS_ENDPOINT_URL …): the objects directly under the prefix, as a folder's top level.
+
+An object is whole once its size, LastModified and ETag stayed the same across two scans
+a quiet period apart (S3 shows an object only once its upload completed, so this waits
+out a writer that uploads it again and again as it grows). Its bytes are streamed twice —
+once for its content hash (the claim's key), once into the intake — each with
+`If-Match: ETAG`, so both are the listed object's or nothing. Transcripts and notes go
+beside it as new objects, with a conditional PUT (`If-None-Match: *`): an existing key is
+never overwritten. Nothing of the prefix is ever deleted.
+
+The store's own prefix (uploads, audio, live sessions of every owner) is never watched:
+its objects are the service's, not one owner's to take."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+
+from transcriber.storage.blobs import CHUNK, StorageError
+from transcriber.storage.s3 import S3Blobs, parse_url
+from transcriber.storage.s3_objects import (
+    ObjectChanged,
+    list_children,
+    open_object,
+    put_new,
+    read_chunk,
+    read_small,
+)
+from transcriber.watch import outputs
+from transcriber.watch.folder import MAX_LISTED, Entry, FolderUnreadable, Listing, is_media
+from transcriber.watch.taking import FileChanged
+from transcriber.watch.writing import KEPT, SAME, WRITTEN
+
+SCHEME = "s3://"
+
+MAX_PAGES = 100
+"""Pages of 1000 keys one scan lists under a prefix: past 100 000 keys (notes and
+transcripts among them) the rest waits and the scan says so."""
+
+PREFIX_MAX = 900
+"""S3 keys are at most 1024 bytes: the prefix leaves room for the names under it."""
+
+_BAD = re.compile(r"[\x00-\x1f\x7f]")
+_URL = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:/(.*))?", re.DOTALL)
+"""The store's bucket names (transcriber.storage.s3.parse_url), any key after them."""
+
+
+class BadPrefix(ValueError):
+    """Not a prefix a watch can take: the reason in one line."""
+
+
+def is_s3(where: str) -> bool:
+    return where.startswith(SCHEME)
+
+
+def prefix_of(text: str) -> str:
+    """`s3://BUCKET/PREFIX` as a watch keeps it: `s3://BUCKET/PREFIX/` (the bucket's top
+    level: `s3://BUCKET/`). BadPrefix for what is not a bucket name, or a prefix with
+    empty, `.` or `..` parts or control characters (S3 reads them literally; a reader
+    of the prefix would not)."""
+    m = _URL.fullmatch(text)
+    if m is None:
+        raise BadPrefix(f"not an S3 prefix (s3://BUCKET/PREFIX/): {text!r}")
+    bucket, prefix = m.group(1), m.group(2) or ""
+    prefix = prefix.removesuffix("/")
+    parts = prefix.split("/") if prefix else []
+    if any(p in ("", ".", "..") for p in parts) or _BAD.search(prefix):
+        raise BadPrefix(
+            f"the prefix may not hold empty, '.' or '..' parts or control characters: {text!r}"
+        )
+    if len(prefix.encode()) > PREFIX_MAX:
+        raise BadPrefix(f"the prefix is longer than {PREFIX_MAX} bytes")
+    return f"{SCHEME}{bucket}/{prefix}/" if prefix else f"{SCHEME}{bucket}/"
+
+
+def split(where: str) -> tuple[str, str]:
+    """(bucket, key prefix: "" or ending in `/`) of a kept `s3://BUCKET/PREFIX/`."""
+    bucket, _, prefix = where.removeprefix(SCHEME).partition("/")
+    return bucket, prefix
+
+
+def store_overlap(where: str, store_url: str | None) -> str | None:
+    """Why `where` may not be watched with the store `store_url`: no object store, or
+    a prefix holding or held by the store's own. None: it may."""
+    if not store_url:
+        return "an S3 prefix is watched with an object store (TRANSCRIBER_STORAGE_URL=s3://…)"
+    bucket, prefix = split(where)
+    store_bucket, store_prefix = parse_url(store_url)
+    store_prefix = f"{store_prefix}/" if store_prefix else ""
+    if bucket == store_bucket and (
+        prefix.startswith(store_prefix) or store_prefix.startswith(prefix)
+    ):
+        return f"{where} holds or is inside the service's own store {store_url}"
+    return None
+
+
+def _unreadable(e: StorageError) -> str:
+    return " ".join(str(e).split())[:300]
+
+
+@attrs.frozen
+class S3Place:
+    client: Any
+    bucket: str
+    prefix: str
+
+    @classmethod
+    def of(cls, where: str, blobs: object) -> S3Place:
+        """The place of kept prefix `where` with the store `blobs`; FolderUnreadable when
+        it cannot be watched with that store."""
+        if not isinstance(blobs, S3Blobs):
+            raise FolderUnreadable(str(store_overlap(where, None)))
+        why = store_overlap(where, blobs.ref(blobs.prefix))
+        if why is not None:
+            raise FolderUnreadable(why)
+        return cls(blobs.client, *split(where))
+
+    def key(self, name: str) -> str:
+        return self.prefix + name
+
+    async def listing(self) -> Listing:
+        try:
+            got = await trio.to_thread.run_sync(
+                lambda: list_children(
+                    self.client,
+                    self.bucket,
+                    self.prefix,
+                    is_media,
+                    max_kept=MAX_LISTED,
+                    max_pages=MAX_PAGES,
+                )
+            )
+        except StorageError as e:
+            raise FolderUnreadable(_unreadable(e)) from None
+        media = tuple(Entry(o.name, o.size, o.modified_ns, 0, o.etag) for o in got.objects)
+        return Listing(media, got.names, got.cut)
+
+    async def read(self, entry: Entry, put: Callable[[bytes], Awaitable[None]]) -> None:
+        """The listed object's bytes (`If-Match` its ETag), a chunk in memory at a time.
+        Cancellation: a chunk being read finishes in its thread; the stream is closed."""
+        key = self.key(entry.name)
+        try:
+            body = await trio.to_thread.run_sync(
+                open_object, self.client, self.bucket, key, entry.tag
+            )
+        except ObjectChanged:
+            raise FileChanged(key) from None
+        except StorageError as e:
+            raise OSError(_unreadable(e)) from None
+        try:
+            while chunk := await trio.to_thread.run_sync(read_chunk, body, CHUNK):
+                await put(chunk)
+        except StorageError as e:
+            raise OSError(_unreadable(e)) from None
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(body.close)
+
+    async def content_hash(self, entry: Entry) -> bytes:
+        digest = hashlib.sha256()
+
+        async def put(chunk: bytes) -> None:
+            digest.update(chunk)
+
+        await self.read(entry, put)
+        return digest.digest()
+
+    async def write_new(self, name: str, suffix: str, data: bytes) -> str:
+        key = self.key(f"{outputs.stem(name)}{suffix}")
+        try:
+            if await trio.to_thread.run_sync(put_new, self.client, self.bucket, key, data):
+                return WRITTEN
+            there = await trio.to_thread.run_sync(
+                read_small, self.client, self.bucket, key, len(data)
+            )
+        except StorageError as e:
+            raise OSError(_unreadable(e)) from None
+        return SAME if there == data else KEPT
+
+    async def tidy(self, listing: Listing) -> None:
+        """Nothing: a PUT is whole or not there."""
