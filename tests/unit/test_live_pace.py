@@ -104,7 +104,7 @@ def test_a_long_session_is_made_of_the_materials_and_read_minute_by_minute() -> 
         "live": [(2.5, "x"), (40.5, "y"), (43.5, "z"), (72.5, "x"), (114.0, "y")],
         "turn_times": [(39.5, 40.0), (100.0, 103.0)],
     }
-    first, last = per_minute(got, long["batch"], 110.0)
+    first, last = per_minute(got, long["copies"], 110.0)
     assert first == {
         "minute": 1,
         "words": 3,
@@ -117,3 +117,18 @@ def test_a_long_session_is_made_of_the_materials_and_read_minute_by_minute() -> 
     }
     assert (last["words"], last["p95_s"], last["completion_max_s"]) == (2, 5.0, 3.0)
     assert last["behind_at_end_s"] == 110.0 - 71.0  # "y" at 109 s came after the end
+
+
+def test_a_copy_of_a_paragraph_is_matched_with_its_own_deltas() -> None:
+    second = 24_000 * 2
+    same = {
+        "name": "a",
+        "pcm": b"\0" * 10 * second,
+        "batch": [(4.0, " x"), (8.0, " y")],
+        "language": "en",
+    }
+    long = concatenated([same], 30 / 60)  # three copies of the same words
+    # The first copy's words were not sent; the second's and third's were, 1 s late.
+    got = {"live": [(15.0, "x"), (19.0, "y"), (25.0, "x"), (29.0, "y")], "turn_times": []}
+    rows = per_minute(got, long["copies"], 30.0)
+    assert (rows[0]["words"], rows[0]["p50_s"], rows[0]["p95_s"]) == (4, 1.0, 1.0)

@@ -13,6 +13,7 @@ the turns committed in it and how long their completion took after the commit.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from transcriber.bench.api_latency import percentile
+from transcriber.wer import words as words_of
 
 RATE = 24_000
 
@@ -33,11 +35,14 @@ def concatenated(found: list[dict[str, Any]], minutes: float) -> dict[str, Any]:
     pcm = bytearray()
     batch: list[tuple[float, str]] = []
     names: list[str] = []
+    copies: list[tuple[float, float, list[tuple[float, str]]]] = []
     while len(pcm) < minutes * 60 * RATE * 2:
         for material in found:
             offset = len(pcm) / RATE / 2
             pcm += material["pcm"]
-            batch += [(end + offset, word) for end, word in material["batch"]]
+            moved = [(end + offset, word) for end, word in material["batch"]]
+            batch += moved
+            copies.append((offset, len(pcm) / RATE / 2, moved))
             names.append(material["name"])
             if len(pcm) >= minutes * 60 * RATE * 2:
                 break
@@ -45,17 +50,46 @@ def concatenated(found: list[dict[str, Any]], minutes: float) -> dict[str, Any]:
         "name": f"{len(names)} recordings ({', '.join(sorted(set(names)))})",
         "pcm": bytes(pcm),
         "batch": batch,
+        "copies": copies,
         "language": found[0]["language"],
     }
 
 
+LATE_S = 20.0
+"""A copy's words are looked for among the deltas that came while it was streamed and
+this long after."""
+
+
+def matched_by_copy(
+    live: list[tuple[float, str]], copies: list[tuple[float, float, list[tuple[float, str]]]]
+) -> list[tuple[float, float]]:
+    """(arrival, end) of each word matched, each copy matched with the deltas that came
+    while it was streamed and `LATE_S` after: one matching of the whole would pair a word
+    with its namesake in another copy of the same paragraph. A delta seen by two copies
+    is the one it comes soonest after; none comes before its word ends."""
+    best: dict[int, tuple[float, float]] = {}
+    for start, end, words in copies:
+        near = [i for i, (at, _) in enumerate(live) if start <= at < end + LATE_S]
+        keys = [k for _, w in words for k in (words_of(w)[:1] or [""])]
+        matcher = difflib.SequenceMatcher(a=[live[i][1] for i in near], b=keys, autojunk=False)
+        for block in matcher.get_matching_blocks():
+            for k in range(block.size):
+                i, ends = near[block.a + k], words[block.b + k][0]
+                arrival = live[i][0]
+                if arrival >= ends - 0.5 and (
+                    i not in best or arrival - ends < best[i][0] - best[i][1]
+                ):
+                    best[i] = (arrival, ends)
+    return sorted(best.values())
+
+
 def per_minute(
-    got: dict[str, Any], batch: list[tuple[float, str]], audio_s: float
+    got: dict[str, Any],
+    copies: list[tuple[float, float, list[tuple[float, str]]]],
+    audio_s: float,
 ) -> list[dict[str, Any]]:
     """The long session's delay, minute by minute of its audio (see the module)."""
-    from transcriber.bench.live import matched
-
-    pairs = matched(got["live"], batch)  # (arrival, end) of each word matched
+    pairs = matched_by_copy(got["live"], copies)
     rows = []
     minute = 0
     while minute * 60 < audio_s:
@@ -91,7 +125,7 @@ async def long_session(
     audio_s = len(material["pcm"]) / RATE / 2
     await asyncio.sleep(2.0)  # the sessions before leave
     got = await stream(url, token, material["pcm"], material["language"])
-    minutes_rows = per_minute(got, material["batch"], audio_s)
+    minutes_rows = per_minute(got, material["copies"], audio_s)
     lates = got["lates"]
     summary = {
         "material": material["name"],
