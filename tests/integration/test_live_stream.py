@@ -13,6 +13,7 @@ import os
 import queue
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +183,8 @@ async def test_deltas_carry_words_two_passes_agree_on(
         await until_kind(connection, "conversation.item.input_audio_transcription.completed", seen)
         return seen
 
-    async with serving(app_with(db, config, decoder)) as url:
+    # Steps of a second (the chosen policy's are half that): a pass over each second.
+    async with serving(app_with(db, config, decoder, step_s=1.0)) as url:
         seen = await session(url, ann.token, script)
     first, committed, *rest = seen
     # The words both passes heard, before the turn was committed; not the cut-off one.
@@ -195,6 +197,56 @@ async def test_deltas_carry_words_two_passes_agree_on(
     assert [d.delta for d in deltas] == [" w4 w5 w6 w7 maybe32000"], deltas
     assert done.transcript == "w0 w1 w2 w3 w4 w5 w6 w7 maybe32000"
     assert first.delta + "".join(d.delta for d in deltas) == done.transcript
+
+
+class SlowFirst(Stepped):
+    """The first pass is held by the test and then takes longer than a step; the
+    others are free."""
+
+    def __call__(self, samples: np.ndarray, language: str | None, prompt: str | None) -> Any:
+        first = self.free is False
+        self.free = True
+        found = super().__call__(samples, language, prompt)
+        if first:
+            self.go.acquire(timeout=30)
+            time.sleep(0.6)  # a pass slower than the half-second step: the condition tested
+            self.done.set()
+        return found
+
+    def __init__(self) -> None:
+        super().__init__(free=True)
+        self.free = False
+        self.done = threading.Event()
+
+
+@scenario("A session passes every half second while its passes keep up")
+async def test_half_second_steps_while_passes_keep_up_a_second_after_a_slow_one(
+    db: Database, ann: NewOwner, config: Config
+) -> None:
+    decoder = SlowFirst()
+
+    async def script(connection: Any) -> list[Any]:
+        await next_event(connection)
+        seen: list[Any] = []
+        await append_all(connection, tone(0.5))
+        assert await decoder.passed() == 2  # a pass after half a second
+        await append_all(connection, tone(0.7))
+        await synced(connection, seen)
+        decoder.go.release()
+        await asyncio.to_thread(decoder.done.wait, 30)
+        # It took 0.6 s: the next pass waits for a second of new audio, not half of one.
+        await append_all(connection, tone(0.3))
+        assert await decoder.passed() == 6
+        # That one kept up: half a second again.
+        await append_all(connection, tone(0.5))
+        assert await decoder.passed() == 8
+        await connection.input_audio_buffer.commit()
+        await until_kind(connection, "conversation.item.input_audio_transcription.completed", seen)
+        return seen
+
+    async with serving(app_with(db, config, decoder, burst_s=30)) as url:
+        seen = await session(url, ann.token, script)
+    assert seen[-1].transcript.startswith("w0 w1"), seen[-1]
 
 
 @scenario("Appends faster than real time are refused")

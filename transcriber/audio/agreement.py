@@ -61,6 +61,8 @@ class Agreement:
     """Where the buffer starts in the turn (seconds trimmed so far)."""
     pending: list[Word] = attrs.field(factory=list)
     """The last pass's words past the confirmed ones, waiting for the next to agree."""
+    heard_until: float = 0.0
+    """The end of the audio the last pass heard, in the turn's times."""
 
     @property
     def confirmed_until(self) -> float:
@@ -81,6 +83,29 @@ class Agreement:
                 break
             agreed.append(new)
         self.pending = fresh[len(agreed) :]
+        self.confirmed.extend(agreed)
+        return agreed
+
+    def insert_heard(self, words: Sequence[Word], heard_s: float, margin_s: float) -> list[Word]:
+        """One pass decides (the margin policy, AlignAtt's rule read off word times): a
+        word is confirmed when it ends `margin_s` before the end of the audio heard
+        (`heard_s`, from the buffer's start; Whisper's word times come from the same
+        cross-attention AlignAtt stops on), and, where the previous pass heard it whole
+        too, that pass had the same word there. Confirmed in order: the first word that
+        fails holds back the rest."""
+        fresh = self._fresh(words)
+        end = heard_s + self.offset
+        agreed: list[Word] = []
+        for n, new in enumerate(fresh):
+            if new.end > end - margin_s or not new.key:
+                break
+            old = self.pending[n] if n < len(self.pending) else None
+            heard_before = old is not None and old.end <= self.heard_until - margin_s
+            if heard_before and old is not None and old.key != new.key:
+                break
+            agreed.append(new)
+        self.pending = fresh[len(agreed) :]
+        self.heard_until = end
         self.confirmed.extend(agreed)
         return agreed
 

@@ -9,9 +9,13 @@ before batch recognition on the CPU (the batch children run at
 TRANSCRIBER_RECOGNIZER_NICE).
 
 A pass is greedy (beam 1) with word times, over at most the live buffer (≤ 30 s, see
-`transcriber.audio.agreement`). The protocol is JSON lines, as recognition's: the
-request carries the 16 kHz audio as base64 of 16-bit samples; the answer is `words`
-([start, end, text], seconds from the buffer's start) or `error`.
+`transcriber.audio.agreement`). Whisper's encoder is given the buffer and `context_pad_s`
+of padding, not the 30 s window it was trained on (CTranslate2 takes any length): the
+encoder is most of a pass and costs the window, not the speech, so a 5 s buffer costs a
+sixth. Without the padding Whisper repeats itself at the end; bench-live measured 1 s
+and more to keep its words (docs/benchmarks/live.md). The protocol is JSON lines, as
+recognition's: the request carries the 16 kHz audio as base64 of 16-bit samples; the
+answer is `words` ([start, end, text], seconds from the buffer's start) or `error`.
 
     python -m transcriber.audio.live '<spec json>'
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -49,6 +54,9 @@ class DecodeFailed(Exception):
 class LiveDecoder:
     """The parent's side: `decode` blocks (a worker thread calls it); one pass at a time
     (the caller keeps the order fair, `transcriber.http.live.recognizer`)."""
+
+    short_context = True
+    """`decode` takes `context_pad_s` (`transcriber.http.live.recognizer`)."""
 
     def __init__(self, config: Config):
         self.config = config
@@ -102,12 +110,21 @@ class LiveDecoder:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def decode(self, samples: np.ndarray, language: str | None, prompt: str | None) -> list[Word]:
+    def decode(
+        self,
+        samples: np.ndarray,
+        language: str | None,
+        prompt: str | None,
+        context_pad_s: float | None = None,
+    ) -> list[Word]:
+        """`context_pad_s`: the encoder sees the buffer and this much padding (None: the
+        whole 30 s window)."""
         pcm = (np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes()
         request = {
             "pcm": base64.b64encode(pcm).decode(),
             "language": language,
             "prompt": prompt,
+            "context_pad_s": context_pad_s,
         }
         with self._lock:
             proc = self._child()
@@ -160,9 +177,41 @@ def _kill_all(running: list[subprocess.Popen[str]]) -> None:
 # --- The child ---------------------------------------------------------------------------
 
 
+FRAMES_PER_S = 100
+"""Whisper's mel frames per second of audio."""
+WINDOW_FRAMES = 3000
+
+
+class ShortContext:
+    """The model's encoder cut to the frames a pass asks for: faster-whisper pads every
+    window to 30 s before encoding it, and the encoder's cost is the window's."""
+
+    def __init__(self, model: Any):
+        self.frames: int | None = None
+        self._encode = model.encode
+        model.encode = self.encode
+
+    def encode(self, features: np.ndarray) -> Any:
+        if self.frames is not None and features.shape[-1] > self.frames:
+            features = np.ascontiguousarray(features[..., : self.frames])
+        return self._encode(features)
+
+    def frames_for(self, samples: np.ndarray, pad_s: float | None) -> int | None:
+        if pad_s is None:
+            return None
+        return min(WINDOW_FRAMES, math.ceil((samples.size / 16_000 + pad_s) * FRAMES_PER_S))
+
+
 def words_of(
-    model: Any, samples: np.ndarray, language: str | None, prompt: str | None
+    model: Any,
+    samples: np.ndarray,
+    language: str | None,
+    prompt: str | None,
+    context: ShortContext | None = None,
+    context_pad_s: float | None = None,
 ) -> list[list[Any]]:
+    if context is not None:
+        context.frames = context.frames_for(samples, context_pad_s)
     pieces, _ = model.transcribe(
         samples,
         language=language,
@@ -193,13 +242,21 @@ def child_main(argv: list[str]) -> int:
     except Exception as e:
         send({"error": f"{type(e).__name__}: {e}"})
         return 1
+    context = ShortContext(model)
     send({"ready": {"model": spec.model_name, "nice": os.nice(0)}})
     for line in sys.stdin:
         request = json.loads(line)
         try:
             pcm = base64.b64decode(request["pcm"])
             samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
-            words = words_of(model, samples, request["language"], request["prompt"])
+            words = words_of(
+                model,
+                samples,
+                request["language"],
+                request["prompt"],
+                context,
+                request.get("context_pad_s"),
+            )
         except Exception as e:
             send({"error": f"{type(e).__name__}: {e}"})
         else:

@@ -3,18 +3,22 @@
 live text side by side in one run (LocalAgreement-2, and the whole turn at its end).
 
     transcriber bench-live [--sessions 1 --sessions 2 --sessions 3] [--minutes M]
-                           [--policy agreement --policy whole]
+                           [--policy agreement --policy whole] [--material espeak]
+                           [--batch]
 
 The clients are the `openai` SDK of the dev extra (`pip install -e '.[dev]'`).
 
-Per material (samples/en.ogg, samples/ru.ogg, an espeak-ng paragraph), one session
+Per material (samples/en.ogg, samples/ru.ogg, two espeak-ng paragraphs), one session
 alone: word latency — from a word's end in the audio (word times of a batch transcript
 of the same audio: beam 5, as the pipeline decodes) to the first delta that brings the
 live text to it — p50/p95; live WER against the reference text and against the batch
 transcript; the server's CPU seconds (daemon and live decoder) per audio second. Then
 N sessions at once on the espeak paragraph: held in real time when no session fell
 behind (no `live_transcription_stopped`) and each turn completed within 5 s of its
-audio. The machine may be shared: the numbers say what it gave, not what it can.
+audio. With `--minutes`, one session that long, its delay per minute; with `--batch`,
+batch recognition's time alone and while 1 and 2 sessions stream
+(`transcriber.bench.live_long`). The machine may be shared: the numbers say what it
+gave, not what it can.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 import av
-import numpy as np
 
 from transcriber.audio.recognize import WhisperRecognizer, bundled_model
 from transcriber.bench.api_latency import Server, percentile
@@ -71,13 +74,32 @@ def pcm_of(path: Path, lead_s: float = 0.5, tail_s: float = 2.0) -> bytes:
     return bytes(out + b"\0\0" * int(tail_s * RATE))
 
 
-def espeak(text: str, path: Path) -> Path:
+HELD_OUT_TEXT = (
+    "My grandmother kept bees behind the old mill for almost forty years. "
+    "Every spring she counted the hives and wrote the numbers in a green notebook. "
+    "The honey was dark in the autumn and pale in June. "
+    "When the river flooded, she carried the boxes up the hill on her own. "
+    "Her neighbours still talk about the summer the swarm settled on the church bell."
+)
+"""A paragraph no option was tuned on, spoken by another voice (en-gb, faster)."""
+
+
+def espeak(text: str, path: Path, voice: str = "en-us", speed: int = 150) -> Path:
     """Sentences spoken by espeak-ng with a pause between them (turns for the VAD)."""
     pieces = []
     for n, sentence in enumerate(s.strip() for s in text.split(". ") if s.strip()):
         part = path.with_suffix(f".{n}.wav")
         subprocess.run(
-            ["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(part), sentence.rstrip(".") + "."],
+            [
+                "espeak-ng",
+                "-v",
+                voice,
+                "-s",
+                str(speed),
+                "-w",
+                str(part),
+                sentence.rstrip(".") + ".",
+            ],
             check=True,
             capture_output=True,
         )
@@ -146,12 +168,14 @@ async def stream(url: str, token: str, pcm: bytes, language: str) -> dict[str, A
         start = loop.time()
         step = int(RATE * STEP_S) * 2
         sent = asyncio.Event()
+        sent_at: list[float] = []
 
         async def send() -> None:
             for n, at in enumerate(range(0, len(pcm), step)):
                 await asyncio.sleep(max(0.0, start + n * STEP_S - loop.time()))
                 chunk = base64.b64encode(pcm[at : at + step]).decode()
                 await connection.input_audio_buffer.append(audio=chunk)
+            sent_at.append(loop.time())
             sent.set()
 
         sender = asyncio.create_task(send())
@@ -159,7 +183,10 @@ async def stream(url: str, token: str, pcm: bytes, language: str) -> dict[str, A
             try:
                 event = await asyncio.wait_for(connection.recv(), 1.0)
             except TimeoutError:
-                if sent.is_set() and len(completed) == len(committed_at):
+                # Done when every turn that started was committed and completed (a server
+                # behind its audio commits the last one late), or a minute after the audio.
+                settled = len(committed_at) == len(items) and len(completed) == len(committed_at)
+                if sent.is_set() and (settled or loop.time() - sent_at[0] > 60.0):
                     break
                 continue
             now = loop.time() - start
@@ -186,6 +213,9 @@ async def stream(url: str, token: str, pcm: bytes, language: str) -> dict[str, A
             live += [(at, w) for w in words(text)[before:]]
     late = [completed[i][0] - committed_at[i] for i in committed_at if i in completed]
     return {
+        "turn_times": sorted(
+            (committed_at[i], completed[i][0]) for i in committed_at if i in completed
+        ),
         "live": live,
         "text": " ".join(completed[i][1] for i in items if i in completed),
         "errors": errors,
@@ -195,15 +225,22 @@ async def stream(url: str, token: str, pcm: bytes, language: str) -> dict[str, A
     }
 
 
-def latencies(live: list[tuple[float, str]], batch: list[tuple[float, str]]) -> list[float]:
-    """For each batch word matched in the live text: its arrival less its end."""
+def matched(
+    live: list[tuple[float, str]], batch: list[tuple[float, str]]
+) -> list[tuple[float, float]]:
+    """(arrival, end in the audio) of each batch word matched in the live text."""
     batch_keys = [k for _, w in batch for k in (words(w)[:1] or [""])]
     matcher = difflib.SequenceMatcher(a=[w for _, w in live], b=batch_keys, autojunk=False)
     out = []
     for block in matcher.get_matching_blocks():
         for k in range(block.size):
-            out.append(live[block.a + k][0] - batch[block.b + k][0])
+            out.append((live[block.a + k][0], batch[block.b + k][0]))
     return out
+
+
+def latencies(live: list[tuple[float, str]], batch: list[tuple[float, str]]) -> list[float]:
+    """For each batch word matched in the live text: its arrival less its end."""
+    return [arrival - end for arrival, end in matched(live, batch)]
 
 
 def one_pass_s(model: str, pcm: bytes) -> float:
@@ -226,7 +263,9 @@ def one_pass_s(model: str, pcm: bytes) -> float:
     return sorted(times)[1]
 
 
-def materials(work: Path) -> list[dict[str, Any]]:
+def materials(work: Path, names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The recordings streamed, those of `names` (all: None). `espeak` is the one the
+    live policy was tuned on; `en.ogg` and `espeak-b` judge it."""
     found = [
         {
             "name": "en.ogg",
@@ -243,13 +282,22 @@ def materials(work: Path) -> list[dict[str, Any]]:
     ]
     try:
         wav = espeak(ESPEAK_TEXT, work / "espeak.wav")
+        held_out = espeak(HELD_OUT_TEXT, work / "espeak-b.wav", "en-gb", 165)
     except (OSError, subprocess.CalledProcessError):
         print("espeak-ng or sox missing: the espeak material is left out", file=sys.stderr)
     else:
         found.append(
             {"name": "espeak", "pcm": pcm_of(wav), "language": "en", "reference": ESPEAK_TEXT}
         )
-    return found
+        found.append(
+            {
+                "name": "espeak-b",
+                "pcm": pcm_of(held_out),
+                "language": "en",
+                "reference": HELD_OUT_TEXT,
+            }
+        )
+    return [m for m in found if names is None or m["name"] in names]
 
 
 async def run_policy(
@@ -259,10 +307,16 @@ async def run_policy(
     found: list[dict[str, Any]],
     sessions: list[int],
     minutes: float = 0.0,
+    batch: bool = False,
+    extra: dict[str, list[Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Each material alone, then N sessions at once (of N owners: an owner's bound is
-    two); with `minutes`, one session that long (the longest material again and again):
-    whether its turns complete later at the end than at the start."""
+    two); with `minutes`, one session that long (`transcriber.bench.live_long`): its
+    delay minute by minute; with `batch`, a batch recognition's time alone and while
+    live sessions stream. Those two add their rows to `extra`."""
+    from transcriber.bench import live_long
+
+    extra = {} if extra is None else extra
     token = tokens[0]
     server = Server({**env, "TRANSCRIBER_LIVE_POLICY": policy}, workers=0)
     rows: list[dict[str, Any]] = []
@@ -330,33 +384,27 @@ async def run_policy(
                 }
             )
             print(json.dumps(rows[-1]), file=sys.stderr)
+        if batch and len(tokens) >= 2:
+            try:
+                extra.setdefault("batch", []).extend(
+                    await live_long.batch_under_live(server.url, tokens, found, env, policy)
+                )
+            except (StopIteration, subprocess.CalledProcessError, ValueError) as e:
+                # (en.ogg not among the materials, the recognizer failed): said, and the
+                # long session still runs.
+                print(f"the batch measurement failed: {e!r}", file=sys.stderr)
         if minutes > 0:
-            rows.append(await long_session(server.url, token, longest, minutes, policy))
-            print(json.dumps(rows[-1]), file=sys.stderr)
+            cpu = tree_cpu_s(server.proc.pid)
+            summary, per_minute = await live_long.long_session(server.url, token, found, minutes)
+            cpu = tree_cpu_s(server.proc.pid) - cpu
+            summary["cpu_per_audio_s"] = round(cpu / summary["audio_s"], 3)
+            extra.setdefault("long", []).append({"policy": policy, **summary})
+            extra.setdefault("minutes", []).extend({"policy": policy, **m} for m in per_minute)
+            for row in [extra["long"][-1], *per_minute]:
+                print(json.dumps(row), file=sys.stderr)
     finally:
         server.stop()
     return rows
-
-
-async def long_session(
-    url: str, token: str, material: dict[str, Any], minutes: float, policy: str
-) -> dict[str, Any]:
-    times = max(1, round(minutes * 60 / (len(material["pcm"]) / RATE / 2)))
-    await asyncio.sleep(2.0)
-    got = await stream(url, token, material["pcm"] * times, material["language"])
-    lates = got["lates"]
-    third = max(1, len(lates) // 3)
-    return {
-        "policy": policy,
-        "material": f"{material['name']} x{times}",
-        "sessions": 1,
-        "audio_s": round(times * len(material["pcm"]) / RATE / 2, 1),
-        "late_s": f"first third {np.median(lates[:third]):.2f}, "
-        f"last third {np.median(lates[-third:]):.2f}, most {max(lates, default=0):.2f}"
-        if lates
-        else None,
-        "errors": got["errors"],
-    }
 
 
 def _ready(server: Server) -> None:
@@ -365,8 +413,8 @@ def _ready(server: Server) -> None:
     trio.run(server.ready)
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    keys = [
+def table(rows: list[dict[str, Any]], keys: list[str] | None = None) -> str:
+    keys = keys or [
         "policy",
         "material",
         "sessions",
@@ -387,11 +435,20 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(sessions: list[int], policies: list[str], minutes: float = 0.0) -> int:
+def main(
+    sessions: list[int],
+    policies: list[str],
+    minutes: float = 0.0,
+    names: list[str] | None = None,
+    batch: bool = False,
+) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         work = Path(tmp)
         model = str(bundled_model(work / "models"))
-        found = materials(work)
+        found = materials(work, names)
+        if not found:
+            print(f"no material of {names}", file=sys.stderr)
+            return 2
         for material in found:
             material["batch"] = batch_words(material["pcm"], model, material["language"])
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCRIBER_")}
@@ -412,15 +469,21 @@ def main(sessions: list[int], policies: list[str], minutes: float = 0.0) -> int:
             )
             .stdout.strip()
             .split()[-1]
-            for n in range(max(sessions))
+            for n in range(max([*sessions, 2 if batch else 1]))
         ]
         rows: list[dict[str, Any]] = []
+        extra: dict[str, list[Any]] = {}
         started = time.monotonic()
         before = one_pass_s(model, found[0]["pcm"])
         for policy in policies:
-            rows += asyncio.run(run_policy(policy, env, tokens, found, sessions, minutes))
+            rows += asyncio.run(
+                run_policy(policy, env, tokens, found, sessions, minutes, batch, extra)
+            )
         after = one_pass_s(model, found[0]["pcm"])
         print(table(rows))
+        for name, found_rows in extra.items():
+            keys = list(dict.fromkeys(k for row in found_rows for k in row))
+            print(f"\n{name}:\n" + table(found_rows, keys))
         print(
             f"\n{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end, "
             f"{time.monotonic() - started:.0f} s; one live pass over 10 s took "

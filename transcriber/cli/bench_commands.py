@@ -129,8 +129,15 @@ def bench_live(
         list[str] | None, typer.Option(help="live text policies side by side: agreement, whole")
     ] = None,
     minutes: Annotated[
-        float, typer.Option(help="also one session this long: does its delay grow?")
+        float, typer.Option(help="also one session this long: its delay per minute")
     ] = 0.0,
+    material: Annotated[
+        list[str] | None,
+        typer.Option(help="materials streamed (repeat): en.ogg, ru.ogg, espeak, espeak-b"),
+    ] = None,
+    batch: Annotated[
+        bool, typer.Option(help="also batch recognition's time alone and under 1 and 2 sessions")
+    ] = False,
 ) -> None:
     """Live sessions of the real SDK at real-time pace against `serve`: word latency,
     live WER against the reference and a batch transcript, CPU per audio second, and
@@ -138,5 +145,7 @@ def bench_live(
     from transcriber.bench.live import main as run_bench_live
 
     raise typer.Exit(
-        run_bench_live(sessions or [1, 2, 3], policy or ["agreement", "whole"], minutes)
+        run_bench_live(
+            sessions or [1, 2, 3], policy or ["agreement", "whole"], minutes, material, batch
+        )
     )

@@ -17,10 +17,11 @@ from transcriber.config import Config
 
 WHISPER_RATE = 16_000
 
-Decode = Callable[[np.ndarray, str | None, str | None], "Sequence[Word] | str"]
-"""A buffer's float32 samples at 16 kHz, the language hint and prompt → its words (times
-from the buffer's start), or a text (a fake's: its words spread over the buffer); runs
-in a worker thread."""
+Decode = Callable[..., "Sequence[Word] | str"]
+"""A buffer's float32 samples at 16 kHz, the language hint and prompt (and, when the
+decoder has `short_context`, `context_pad_s`: `transcriber.audio.live.LiveDecoder`) → its words
+(times from the buffer's start), or a text (a fake's: its words spread over the buffer);
+runs in a worker thread."""
 
 
 def to_whisper(pcm: bytes, rate: int) -> np.ndarray:
@@ -65,13 +66,21 @@ class LiveRecognizer:
             await trio.to_thread.run_sync(warm, abandon_on_cancel=True)
 
     async def words(
-        self, samples: np.ndarray, language: str | None, prompt: str | None
+        self,
+        samples: np.ndarray,
+        language: str | None,
+        prompt: str | None,
+        context_pad_s: float | None = None,
     ) -> list[Word]:
         """Cancellation: a cancelled wait gives up its place; a pass already running
         finishes in its thread (abandoned), its words unused."""
+        # A decoder that cuts the encoder's window says so (the live child); a fake's
+        # text is the same whatever window it is given.
+        short = getattr(self.decode, "short_context", False)
+        extra = (context_pad_s,) if short else ()
         async with self.lock:
             found = await trio.to_thread.run_sync(
-                self.decode, samples, language, prompt, abandon_on_cancel=True
+                self.decode, samples, language, prompt, *extra, abandon_on_cancel=True
             )
         if isinstance(found, str):
             return spread(found, samples.size / WHISPER_RATE)

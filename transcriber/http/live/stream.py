@@ -109,9 +109,8 @@ class Stream:
         # A session that stopped its live text keeps no audio for it.
         self.open(item, language, prompt).add(pcm, keep=self.state != STOPPED)
         self.added += len(pcm)
-        policy = self.limits.policy
         if (
-            policy == "agreement"
+            self.limits.pace.passes
             and self.state != STOPPED
             and self.behind_s > 2 * self.limits.give_up_s
         ):
@@ -143,22 +142,33 @@ class Stream:
 
     async def follow(self, turn: Turn) -> None:
         agreement = Agreement()
+        pace = self.limits.pace
         passed_s = 0.0
         """The turn's audio up to the end of the last pass."""
         sent = ""
-        while self.limits.policy == "agreement" and self.state != STOPPED:
-            step = self.limits.step_s if self.state == LIVE else self.limits.slow_step_s
+        took_s = 0.0
+        """The last pass's time, waiting for the decoder included."""
+        while pace.passes and self.state != STOPPED:
+            step = pace.step_s if took_s <= pace.step_s else pace.busy_step_s
+            if self.state != LIVE:
+                step = self.limits.slow_step_s
             while not turn.closed and turn.heard_s - passed_s < step - 1e-9:
                 await turn.changes()
             if turn.closed:
                 break
             upto = turn.heard_s
+            buffer_s = len(turn.pcm) / BYTES_PER_S
+            started = trio.current_time()
             words = await self.words(turn, agreement)
             if words is None:
                 break
+            took_s = trio.current_time() - started
             passed_s = upto
             self.covered = max(self.covered, turn.base + round(upto * BYTES_PER_S))
-            agreement.insert(words)
+            if pace.margin_s is None:
+                agreement.insert(words)
+            else:
+                agreement.insert_heard(words, buffer_s, pace.margin_s)
             sent = await self.deltas(turn, agreement, sent)
             buffer_s = len(turn.pcm) / BYTES_PER_S
             cut = agreement.trim_at(buffer_s) or agreement.overflow(buffer_s)
@@ -194,7 +204,10 @@ class Stream:
         started = trio.current_time()
         try:
             found = await self.recognizer.words(
-                to_whisper(bytes(turn.pcm), RATE), turn.language, prompt
+                to_whisper(bytes(turn.pcm), RATE),
+                turn.language,
+                prompt,
+                self.limits.pace.context_pad_s,
             )
         except Exception:
             log.exception("a live pass failed")

@@ -36,6 +36,37 @@ class Refused(Exception):
 
 
 @attrs.frozen
+class Pace:
+    """How a policy follows a turn."""
+
+    step_s: float = 1.0
+    """New audio between two passes while the passes keep up (a pass takes less)."""
+    busy_step_s: float = 1.0
+    """The step after a pass that took longer than `step_s`: a session does not pass
+    back to back, whatever the machine gives it."""
+    context_pad_s: float | None = None
+    """The padding after the buffer the encoder sees (None: Whisper's 30 s window;
+    `transcriber.audio.live`)."""
+    margin_s: float | None = None
+    """None: a word is confirmed when two passes agree on it (LocalAgreement-2); else by
+    one pass when it ends this long before the audio heard
+    (`transcriber.audio.agreement.Agreement.insert_heard`)."""
+    passes: bool = True
+    """False: no pass before the turn ends (`whole`)."""
+
+
+POLICIES: dict[str, Pace] = {
+    "agreement": Pace(step_s=0.5, busy_step_s=1.0, context_pad_s=2.0),
+    "whole": Pace(passes=False),
+    # The options measured against the chosen one (docs/benchmarks/live.md).
+    "la2-window": Pace(step_s=1.0, busy_step_s=1.0),
+    "la2-window-0.5": Pace(step_s=0.5, busy_step_s=1.0),
+    "la2-short-1.0": Pace(step_s=1.0, busy_step_s=1.0, context_pad_s=2.0),
+    "margin": Pace(step_s=0.5, busy_step_s=1.0, context_pad_s=2.0, margin_s=0.5),
+}
+
+
+@attrs.frozen
 class LiveLimits:
     """The bounds of one session: a turn's audio (`max_turn_s`: the buffer a commit
     recognizes at once), the whole session's audio (`max_session_s`, kept on disk, not
@@ -56,13 +87,11 @@ class LiveLimits:
     max_sessions: int = 2
     """Live sessions of the whole service at once (TRANSCRIBER_LIVE_MAX_SESSIONS);
     another is refused at the upgrade (429)."""
-    policy: str = attrs.field(
-        default="agreement", validator=attrs.validators.in_(("agreement", "whole"))
-    )
-    """`agreement`: LocalAgreement-2 deltas during the turn; `whole`: one pass when the
-    turn ends (bench-live compares them)."""
-    step_s: float = 1.0
-    """New audio between two passes over a turn's buffer."""
+    policy: str = attrs.field(default="agreement", validator=attrs.validators.in_(POLICIES))
+    """A name of `POLICIES`: `agreement` (the chosen one), `whole` (one pass when the
+    turn ends), the others the options bench-live measures against it."""
+    step_s: float | None = None
+    """New audio between two passes over a turn's buffer: None, the policy's."""
     slow_step_s: float = 3.0
     """The step of a session that fell behind (fewer passes, each over more audio)."""
     behind_s: float = 6.0
@@ -70,6 +99,13 @@ class LiveLimits:
     give_up_s: float = 15.0
     """Past it, with slow steps, the session stops its live text (an `error` event) and
     goes on as a recording only: never a backlog that grows without bound."""
+
+    @property
+    def pace(self) -> Pace:
+        chosen = POLICIES[self.policy]
+        if self.step_s is None:
+            return chosen
+        return attrs.evolve(chosen, step_s=self.step_s, busy_step_s=self.step_s)
 
 
 @attrs.define
