@@ -15,10 +15,11 @@ serve *args:
 
 # The test suite (benchmarks excluded); CI runs exactly this. Two workers (pytest-xdist),
 # a whole test file to one (its tests in order, its module fixtures made once); each
-# worker has its own PostgreSQL, temporary folder and warm recognizer; the slowest tests
-# are named at the end, where the ten minutes go
+# worker has its own PostgreSQL, temporary folder and warm recognizer; the files in the
+# order collected, the longest first (tests/conftest.py's LONGEST_FIRST); the slowest
+# tests are named at the end, where the ten minutes go
 test *args:
-    pytest -q -n 2 --dist loadfile --durations=25 "$@"
+    pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25 "$@"
 
 # Every spec scenario has a test, and every test marker names a scenario
 spec-check:
