@@ -1,9 +1,15 @@
-"""What the watched folders' tests share: the quiet period they run with, and a clock
-they set by hand."""
+"""What the watched folders' and prefixes' tests share: the quiet period they run with,
+a clock they set by hand, a watcher on it, and a scan at a time they choose."""
 
 from __future__ import annotations
 
 import attrs
+
+from transcriber.config import Config
+from transcriber.db.database import Database
+from transcriber.storage.blobs import Blobs
+from transcriber.storage.configured import blobs_of
+from transcriber.watch.scanning import Watcher
 
 QUIET_S = 1.0
 """The tests' quiet period: a file unchanged this long (by the Clock) is taken."""
@@ -17,3 +23,14 @@ class Clock:
 
     def __call__(self) -> float:
         return self.t
+
+
+def watcher(db: Database, config: Config, clock: Clock, blobs: Blobs | None = None) -> Watcher:
+    """A daemon's watcher on the test's clock (and store, unless `blobs` stands in)."""
+    return Watcher(db, blobs or blobs_of(config), config, clock=clock)
+
+
+async def scan_at(w: Watcher, clock: Clock, t: float) -> None:
+    """One scan with the clock at `t`."""
+    clock.t = t
+    await w.scan()

@@ -22,7 +22,7 @@ import trio
 
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.pg_pipeline import db_now, journal
-from tests.helpers.watching import QUIET_S, Clock
+from tests.helpers.watching import QUIET_S, Clock, scan_at, watcher
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import Described, Sink, accept
@@ -30,7 +30,6 @@ from transcriber.owners import add_owner, revoke
 from transcriber.storage.blobs import Blobs
 from transcriber.storage.configured import blobs_of
 from transcriber.watch.folder import Entry, NotTheFile, content_hash, list_folder, open_listed
-from transcriber.watch.scanning import Watcher
 from transcriber.watch.taking import CLAIM_S, Watch, idempotency_key
 from transcriber.watch.watches import add_watch, list_watches
 from transcriber.watch.writing import (
@@ -68,15 +67,6 @@ async def ann(db: Database) -> int:
 @pytest.fixture
 async def watched(db: Database, ann: int, folder: Path) -> int:
     return (await add_watch(db, "ann", str(folder), ("txt", "srt"))).id
-
-
-def watcher(db: Database, config: Config, clock: Clock, blobs: Blobs | None = None) -> Watcher:
-    return Watcher(db, blobs or blobs_of(config), config, clock=clock)
-
-
-async def scan_at(w: Watcher, clock: Clock, t: float) -> None:
-    clock.t = t
-    await w.scan()
 
 
 async def records(db: Database, owner: int) -> list[Any]:

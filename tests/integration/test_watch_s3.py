@@ -20,18 +20,16 @@ from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys
 from tests.helpers.pg_pipeline import db_now
 from tests.helpers.serve_process import serve_process
-from tests.helpers.watching import QUIET_S, Clock
+from tests.helpers.watching import QUIET_S, Clock, scan_at, watcher
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.owners import add_owner
 from transcriber.pipeline.audio_steps import audio_steps
 from transcriber.pipeline.pg_queue import PgQueue
-from transcriber.storage.blobs import Blobs
 from transcriber.storage.configured import blobs_of
 from transcriber.storage.s3 import S3Blobs
 from transcriber.transcripts import owner_rendering
 from transcriber.watch.s3 import BadPrefix, prefix_of
-from transcriber.watch.scanning import Watcher
 from transcriber.watch.taking import CLAIM_S
 from transcriber.watch.watches import add_watch, list_watches
 
@@ -87,15 +85,6 @@ async def watched(db: Database, ann: int, prefix: Prefix) -> int:
     return added.id
 
 
-def watcher(config: Config, db: Database, clock: Clock, blobs: Blobs | None = None) -> Watcher:
-    return Watcher(db, blobs or blobs_of(config), config, clock=clock)
-
-
-async def scan_at(w: Watcher, clock: Clock, t: float) -> None:
-    clock.t = t
-    await w.scan()
-
-
 async def records(db: Database, owner: int) -> list[Any]:
     return await db.run(
         lambda con: con.fetch(
@@ -112,7 +101,7 @@ async def test_an_object_uploaded_in_parts_is_taken_once_it_stops_changing(
 ) -> None:
     s3 = prefix.moto.client()
     clock = Clock()
-    w = watcher(prefix.config, db, clock)
+    w = watcher(db, prefix.config, clock)
     # A multipart upload under way: S3 shows nothing of it until it completes.
     up = s3.create_multipart_upload(Bucket=prefix.bucket, Key="rec/talk.ogg")
     sent = s3.upload_part(
@@ -141,9 +130,9 @@ async def test_an_object_uploaded_in_parts_is_taken_once_it_stops_changing(
     [record] = await records(db, ann)
     assert (record["filename"], record["size_bytes"]) == ("talk.ogg", len(EN))
     for later in range(3):  # and a restarted daemon does not take it again
-        await scan_at(watcher(prefix.config, db, clock), clock, t + 2 + later)
+        await scan_at(watcher(db, prefix.config, clock), clock, t + 2 + later)
     prefix.put("renamed.ogg", EN)  # a copy under another key: the same content
-    w2 = watcher(prefix.config, db, clock)
+    w2 = watcher(db, prefix.config, clock)
     await scan_at(w2, clock, t + 10)
     await scan_at(w2, clock, t + 10 + QUIET_S)
     assert len(await records(db, ann)) == 1
@@ -194,8 +183,8 @@ async def test_two_daemons_on_one_prefix_make_one_record(
     prefix.put("a.ogg", EN)
     held = HeldBlobs.of(prefix.config)
     clock = Clock()
-    first = watcher(prefix.config, db, clock, blobs=held)
-    second = watcher(prefix.config, db, clock)
+    first = watcher(db, prefix.config, clock, blobs=held)
+    second = watcher(db, prefix.config, clock)
     for w in (first, second):
         await scan_at(w, clock, 0)
     clock.t = QUIET_S
@@ -218,7 +207,7 @@ async def test_a_daemon_killed_mid_object_leaves_it_to_another(
     prefix.put("a.ogg", EN)
     held = HeldBlobs.of(prefix.config)
     clock = Clock()
-    w = watcher(prefix.config, db, clock, blobs=held)
+    w = watcher(db, prefix.config, clock, blobs=held)
     await scan_at(w, clock, 0)
     clock.t = QUIET_S
     # Stopped mid-object (cancelled, as `serve` is by SIGTERM): the claim let go, the
@@ -242,7 +231,7 @@ async def test_a_daemon_killed_mid_object_leaves_it_to_another(
         CLAIM_S, now,
     )  # fmt: skip
     assert row is not None
-    other = watcher(prefix.config, db, clock)
+    other = watcher(db, prefix.config, clock)
     await scan_at(other, clock, 10)
     await scan_at(other, clock, 10 + QUIET_S)
     assert await records(db, ann) == []  # its lease still runs
@@ -252,7 +241,7 @@ async def test_a_daemon_killed_mid_object_leaves_it_to_another(
         CLAIM_S, now - dt.timedelta(seconds=CLAIM_S + 1),
     )  # fmt: skip
     assert row is not None
-    other = watcher(prefix.config, db, clock)
+    other = watcher(db, prefix.config, clock)
     await scan_at(other, clock, 20)
     await scan_at(other, clock, 20 + QUIET_S)
     assert len(await records(db, ann)) == 1
@@ -266,7 +255,7 @@ async def test_an_object_removed_before_it_was_taken_is_forgotten(
 ) -> None:
     prefix.put("a.ogg", EN[:20_000])
     clock = Clock()
-    w = watcher(prefix.config, db, clock)
+    w = watcher(db, prefix.config, clock)
     await scan_at(w, clock, 0)
     assert "a.ogg" in w.folders[watched].seen
     prefix.moto.client().delete_object(Bucket=prefix.bucket, Key="rec/a.ogg")
@@ -304,7 +293,7 @@ async def test_transcripts_beside_objects_are_the_apis_and_never_overwrite(
     with EchoRecognizer() as recognizer:
         config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
         clock = Clock()
-        w = watcher(config, db, clock)
+        w = watcher(db, config, clock)
         await scan_at(w, clock, 0)
         await scan_at(w, clock, QUIET_S)
         made = await records(db, ann)
@@ -312,7 +301,7 @@ async def test_transcripts_beside_objects_are_the_apis_and_never_overwrite(
         while await worker(db, config).work_once():
             pass
         await scan_at(w, clock, 2 * QUIET_S)
-        await scan_at(watcher(config, db, clock), clock, 3 * QUIET_S)  # another daemon
+        await scan_at(watcher(db, config, clock), clock, 3 * QUIET_S)  # another daemon
     by_name = {r["filename"]: r["id"] for r in made}
     odd_stem = ODD.removesuffix(".ogg")
     assert prefix.get(f"{odd_stem}.txt") == await owner_rendering(db, ann, by_name[ODD], "text")
@@ -333,7 +322,7 @@ async def test_a_too_large_object_is_refused_with_a_note(
     small = attrs.evolve(prefix.config, max_upload_bytes=len(EN) - 1)
     prefix.put("big.ogg", EN)
     clock = Clock()
-    w = watcher(small, db, clock)
+    w = watcher(db, small, clock)
     await scan_at(w, clock, 0)
     await scan_at(w, clock, QUIET_S)
     assert await records(db, ann) == [] and await takes(db) == []
@@ -363,7 +352,7 @@ async def test_prefixes_a_watch_refuses(db: Database, prefix: Prefix, ann: int) 
     added = await add_watch(db, "ann", "s3://no-such-bucket-here/rec/", ("txt",), blobs)
     assert added.readable_here is not None and "NoSuchBucket" in added.readable_here
     clock = Clock()
-    await scan_at(watcher(prefix.config, db, clock), clock, 0)
+    await scan_at(watcher(db, prefix.config, clock), clock, 0)
     [row] = await list_watches(db)
     assert row.state.startswith("unreadable:") and "NoSuchBucket" in row.state
 
