@@ -21,6 +21,8 @@ from fastapi import FastAPI
 from hypercorn.events import RawData
 from hypercorn.protocol.h11 import H11Protocol
 
+from transcriber.http import ws_close
+
 
 async def _send_json_error(self: H11Protocol, status_code: int) -> None:
     """Hypercorn's own answer to a request it cannot parse (a broken request line, a
@@ -67,8 +69,10 @@ def install_hypercorn_error_hook() -> None:
     """Make Hypercorn answer the requests it cannot parse itself in the API's JSON error
     shape (`_send_json_error`), for the whole process: Hypercorn has no setting for that
     answer's body, so this replaces the private `H11Protocol._send_error_response`.
-    `serve` and `serving` call it before they start the server; a second call changes
-    nothing. Refuses (RuntimeError) any Hypercorn but the one it was written for."""
+    And hand a WebSocket's application the client's own close code (`ws_close`), which
+    Hypercorn reports as 1006 for every disconnect. `serve` and `serving` call it
+    before they start the server; a second call changes nothing. Refuses
+    (RuntimeError) any Hypercorn but the one it was written for."""
     found = importlib.metadata.version("hypercorn")
     if found != HYPERCORN_WRITTEN_FOR:
         raise RuntimeError(
@@ -81,6 +85,8 @@ def install_hypercorn_error_hook() -> None:
     if not callable(getattr(H11Protocol, "_send_error_response", None)):
         raise RuntimeError(f"Hypercorn {found} has no H11Protocol._send_error_response to replace")
     H11Protocol._send_error_response = _send_json_error  # type: ignore[method-assign]
+    if not ws_close.install():
+        raise RuntimeError(f"Hypercorn {found}'s WSStream has no close handling to wrap")
 
 
 def server_config(

@@ -38,20 +38,19 @@ from fastapi.responses import JSONResponse
 
 from transcriber.audio.voice import Judge, SileroVoice, Started, TurnDetector
 from transcriber.http.live import events
-from transcriber.http.live.closing import clean, install
 from transcriber.http.live.errors import error_body
 from transcriber.http.live.kept import Kept, Stop
 from transcriber.http.live.recognizer import LiveRecognizer, to_whisper, whisper_decode
 from transcriber.http.live.session import Caller, Refusal, caller
 from transcriber.http.live.stream import Stream
 from transcriber.http.live.turns import BYTES_PER_S, RATE, LiveLimits, Refused, Turns
+from transcriber.http.ws_close import clean
 from transcriber.intake import NoRoom
 from transcriber.live import LeaseLost, endings, start
 from transcriber.storage.blobs import StorageError
 
 log = logging.getLogger(__name__)
 router = APIRouter()
-install()  # a client's close frame told apart from a lost connection (`closing`)
 
 KEEP_TIMEOUT_S = 60.0
 """How long ending a closed session's record may take; it runs shielded, whatever ended
