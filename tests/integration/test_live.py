@@ -23,6 +23,7 @@ import pytest
 import trio
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidStatus
 
+from tests.helpers.asyncio_thread import in_asyncio
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.pg_pipeline import accept, journal
 from transcriber.audio.processes import ProcessRecognizer
@@ -84,7 +85,7 @@ async def session(url: str, token: str, script: Script, **query: str) -> Any:
         ) as connection:
             return await script(connection)
 
-    return await trio.to_thread.run_sync(asyncio.run, main())
+    return await in_asyncio(main())
 
 
 async def next_event(connection: Any, seconds: float = 10.0) -> Any:
@@ -244,7 +245,7 @@ async def test_a_missing_or_revoked_token_is_refused(
 ) -> None:
     async with serving(live_app(db, config)) as url:
         # The SDK never connects without a key; `websockets`, which it connects with, can.
-        status, body = await trio.to_thread.run_sync(asyncio.run, bare_upgrade(url))
+        status, body = await in_asyncio(bare_upgrade(url))
         assert status == 401 and b'"invalid_api_key"' in body, body
         status, body = await refused_upgrade(url, "not-a-token")
         assert status == 401 and b'"invalid_api_key"' in body, body

@@ -14,6 +14,7 @@ import httpx
 import trio
 from websockets.exceptions import ConnectionClosed
 
+from tests.helpers.asyncio_thread import in_asyncio
 from tests.helpers.serve_process import serve_process
 from tests.integration.test_live import (
     bare_upgrade,
@@ -71,7 +72,7 @@ async def test_the_socket_attacked_while_a_session_runs(
         as_ben = {"Authorization": f"Bearer {ben.token}"}
 
         # A stranger: no credential, a made-up token, a made-up page cookie.
-        table["stranger, no token"] = await trio.to_thread.run_sync(asyncio.run, bare_upgrade(url))
+        table["stranger, no token"] = await in_asyncio(bare_upgrade(url))
         table["stranger, made-up token"] = await refused_upgrade(url, "tx_made_up")
         table["stranger, made-up cookie"] = await upgrade(
             url, {"Cookie": "transcriber_session=made-up"}, url

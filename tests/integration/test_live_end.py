@@ -23,6 +23,7 @@ import trio
 import websockets.asyncio.client
 from websockets.exceptions import ConnectionClosedOK
 
+from tests.helpers.asyncio_thread import in_asyncio
 from tests.integration.test_live import (
     RATE,
     live_app,
@@ -209,7 +210,7 @@ async def test_a_revoked_credential_ends_the_session_kept(
                 await asyncio.wait_for(ws.wait_closed(), 10)
                 seen["ben_closed"] = ws.close_code
 
-        await trio.to_thread.run_sync(asyncio.run, main())
+        await in_asyncio(main())
 
     async with serving(live_app(db, config)) as url, trio.open_nursery() as nursery:
         nursery.start_soon(session, url, ann.token, revoked)

@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-import trio
 import websockets.asyncio.client
 import websockets.exceptions
 
+from tests.helpers.asyncio_thread import in_asyncio
 from tests.integration.test_live import live_app, live_records
 from transcriber.config import Config
 from transcriber.db.database import Database
@@ -48,7 +48,7 @@ async def upgrade(url: str, headers: dict[str, str], origin: str | None) -> tupl
         except websockets.exceptions.InvalidStatus as refused:
             return refused.response.status_code, json.loads(refused.response.body or b"{}")
 
-    return await trio.to_thread.run_sync(asyncio.run, main())
+    return await in_asyncio(main())
 
 
 @pytest.mark.scenario("live", "The page's cookie opens a session only from this site's own page")
