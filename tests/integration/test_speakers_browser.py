@@ -15,6 +15,8 @@ import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select
 
 from tests.helpers import browser as pb
@@ -63,15 +65,10 @@ def test_rename_a_speaker_and_download_the_vtt(
     assert set(shown) == {"Speaker 1", "Anna"}
     # The first segment (Speaker 1's, who speaks first) moved to Anna by its menu alone.
     assert shown[0] == "Speaker 1"
-    Select(d.find_elements(By.CSS_SELECTOR, "form.who select")[0]).select_by_visible_text("Anna")
-    pb.wait(
-        d,
-        lambda d: (
-            Select(
-                d.find_elements(By.CSS_SELECTOR, "form.who select")[0]
-            ).first_selected_option.text
-            == "Anna"
-        ),
+    move_to(d, d.find_elements(By.CSS_SELECTOR, "form.who select")[0], "Anna")
+    assert (
+        Select(d.find_elements(By.CSS_SELECTOR, "form.who select")[0]).first_selected_option.text
+        == "Anna"
     )
 
     status, vtt = pb.fetch_text(d, f"/recordings/{rid}/transcript.vtt")
@@ -79,6 +76,15 @@ def test_rename_a_speaker_and_download_the_vtt(
     voices = re.findall(r"<v ([^>]+)>", vtt)
     assert voices[0] == "Anna" and set(voices) == {"Anna", "Speaker 1"}, vtt
     pb.screenshots(d, served.out, "speakers")
+
+
+def move_to(d: WebDriver, menu: WebElement, name: str) -> None:
+    """`name` chosen in a segment's menu, and the server's answer in place: the menu
+    shows the choice at once, before the move is sent, so the wait is for the list the
+    answer brings (the old one gone), not for the menu."""
+    old = d.find_element(By.ID, "segments")
+    Select(menu).select_by_visible_text(name)
+    pb.wait(d, staleness_of(old), message=f"the move to {name} was not answered in place")
 
 
 def page_rows(d: WebDriver) -> list[dict[str, str | None]]:
@@ -165,8 +171,7 @@ def test_move_one_part_of_a_split_segment(
     # The second part to the other speaker, by its menu alone.
     other = "Speaker 1" if parts[1]["speaker"] == "Speaker 2" else "Speaker 2"
     menu = d.find_elements(By.CSS_SELECTOR, "#segments li.segment form.who select")[part_at]
-    Select(menu).select_by_visible_text(other)
-    pb.wait(d, lambda d: page_rows(d)[part_at]["speaker"] == other)
+    move_to(d, menu, other)
     after = page_rows(d)
     expected = [dict(r) for r in before]
     expected[part_at]["speaker"] = other

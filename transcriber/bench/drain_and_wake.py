@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 import trio
 
+from transcriber.bench import plain_asyncio
 from transcriber.bench.fresh_databases import Server, fresh_db
 from transcriber.bench.instruments import Probe, TimedQueue, counts, note, summary_ms
 from transcriber.db.database import SERVER_SETTINGS, Database
@@ -221,7 +222,7 @@ async def _wake_child_producer(
 def producer_child() -> None:
     """Entry of the child producer: parameters as JSON on stdin, [[id, t0], ...] on stdout."""
     params = json.loads(sys.stdin.read())
-    sent = asyncio.run(_produce(**params))
+    sent = plain_asyncio.run(_produce(**params))
     sys.stdout.write(json.dumps(sent))
 
 

@@ -40,6 +40,7 @@ from typing import Any
 import av
 
 from transcriber.audio.recognize import WhisperRecognizer, bundled_model
+from transcriber.bench import plain_asyncio
 from transcriber.bench.api_latency import Server, percentile
 from transcriber.bench.recognition import SAMPLES
 from transcriber.config import Config
@@ -476,7 +477,7 @@ def main(
         started = time.monotonic()
         before = one_pass_s(model, found[0]["pcm"])
         for policy in policies:
-            rows += asyncio.run(
+            rows += plain_asyncio.run(
                 run_policy(policy, env, tokens, found, sessions, minutes, batch, extra)
             )
         after = one_pass_s(model, found[0]["pcm"])
