@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -435,3 +436,27 @@ def test_the_judge_set_shares_no_voice_nor_seed_with_the_sets_tuned_on() -> None
     assert {s.seed for s in made}.isdisjoint({s.seed for s in tuned})
     assert {s.speakers for s in judge} == {1, 2, 3, 4, 5, 6}
     assert [s.real for s in judge if s.real] == [("en",), ("ru",), ("en", "ru")]
+
+
+def test_the_third_judge_set_shares_no_voice_nor_seed_with_the_three_before() -> None:
+    """judge3 is judged on after all three earlier sets were tuned on: none of their espeak-
+    ng voices and variants (whatever the shift; any case), seeds or shifts, 1–6 voices,
+    voices that only say a word or two among them."""
+    from transcriber.bench.speakers_count import held_out_set, judge_set, tuning_set
+    from transcriber.bench.speakers_count_judge3 import judge3_set
+
+    tuned = tuning_set() + held_out_set() + judge_set()
+    judge3 = judge3_set()
+
+    def voices(specs: list[Any]) -> set[str]:
+        return {v[0].lower() for s in specs if not s.real for v in s.voices[: s.speakers]}
+
+    def shifts(specs: list[Any]) -> set[str]:
+        return {v[1] for s in specs if not s.real for v in s.voices[: s.speakers]} - {""}
+
+    assert voices(judge3).isdisjoint(voices(tuned))
+    assert shifts(judge3).isdisjoint(shifts(tuned))
+    assert {s.seed for s in judge3}.isdisjoint({s.seed for s in tuned})
+    assert {s.speakers for s in judge3} == {1, 2, 3, 4, 5, 6}
+    assert sum(s.brief > 0 for s in judge3) >= 8
+    assert not any(s.real for s in judge3)

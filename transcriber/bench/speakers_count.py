@@ -70,7 +70,8 @@ class Spec:
     """One conversation to make: `speakers` of `voices`, `turns` turns from `seed`;
     `sentences` caps the sentences in a turn (short turns: a quick back-and-forth);
     `real` names samples/ recordings instead (one each, or interleaved; `joined`: one
-    after the other whole)."""
+    after the other whole); `brief`: the last this many voices only say a word or two
+    (speakers_count_judge3.make_meeting)."""
 
     name: str
     speakers: int = 2
@@ -80,6 +81,7 @@ class Spec:
     sentences: int = 4
     real: tuple[str, ...] = ()
     joined: bool = False
+    brief: int = 0
 
 
 def tuning_set() -> list[Spec]:
@@ -183,6 +185,12 @@ def embed(spec: Spec, cache: Path) -> Path:
         wav = Path(tmp) / "c.wav"
         if spec.real:
             reference = _real(wav, spec)
+        elif spec.brief:
+            from transcriber.bench.speakers_count_judge3 import make_meeting
+
+            reference = make_meeting(
+                wav, spec.speakers, spec.turns, spec.seed, spec.voices, spec.sentences, spec.brief
+            )
         else:
             reference = make_conversation(
                 wav, spec.speakers, spec.turns, spec.seed, spec.voices, spec.sentences
@@ -204,6 +212,9 @@ def embed(spec: Spec, cache: Path) -> Path:
         stretches=np.array(stretches, dtype=float).reshape(-1, 2),
         reference=np.array(reference, dtype=float).reshape(-1, 3),
         truth=np.array(truth, dtype=int),
+        # The audio too (16-bit), so that a method needing other embeddings of the same
+        # speech (a whole short turn's) can be measured without making it again.
+        samples=np.round(np.clip(samples, -1, 1) * 32767).astype(np.int16),
     )
     return target
 
