@@ -171,7 +171,8 @@ def _real(path: Path, spec: Spec) -> list[tuple[float, float, int]]:
 
 
 def embed(spec: Spec, cache: Path) -> Path:
-    """The conversation's windows, their CAM++ embeddings, speech stretches, the reference
+    """The conversation's windows, their CAM++ embeddings (of loud frames as diarization
+    makes them, and of every frame as it did before), speech stretches, the reference
     turns and each window's true speaker (most overlapping; -1 none), as cache/NAME.npz
     (made once)."""
     from transcriber.audio.recognize import read_windows
@@ -180,7 +181,10 @@ def embed(spec: Spec, cache: Path) -> Path:
 
     target = cache / f"{spec.name}.npz"
     if target.exists():
-        return target
+        with np.load(target) as made:
+            if "whole" in made.files:
+                return target
+        # Made before the windows' embeddings left quiet frames out: made again.
     with tempfile.TemporaryDirectory(prefix="speakers-count-") as tmp:
         wav = Path(tmp) / "c.wav"
         if spec.real:
@@ -198,7 +202,9 @@ def embed(spec: Spec, cache: Path) -> Path:
         samples = np.concatenate([s for _, s in read_windows(wav)])
     stretches = speech_stretches(samples)
     windows = [w for s, e in stretches for w in windows_of(s, e)]
-    embeddings = embed_windows(CamPlusPlus.load(), samples, windows, threads=1)
+    net = CamPlusPlus.load()
+    embeddings = embed_windows(net, samples, windows, threads=1)
+    whole = embed_windows(net, samples, windows, threads=1, loud_only=False)
     truth = []
     for a, b in windows:
         overlaps = [(min(b, e) - max(a, s), k) for s, e, k in reference]
@@ -208,6 +214,7 @@ def embed(spec: Spec, cache: Path) -> Path:
     np.savez(
         target,
         embeddings=embeddings,
+        whole=whole,  # every frame of each window, as before speakers_windows.QUIET_DB
         windows=np.array(windows, dtype=float).reshape(-1, 2),
         stretches=np.array(stretches, dtype=float).reshape(-1, 2),
         reference=np.array(reference, dtype=float).reshape(-1, 3),
@@ -219,7 +226,9 @@ def embed(spec: Spec, cache: Path) -> Path:
     return target
 
 
-Method = Callable[[np.ndarray[Any, Any], Any, Sequence[tuple[float, float]]], np.ndarray[Any, Any]]
+Method = Callable[[Any, Any, Sequence[tuple[float, float]]], np.ndarray[Any, Any]]
+"""A label per window from a cached conversation (its arrays by name), the count asked and
+the windows' times."""
 
 
 def score(path: Path, method: Method, asked: str = "auto") -> dict[str, Any]:
@@ -232,7 +241,7 @@ def score(path: Path, method: Method, asked: str = "auto") -> dict[str, Any]:
     data = np.load(path)
     windows = [tuple(w) for w in data["windows"].tolist()]
     reference = [(s, e, int(k)) for s, e, k in data["reference"].tolist()]
-    labels = method(data["embeddings"], SpeakersOption.parse(asked), windows)
+    labels = method(data, SpeakersOption.parse(asked), windows)
     turns = turns_of(windows, list(labels), [tuple(s) for s in data["stretches"].tolist()])
     found = len({t.speaker for t in turns})
     speaking = len({k for _, _, k in reference})
@@ -282,15 +291,28 @@ def compare(cache: Path, methods: dict[str, Method], specs: Sequence[Spec]) -> l
 
 
 def methods() -> dict[str, Method]:
-    """Today's count (average linkage over pairs of windows that share no audio,
-    LINK_COSINE and APART_MARGIN), the earlier ones (speakers_clustering.BARS: "previous"
-    over all pairs, "threshold" before APART_MARGIN), and NME-SC's."""
+    """Today's count ("linkage": average linkage over pairs of windows that share no audio,
+    LINK_COSINE and APART_MARGIN, quiet voices kept apart, on windows of loud frames), its
+    parts ("loud": without keeping quiet voices apart; "second": issue 36's second round,
+    that on every frame), the earlier ones on every frame (speakers_clustering.BARS:
+    "previous", "threshold"), and NME-SC's count on today's windows."""
     from transcriber.audio.speakers_clustering import cluster
 
-    def by(count_by: str) -> Method:
-        return lambda x, option, windows: cluster(x, option, windows, count_by)
+    def by(count_by: str, key: str) -> Method:
+        def method(data: Any, option: Any, windows: Sequence[tuple[float, float]]) -> Any:
+            x = data[key] if key in data else data["embeddings"]
+            return cluster(x, option, windows, count_by)
 
-    return {name: by(name) for name in ("linkage", "previous", "threshold", "nme")}
+        return method
+
+    return {
+        "linkage": by("linkage", "embeddings"),
+        "loud": by("second", "embeddings"),
+        "second": by("second", "whole"),
+        "previous": by("previous", "whole"),
+        "threshold": by("threshold", "whole"),
+        "nme": by("nme", "embeddings"),
+    }
 
 
 def main(cache: Path) -> str:
