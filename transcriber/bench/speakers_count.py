@@ -1,8 +1,11 @@
-"""The speaker count on two sets of conversations: one the clustering's constants were
-chosen on (TUNING: bench-speakers' voices and seeds), one they never were (HELD_OUT: other
-espeak-ng voices, seeds and turn lengths, and real speech from samples/). Each
-conversation is embedded once (CAM++ windows, as diarization makes them) into a cache
-folder; the counting methods are then compared on the cache, which costs seconds.
+"""The speaker count on four sets of conversations of 1–6 voices: bench-speakers' own
+(TUNING), other espeak-ng voices, seeds and turn lengths with real speech from samples/
+(HELD_OUT), the second round's judge set (JUDGE_*), all three tuned on by now, and the
+third round's judge set (speakers_count_judge3: voices, shifts and seeds none of them
+uses, voices that only say a word or two), scored once after the third round's choice.
+Each conversation is embedded once (CAM++ windows as diarization makes them, of loud
+frames, and of every frame as before; with its audio) into a cache folder; the counting
+methods are then compared on the cache, which costs seconds.
 
     transcriber bench-speakers --count-cache /tmp/speakers-cache
 
@@ -316,11 +319,18 @@ def methods() -> dict[str, Method]:
 
 
 def main(cache: Path) -> str:
-    """The three sets' table (embedding what the cache lacks first: minutes). "right":
+    """The four sets' table (embedding what the cache lacks first: minutes). "right":
     found == voices speaking; "audible": found == voices whose windows of a second or more
     cover MIN_SPEAKER_S (a voice of one short turn is folded by design)."""
     lines = []
-    sets = (("tuning", tuning_set()), ("held-out", held_out_set()), ("judge", judge_set()))
+    from transcriber.bench.speakers_count_judge3 import judge3_set
+
+    sets = (
+        ("tuning", tuning_set()),
+        ("held-out", held_out_set()),
+        ("judge", judge_set()),
+        ("judge3", judge3_set()),
+    )
     for name, specs in sets:
         for row in compare(cache, methods(), specs):
             lines.append(
