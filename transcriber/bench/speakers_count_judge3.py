@@ -2,7 +2,8 @@
 shifts and seeds that none of speakers_count's three earlier sets uses (all three were
 tuned on by then), with voices that only say a word or two the way meetings have them
 ("Yes, I agree.", "Sure." — a second or two each), frozen before any tuning and scored
-once, with the method chosen.
+once, with the method chosen: 20 of 28 right (71 %; the count before 15, NME-SC 13), mean
+DER 4.4 % (3.9 %); by voices speaking 1: 3/3, 2: 6/7, 3: 4/6, 4: 3/5, 5: 3/4, 6: 1/3.
 """
 
 from __future__ import annotations
