@@ -31,6 +31,10 @@ def test_the_cohort_is_made_once_and_kept_in_the_home(tmp_path: Path) -> None:
     assert voice_cohort.cohort(tmp_path) == vectors
     (tmp_path / voice_cohort.CACHE).write_text("{not json")
     assert voice_cohort.cohort(tmp_path) == vectors
+    # So is one of the same voices embedded with every frame (before QUIET_DB).
+    same = [list(v) for v in voice_cohort.COHORT_VOICES]
+    (tmp_path / voice_cohort.CACHE).write_text(json.dumps({"voices": same, "vectors": [[1.0]]}))
+    assert voice_cohort.cohort(tmp_path) == vectors
 
 
 def test_without_espeak_there_is_no_cohort(monkeypatch: pytest.MonkeyPatch) -> None:

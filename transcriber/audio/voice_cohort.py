@@ -30,6 +30,7 @@ import numpy as np
 
 from transcriber.audio.speakers import voice
 from transcriber.audio.speakers_model import SAMPLE_RATE, CamPlusPlus
+from transcriber.audio.speakers_windows import QUIET_DB
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +95,15 @@ def made(net: CamPlusPlus) -> list[list[float]]:
 
 
 def cohort(home: Path, net: CamPlusPlus | None = None) -> list[list[float]]:
-    """The cohort, kept in `home` (made the first time, and again when COHORT_VOICES
-    change). Blocking: a worker thread."""
+    """The cohort, kept in `home` (made the first time, and again when COHORT_VOICES or
+    the windows' embedding change). Blocking: a worker thread."""
     path = home / CACHE
     key = [list(v) for v in COHORT_VOICES]
     try:
         kept = json.loads(path.read_text())
-        if kept.get("voices") == key and kept.get("vectors"):
+        # Made again when the windows are embedded otherwise (speakers_windows.QUIET_DB):
+        # the cohort is compared with voices embedded as now.
+        if kept.get("voices") == key and kept.get("quiet_db") == QUIET_DB and kept.get("vectors"):
             return [list(map(float, v)) for v in kept["vectors"]]
     except (OSError, ValueError, AttributeError):
         pass
@@ -114,6 +117,6 @@ def cohort(home: Path, net: CamPlusPlus | None = None) -> list[list[float]]:
     # Written whole or not at all: another daemon on the same home may read it meanwhile.
     fd, tmp = tempfile.mkstemp(dir=home, prefix=".voice-cohort-")
     with os.fdopen(fd, "w") as f:
-        json.dump({"voices": key, "vectors": vectors}, f)
+        json.dump({"voices": key, "quiet_db": QUIET_DB, "vectors": vectors}, f)
     os.replace(tmp, path)
     return vectors

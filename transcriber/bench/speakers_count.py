@@ -1,8 +1,11 @@
-"""The speaker count on two sets of conversations: one the clustering's constants were
-chosen on (TUNING: bench-speakers' voices and seeds), one they never were (HELD_OUT: other
-espeak-ng voices, seeds and turn lengths, and real speech from samples/). Each
-conversation is embedded once (CAM++ windows, as diarization makes them) into a cache
-folder; the counting methods are then compared on the cache, which costs seconds.
+"""The speaker count on four sets of conversations of 1–6 voices: bench-speakers' own
+(TUNING), other espeak-ng voices, seeds and turn lengths with real speech from samples/
+(HELD_OUT), the second round's judge set (JUDGE_*), all three tuned on by now, and the
+third round's judge set (speakers_count_judge3: voices, shifts and seeds none of them
+uses, voices that only say a word or two), scored once after the third round's choice.
+Each conversation is embedded once (CAM++ windows as diarization makes them, of loud
+frames, and of every frame as before; with its audio) into a cache folder; the counting
+methods are then compared on the cache, which costs seconds.
 
     transcriber bench-speakers --count-cache /tmp/speakers-cache
 
@@ -70,7 +73,8 @@ class Spec:
     """One conversation to make: `speakers` of `voices`, `turns` turns from `seed`;
     `sentences` caps the sentences in a turn (short turns: a quick back-and-forth);
     `real` names samples/ recordings instead (one each, or interleaved; `joined`: one
-    after the other whole)."""
+    after the other whole); `brief`: the last this many voices only say a word or two
+    (speakers_count_judge3.make_meeting)."""
 
     name: str
     speakers: int = 2
@@ -80,6 +84,7 @@ class Spec:
     sentences: int = 4
     real: tuple[str, ...] = ()
     joined: bool = False
+    brief: int = 0
 
 
 def tuning_set() -> list[Spec]:
@@ -169,7 +174,8 @@ def _real(path: Path, spec: Spec) -> list[tuple[float, float, int]]:
 
 
 def embed(spec: Spec, cache: Path) -> Path:
-    """The conversation's windows, their CAM++ embeddings, speech stretches, the reference
+    """The conversation's windows, their CAM++ embeddings (of loud frames as diarization
+    makes them, and of every frame as it did before), speech stretches, the reference
     turns and each window's true speaker (most overlapping; -1 none), as cache/NAME.npz
     (made once)."""
     from transcriber.audio.recognize import read_windows
@@ -178,11 +184,20 @@ def embed(spec: Spec, cache: Path) -> Path:
 
     target = cache / f"{spec.name}.npz"
     if target.exists():
-        return target
+        with np.load(target) as made:
+            if "whole" in made.files:
+                return target
+        # Made before the windows' embeddings left quiet frames out: made again.
     with tempfile.TemporaryDirectory(prefix="speakers-count-") as tmp:
         wav = Path(tmp) / "c.wav"
         if spec.real:
             reference = _real(wav, spec)
+        elif spec.brief:
+            from transcriber.bench.speakers_count_judge3 import make_meeting
+
+            reference = make_meeting(
+                wav, spec.speakers, spec.turns, spec.seed, spec.voices, spec.sentences, spec.brief
+            )
         else:
             reference = make_conversation(
                 wav, spec.speakers, spec.turns, spec.seed, spec.voices, spec.sentences
@@ -190,7 +205,9 @@ def embed(spec: Spec, cache: Path) -> Path:
         samples = np.concatenate([s for _, s in read_windows(wav)])
     stretches = speech_stretches(samples)
     windows = [w for s, e in stretches for w in windows_of(s, e)]
-    embeddings = embed_windows(CamPlusPlus.load(), samples, windows, threads=1)
+    net = CamPlusPlus.load()
+    embeddings = embed_windows(net, samples, windows, threads=1)
+    whole = embed_windows(net, samples, windows, threads=1, loud_only=False)
     truth = []
     for a, b in windows:
         overlaps = [(min(b, e) - max(a, s), k) for s, e, k in reference]
@@ -200,15 +217,21 @@ def embed(spec: Spec, cache: Path) -> Path:
     np.savez(
         target,
         embeddings=embeddings,
+        whole=whole,  # every frame of each window, as before speakers_windows.QUIET_DB
         windows=np.array(windows, dtype=float).reshape(-1, 2),
         stretches=np.array(stretches, dtype=float).reshape(-1, 2),
         reference=np.array(reference, dtype=float).reshape(-1, 3),
         truth=np.array(truth, dtype=int),
+        # The audio too (16-bit), so that a method needing other embeddings of the same
+        # speech (a whole short turn's) can be measured without making it again.
+        samples=np.round(np.clip(samples, -1, 1) * 32767).astype(np.int16),
     )
     return target
 
 
-Method = Callable[[np.ndarray[Any, Any], Any, Sequence[tuple[float, float]]], np.ndarray[Any, Any]]
+Method = Callable[[Any, Any, Sequence[tuple[float, float]]], np.ndarray[Any, Any]]
+"""A label per window from a cached conversation (its arrays by name), the count asked and
+the windows' times."""
 
 
 def score(path: Path, method: Method, asked: str = "auto") -> dict[str, Any]:
@@ -221,7 +244,7 @@ def score(path: Path, method: Method, asked: str = "auto") -> dict[str, Any]:
     data = np.load(path)
     windows = [tuple(w) for w in data["windows"].tolist()]
     reference = [(s, e, int(k)) for s, e, k in data["reference"].tolist()]
-    labels = method(data["embeddings"], SpeakersOption.parse(asked), windows)
+    labels = method(data, SpeakersOption.parse(asked), windows)
     turns = turns_of(windows, list(labels), [tuple(s) for s in data["stretches"].tolist()])
     found = len({t.speaker for t in turns})
     speaking = len({k for _, _, k in reference})
@@ -271,23 +294,43 @@ def compare(cache: Path, methods: dict[str, Method], specs: Sequence[Spec]) -> l
 
 
 def methods() -> dict[str, Method]:
-    """Today's count (average linkage over pairs of windows that share no audio,
-    LINK_COSINE and APART_MARGIN), the earlier ones (speakers_clustering.BARS: "previous"
-    over all pairs, "threshold" before APART_MARGIN), and NME-SC's."""
+    """Today's count ("linkage": average linkage over pairs of windows that share no audio,
+    LINK_COSINE and APART_MARGIN, quiet voices kept apart, on windows of loud frames), its
+    parts ("loud": without keeping quiet voices apart; "second": issue 36's second round,
+    that on every frame), the earlier ones on every frame (speakers_clustering.BARS:
+    "previous", "threshold"), and NME-SC's count on today's windows."""
     from transcriber.audio.speakers_clustering import cluster
 
-    def by(count_by: str) -> Method:
-        return lambda x, option, windows: cluster(x, option, windows, count_by)
+    def by(count_by: str, key: str) -> Method:
+        def method(data: Any, option: Any, windows: Sequence[tuple[float, float]]) -> Any:
+            x = data[key] if key in data else data["embeddings"]
+            return cluster(x, option, windows, count_by)
 
-    return {name: by(name) for name in ("linkage", "previous", "threshold", "nme")}
+        return method
+
+    return {
+        "linkage": by("linkage", "embeddings"),
+        "loud": by("second", "embeddings"),
+        "second": by("second", "whole"),
+        "previous": by("previous", "whole"),
+        "threshold": by("threshold", "whole"),
+        "nme": by("nme", "embeddings"),
+    }
 
 
 def main(cache: Path) -> str:
-    """The three sets' table (embedding what the cache lacks first: minutes). "right":
+    """The four sets' table (embedding what the cache lacks first: minutes). "right":
     found == voices speaking; "audible": found == voices whose windows of a second or more
     cover MIN_SPEAKER_S (a voice of one short turn is folded by design)."""
     lines = []
-    sets = (("tuning", tuning_set()), ("held-out", held_out_set()), ("judge", judge_set()))
+    from transcriber.bench.speakers_count_judge3 import judge3_set
+
+    sets = (
+        ("tuning", tuning_set()),
+        ("held-out", held_out_set()),
+        ("judge", judge_set()),
+        ("judge3", judge3_set()),
+    )
     for name, specs in sets:
         for row in compare(cache, methods(), specs):
             lines.append(
