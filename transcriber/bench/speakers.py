@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 
 VOICES = (
@@ -111,9 +112,7 @@ def make_conversation(
     rng = random.Random(seed)
     scratch = Path(tempfile.mkdtemp(prefix="conv-"))
     try:
-        pieces: list[np.ndarray[Any, Any]] = []
-        reference: list[tuple[float, float, int]] = []
-        t = 0.0
+        joined = Conversation()
         speaker = 0
         for i in range(turns):
             if i > 0:
@@ -126,21 +125,40 @@ def make_conversation(
                 for _ in range(count)
             ]
             speech = _say(" ".join(chosen), voice, rng.randint(150, 185), scratch / f"{i}.wav")
-            speech = speech[: 20 * RATE]
-            gap = np.zeros(int(rng.uniform(0.2, 0.8) * RATE), dtype=np.int16)
-            pieces += [gap, speech]
-            t += len(gap) / RATE
-            reference.append((round(t, 3), round(t + len(speech) / RATE, 3), speaker))
-            t += len(speech) / RATE
-        pieces.append(np.zeros(RATE // 2, dtype=np.int16))
-        with wave.open(str(path), "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(RATE)
-            w.writeframes(np.concatenate(pieces).tobytes())
-        return reference
+            joined.add(rng.uniform(0.2, 0.8), speech[: 20 * RATE], speaker)
+        joined.write(path, tail_s=0.5)
+        return joined.reference
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@attrs.define
+class Conversation:
+    """Turns joined one after another, each after its pause, and the reference turns
+    (start, end, who) they make: what every bench conversation is built with."""
+
+    pieces: list[np.ndarray[Any, Any]] = attrs.field(factory=list)
+    reference: list[tuple[float, float, Any]] = attrs.field(factory=list)
+    t: float = 0.0
+
+    def add(self, gap_s: float, speech: np.ndarray[Any, Any], who: Any) -> None:
+        gap = np.zeros(int(gap_s * RATE), dtype=np.int16)
+        self.pieces += [gap, speech]
+        self.t += len(gap) / RATE
+        self.reference.append((round(self.t, 3), round(self.t + len(speech) / RATE, 3), who))
+        self.t += len(speech) / RATE
+
+    def write(self, path: Path, tail_s: float = 0.0) -> None:
+        """A 16 kHz mono 16-bit wav of the turns and `tail_s` of silence after them."""
+        write_wav(path, [*self.pieces, np.zeros(int(tail_s * RATE), dtype=np.int16)])
+
+
+def write_wav(path: Path, pieces: Sequence[np.ndarray[Any, Any]]) -> None:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes(np.concatenate(pieces).astype(np.int16).tobytes())
 
 
 def der(

@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from transcriber.bench.speakers import RATE, VOICES, der, make_conversation
+from transcriber.bench.speakers import RATE, VOICES, Conversation, der, make_conversation
 
 HELD_OUT_VOICES = (
     ("en-gb+m1", ""),
@@ -156,21 +156,12 @@ def _real(path: Path, spec: Spec) -> list[tuple[float, float, int]]:
     order = [(i, k) for i in range(max(len(p) for p in turns)) for k in range(len(turns))]
     if spec.joined:
         order = [(i, k) for k, pieces in enumerate(turns) for i in range(len(pieces))]
-    out, reference, t = [], [], 0.0
+    joined = Conversation()
     for i, k in order:
         if i < len(turns[k]):
-            piece = turns[k][i]
-            gap = np.zeros(int(rng.uniform(0.3, 0.8) * RATE), dtype=np.int16)
-            out += [gap, piece]
-            t += len(gap) / RATE
-            reference.append((round(t, 3), round(t + len(piece) / RATE, 3), k))
-            t += len(piece) / RATE
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(RATE)
-        w.writeframes(np.concatenate(out).tobytes())
-    return reference
+            joined.add(rng.uniform(0.3, 0.8), turns[k][i], k)
+    joined.write(path)
+    return joined.reference
 
 
 def embed(spec: Spec, cache: Path) -> Path:

@@ -11,13 +11,10 @@ from __future__ import annotations
 import random
 import shutil
 import tempfile
-import wave
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from transcriber.bench.speakers import RATE, SENTENCES, _say
+from transcriber.bench.speakers import RATE, SENTENCES, Conversation, _say
 
 JUDGE3_VOICES = (
     ("en-gb-scotland+david", "pitch 60"),
@@ -88,26 +85,14 @@ def make_meeting(
             plan.insert(rng.randrange(1, len(plan) + 1), (k, said))
     scratch = Path(tempfile.mkdtemp(prefix="meeting-"))
     try:
-        pieces: list[np.ndarray[Any, Any]] = []
-        reference: list[tuple[float, float, int]] = []
-        t = 0.0
+        joined = Conversation()
         for i, (k, text) in enumerate(plan):
             speech = _say(
                 text, voices[k % len(voices)], rng.randint(150, 185), scratch / f"{i}.wav"
             )
-            speech = speech[: 20 * RATE]
-            gap = np.zeros(int(rng.uniform(0.2, 0.8) * RATE), dtype=np.int16)
-            pieces += [gap, speech]
-            t += len(gap) / RATE
-            reference.append((round(t, 3), round(t + len(speech) / RATE, 3), k))
-            t += len(speech) / RATE
-        pieces.append(np.zeros(RATE // 2, dtype=np.int16))
-        with wave.open(str(path), "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(RATE)
-            w.writeframes(np.concatenate(pieces).tobytes())
-        return reference
+            joined.add(rng.uniform(0.2, 0.8), speech[: 20 * RATE], k)
+        joined.write(path, tail_s=0.5)
+        return joined.reference
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

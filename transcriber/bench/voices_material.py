@@ -32,7 +32,7 @@ from transcriber.audio.speakers import Turn, turns_of
 from transcriber.audio.speakers_clustering import cluster
 from transcriber.audio.speakers_model import CamPlusPlus
 from transcriber.audio.speakers_windows import embed_windows, speech_stretches, windows_of
-from transcriber.bench.speakers import RATE, VOICES, make_conversation
+from transcriber.bench.speakers import VOICES, Conversation, make_conversation
 from transcriber.speaker_options import SpeakersOption
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -135,19 +135,11 @@ def _conversation(
 
 
 def _joined(pieces: list[tuple[np.ndarray[Any, Any], str]], path: Path) -> list[Any]:
-    ref, t, out = [], 0.0, []
+    joined = Conversation()
     for x, who in pieces:
-        out += [np.zeros(RATE // 2, np.int16), x]
-        t += 0.5
-        ref.append((t, t + len(x) / RATE, who))
-        t += len(x) / RATE
-    out.append(np.zeros(RATE // 2, np.int16))
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(RATE)
-        w.writeframes(np.concatenate(out).tobytes())
-    return ref
+        joined.add(0.5, x, who)
+    joined.write(path, tail_s=0.5)
+    return joined.reference
 
 
 def real_pair(folder: Path) -> tuple[Heard, Heard]:
