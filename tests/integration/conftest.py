@@ -20,6 +20,7 @@ from actors.testing import MemoryQueue
 from tests.helpers.api_clients import client
 from tests.helpers.browser import PageService, browser_session, page_service
 from tests.helpers.memory_pipeline import pipeline
+from tests.helpers.pages import signed_in
 from tests.helpers.pg_pipeline import db_now, noop
 from tests.helpers.postgres import scratch_database
 from tests.helpers.queue_drivers import MemoryDriver, PgDriver, QueueDriver
@@ -118,6 +119,18 @@ async def as_ann(base_url: str, ann: NewOwner) -> AsyncIterator[httpx.AsyncClien
 @pytest.fixture
 async def as_ben(base_url: str, ben: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
     async with client(base_url, ben) as c:
+        yield c
+
+
+@pytest.fixture
+async def page_ann(base_url: str, ann: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
+    async with signed_in(base_url, ann) as c:
+        yield c
+
+
+@pytest.fixture
+async def page_ben(base_url: str, ben: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
+    async with signed_in(base_url, ben) as c:
         yield c
 
 

@@ -22,8 +22,8 @@ from tests.helpers.api_clients import fake_audio, uploaded
 from tests.helpers.cli_process import cli
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys
+from tests.helpers.pages import transcribed_with_audio
 from tests.helpers.pg_pipeline import journal
-from tests.integration.test_page import transcribed_with_audio
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import accept_file
@@ -351,7 +351,7 @@ async def test_page_deletes_one_or_the_selected(
     as_ann: httpx.AsyncClient,
     as_ben: httpx.AsyncClient,
 ) -> None:
-    from tests.integration.test_page import signed_in
+    from tests.helpers.pages import signed_in
 
     one, two, three = [(await uploaded(as_ann))["id"] for _ in range(3)]
     bens = (await uploaded(as_ben))["id"]

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.helpers.api_clients import uploaded
-from tests.integration.test_page import signed_in, transcribed_with_audio
+from tests.helpers.pages import signed_in, transcribed_with_audio
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.rendering import STATIC

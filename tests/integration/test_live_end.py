@@ -24,6 +24,7 @@ import websockets.asyncio.client
 from websockets.exceptions import ConnectionClosedOK
 
 from tests.helpers.asyncio_thread import in_asyncio
+from tests.helpers.pages import signed_in
 from tests.integration.test_live import (
     RATE,
     live_app,
@@ -34,7 +35,6 @@ from tests.integration.test_live import (
     until,
 )
 from tests.integration.test_live_kept import LEASE_S, events_of, kept_seconds, row_of
-from tests.integration.test_page import signed_in
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http import serving

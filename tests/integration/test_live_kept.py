@@ -21,6 +21,7 @@ import trio
 from websockets.exceptions import ConnectionClosed
 
 from tests.helpers.moto_store import MotoStore
+from tests.helpers.pages import signed_in
 from tests.helpers.pg_pipeline import journal
 from tests.helpers.serve_process import serve_process
 from tests.integration.test_live import (
@@ -34,7 +35,6 @@ from tests.integration.test_live import (
     tone,
     until,
 )
-from tests.integration.test_page import signed_in
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http import serving

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.api_clients import transcribe, uploaded
 from tests.helpers.cli_process import cli
-from tests.integration.test_page import signed_in
+from tests.helpers.pages import signed_in
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
 from transcriber.pipeline.operator import card as operator_card

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.helpers.api_clients import client
-from tests.integration.test_page import correct, signed_in
+from tests.helpers.pages import correct, signed_in
 from tests.integration.test_speaker_names import SEGMENTS, diarized
 from tests.unit.test_cue_escaping import parse_srt, parse_vtt
 from transcriber.db.database import Database

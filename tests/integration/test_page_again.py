@@ -4,15 +4,14 @@ made a new record, by the API and from the record page (openspec/specs/page/spec
 
 from __future__ import annotations
 
-import contextlib
 import re
 import uuid
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from tests.helpers.api_clients import client, fake_audio, store_files, uploaded
+from tests.helpers.pages import csrf_of, signed_in
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
@@ -20,14 +19,6 @@ from transcriber.owners import NewOwner
 
 def scenario(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("page", title)
-
-
-@contextlib.asynccontextmanager
-async def signed_in(base_url: str, owner: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
-        r = await c.post("/signin", data={"token": owner.token, "next": "/"})
-        assert r.status_code == 303, r.text
-        yield c
 
 
 async def stop(db: Database, rid: str, reason: str, milestone: str = "normalized") -> None:
@@ -142,12 +133,6 @@ async def test_api_transcribes_again(
     assert (
         r.status_code == 201 and (await row(db, r.json()["id"]))["options"]["task"] == "translate"
     )
-
-
-def csrf_of(html: str) -> str:
-    m = re.search(r'<meta name="csrf-token" content="([^"]+)">', html)
-    assert m, html
-    return m.group(1)
 
 
 def attempt_of(html: str) -> str:

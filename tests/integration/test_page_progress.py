@@ -4,10 +4,8 @@ queued with how many are ahead, the step at work (with its percentage), done, st
 
 from __future__ import annotations
 
-import contextlib
 import re
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -17,20 +15,13 @@ from selenium.webdriver.common.by import By
 
 from tests.helpers.api_clients import client, uploaded
 from tests.helpers.browser import browser_session, css, wait
+from tests.helpers.pages import signed_in
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
 
 
 def scenario(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("page", title)
-
-
-@contextlib.asynccontextmanager
-async def signed_in(base_url: str, owner: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
-        r = await c.post("/signin", data={"token": owner.token, "next": "/"})
-        assert r.status_code == 303, r.text
-        yield c
 
 
 async def at_work(

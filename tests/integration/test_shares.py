@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.helpers.api_clients import client, uploaded
-from tests.integration.test_page import signed_in, transcribed_with_audio
+from tests.helpers.pages import signed_in, transcribed_with_audio
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.page import new_share as page_module

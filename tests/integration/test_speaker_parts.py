@@ -7,11 +7,9 @@ the diarization are fake steps whose output has the shape of the real ones'
 
 from __future__ import annotations
 
-import contextlib
 import html
 import re
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -20,7 +18,6 @@ import pytest
 from tests.helpers.api_clients import diarized_with, normalized
 from tests.helpers.pg_pipeline import journal
 from transcriber.db.database import Database
-from transcriber.owners import NewOwner
 from transcriber.pipeline.pg_queue import Saved
 from transcriber.records.voices import saved_voices
 
@@ -65,23 +62,6 @@ async def diarized(db: Database, as_owner: httpx.AsyncClient) -> str:
     return await diarized_with(
         db, as_owner, normalize=normalized, recognize=recognize, diarize=diarize
     )
-
-
-@contextlib.asynccontextmanager
-async def signed_in(base_url: str, owner: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
-        r = await c.post("/signin", data={"token": owner.token, "next": "/"})
-        assert r.status_code == 303, r.text
-        m = re.search(r'<meta name="csrf-token" content="([^"]+)">', (await c.get("/")).text)
-        assert m
-        c.csrf = m.group(1)  # type: ignore[attr-defined]
-        yield c
-
-
-@pytest.fixture
-async def page_ann(base_url: str, ann: NewOwner) -> AsyncIterator[httpx.AsyncClient]:
-    async with signed_in(base_url, ann) as c:
-        yield c
 
 
 _ROW = re.compile(

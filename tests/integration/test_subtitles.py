@@ -18,8 +18,8 @@ import trio
 
 from tests.helpers.api_clients import client, uploaded
 from tests.helpers.cli_process import cli
+from tests.helpers.pages import signed_in, transcribed_with_audio
 from tests.helpers.pg_pipeline import journal
-from tests.integration.test_page import signed_in, transcribed_with_audio
 from tests.unit.test_cue_escaping import parse_srt
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.config import Config

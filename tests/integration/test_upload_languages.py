@@ -13,8 +13,8 @@ import pytest
 
 from tests.helpers.api_clients import count_recordings, store_files
 from tests.helpers.cli_process import cli
+from tests.helpers.pages import signed_in
 from tests.integration.test_openai_api import openai_error
-from tests.integration.test_page import signed_in
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.http.openai.requests import parse_request
