@@ -62,8 +62,8 @@ lint:
     check ruff format --check actors transcriber tests
     check mypy
     check lint-imports
-    # No module of the shipped code over 600 lines (tests/module_size.py).
-    check python -m tests.module_size actors transcriber
+    # No module over 600 lines, the tests' included (tests/module_size.py).
+    check python -m tests.module_size actors transcriber tests
     # The shipped code's imports against [project].dependencies (tests/ excluded) ...
     check deptry .
     # ... and the tests' against the dependencies and the dev extra together.

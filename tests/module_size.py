@@ -1,7 +1,7 @@
 """`python -m tests.module_size FOLDER ...`: no Python module under the folders is longer
 than MAX_LINES lines. Prints each one that is, with its count, and exits 1. `just lint`
-runs it on actors/ and transcriber/, so a module's growth is noticed in the change that
-makes it, not a round later. There is no allow-list: a module past the limit is split
+runs it on actors/, transcriber/ and tests/, so a module's growth is noticed in the
+change that makes it, not a round later. There is no allow-list: a module past the limit is split
 along its seams.
 """
 

@@ -16,6 +16,7 @@ from tests.helpers.api_clients import SEGMENTS, worker
 from tests.helpers.pg_pipeline import journal
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.http.page import session as page_sign_in
 from transcriber.owners import NewOwner
 from transcriber.pipeline.pg_queue import Saved
 from transcriber.storage.local import LocalBlobs
@@ -80,3 +81,21 @@ async def state_of_record(db: Database, rid: str) -> tuple[Any, ...]:
     rec = await db.fetchrow("recording", uuid.UUID(rid))
     fixes = await db.fetch("owner_corrections", rec["owner_id"], uuid.UUID(rid))
     return (dict(rec), [dict(f) for f in fixes], len(await journal(db, uuid.UUID(rid))))
+
+
+@contextlib.asynccontextmanager
+async def as_operator(base_url: str, token: str) -> AsyncIterator[httpx.AsyncClient]:
+    """A client holding an operator's /ops session, its anti-forgery token in `.csrf`."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        r = await c.post("/ops/signin", data={"token": token, "next": "/ops"})
+        assert r.status_code == 303, r.text
+        c.csrf = csrf_of((await c.get("/ops")).text)  # type: ignore[attr-defined]
+        yield c
+
+
+async def owner_session_secret(base_url: str, owner: NewOwner) -> str:
+    """The secret of a page session `owner` signs in to."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
+        r = await c.post("/signin", data={"token": owner.token, "next": "/"})
+        assert r.status_code == 303
+        return r.cookies[page_sign_in.COOKIE]

@@ -17,6 +17,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from trio.testing import MockClock
 
 from actors.testing import MemoryQueue
+from tests.helpers import generated_audio
 from tests.helpers.api_clients import client
 from tests.helpers.browser import PageService, browser_session, page_service
 from tests.helpers.memory_pipeline import pipeline
@@ -92,6 +93,15 @@ def config(tmp_path: Path) -> Config:
     # No workers run here: a request to the OpenAI-compatible endpoint (the schema's
     # fuzzing sends some) answers after a short wait, naming its record.
     return Config(home=tmp_path / "home", openai_wait_s=0.05)
+
+
+@pytest.fixture(scope="session")
+def long_speech(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
+    """3 minutes of audio as normalize stores it: the English sample every 30 s. The VAD
+    makes three pieces of it (two sentences each): two batches for the shared
+    recognizer (batches of 2)."""
+    path = tmp_path_factory.mktemp("long") / "long.wav"
+    return path, generated_audio.long_speech_wav(path, windows=6)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import trio
 from websockets.exceptions import ConnectionClosed
 
 from tests.helpers.asyncio_thread import in_asyncio
+from tests.helpers.pages import as_operator
 from tests.helpers.serve_process import serve_process
 from tests.integration.test_live import (
     bare_upgrade,
@@ -27,7 +28,6 @@ from tests.integration.test_live import (
 from tests.integration.test_live_end import arrived, audio, ended_why, record_of
 from tests.integration.test_live_kept import LEASE_S, kept_seconds
 from tests.integration.test_live_origin import page_cookie, upgrade
-from tests.integration.test_ops import as_operator
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.operators import add_operator

@@ -6,12 +6,10 @@ screen in a real Chromium."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import socket
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -20,6 +18,7 @@ import trio
 
 from tests.helpers.api_clients import transcribe
 from tests.helpers.cli_process import cli
+from tests.helpers.pages import as_operator, csrf_of, owner_session_secret
 from tests.helpers.pg_pipeline import Gate, accept, journal, state, table
 from transcriber.db.database import Database
 from transcriber.http import i18n
@@ -39,28 +38,6 @@ def scenario(title: str) -> pytest.MarkDecorator:
 @pytest.fixture
 async def olga(db: Database) -> NewOperator:
     return await add_operator(db, "olga")
-
-
-def csrf_of(html: str) -> str:
-    m = re.search(r'<meta name="csrf-token" content="([^"]+)">', html)
-    assert m, html[:500]
-    return m.group(1)
-
-
-@contextlib.asynccontextmanager
-async def as_operator(base_url: str, token: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
-        r = await c.post("/ops/signin", data={"token": token, "next": "/ops"})
-        assert r.status_code == 303, r.text
-        c.csrf = csrf_of((await c.get("/ops")).text)  # type: ignore[attr-defined]
-        yield c
-
-
-async def owner_session_secret(base_url: str, owner: NewOwner) -> str:
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as c:
-        r = await c.post("/signin", data={"token": owner.token, "next": "/"})
-        assert r.status_code == 303
-        return r.cookies[page_sign_in.COOKIE]
 
 
 async def stopped(

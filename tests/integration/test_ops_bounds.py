@@ -12,8 +12,9 @@ import httpx
 import pytest
 import trio
 
+from tests.helpers.pages import as_operator
 from tests.helpers.raw_http import exchange, request_head
-from tests.integration.test_ops import as_operator, stopped
+from tests.integration.test_ops import stopped
 from transcriber.db.database import Database
 from transcriber.http.sessions import SIGNIN_FORM_MAX
 from transcriber.operators import NewOperator, add_operator

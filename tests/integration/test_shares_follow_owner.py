@@ -16,8 +16,8 @@ import trio_asyncio
 
 from tests.helpers.api_clients import client
 from tests.helpers.cli_process import cli
+from tests.helpers.pages import as_operator, owner_session_secret
 from tests.helpers.pg_pipeline import journal
-from tests.integration.test_ops import as_operator, owner_session_secret
 from tests.integration.test_shares import corrected_record, secret_of
 from transcriber.config import Config
 from transcriber.db.database import Database
