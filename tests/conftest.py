@@ -135,6 +135,7 @@ LONGEST_FIRST = (
     "tests/integration/test_a11y_browser.py",
     "tests/integration/test_microphone_browser.py",
     "tests/integration/test_audio.py",
+    "tests/integration/test_recognition_process.py",
     "tests/integration/test_recognition.py",
     "tests/integration/test_deletion_faults.py",
     "tests/integration/test_openai.py",
