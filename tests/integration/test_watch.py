@@ -413,3 +413,20 @@ def test_only_old_part_files_of_ours_are_swept(folder: Path) -> None:
     assert write_new(target, b"1\n") == WRITTEN
     assert write_new(target, b"1\n") == SAME
     assert write_new(target, b"2\n") == KEPT and target.read_bytes() == b"1\n"
+
+
+async def test_a_file_name_that_is_not_utf8_is_left_alone(
+    db: Database, config: Config, ann: int, watched: int, folder: Path
+) -> None:
+    # Its take could not be kept (PostgreSQL's text is UTF-8): it used to fail the
+    # folder's whole scan, each scan, before the other files and every transcript.
+    (folder / "a.ogg").write_bytes((SAMPLES / "en.ogg").read_bytes())
+    bad = os.path.join(os.fsencode(folder), b"\xff\xfe.ogg")
+    with open(bad, "wb") as f:
+        f.write((SAMPLES / "ru.ogg").read_bytes())
+    os.utime(bad, (1, 1))  # the oldest: looked at first
+    clock = Clock()
+    w = watcher(db, config, clock)
+    await scan_at(w, clock, 0)
+    await scan_at(w, clock, QUIET_S)
+    assert [r["filename"] for r in await records(db, ann)] == ["a.ogg"]

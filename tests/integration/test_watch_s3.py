@@ -406,3 +406,27 @@ async def test_killed_daemons_still_write_the_apis_transcript_beside_the_object(
 
 async def _has(prefix: Prefix, name: str) -> bool:
     return name in await trio.to_thread.run_sync(prefix.names)
+
+
+async def test_a_key_with_nul_is_left_alone_and_the_others_written(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    # S3 keys may hold NUL, which PostgreSQL's text cannot: it used to fail the watch's
+    # whole scan at its claim, each scan, before the other objects and every transcript.
+    prefix.put("\x00first.ogg", EN[:40_000])
+    prefix.put("talk\x07\u202egpj.ogg", EN)
+    prefix.put("plain.ogg", RU)
+    with EchoRecognizer() as recognizer:
+        config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
+        clock = Clock()
+        w = watcher(db, config, clock)
+        await scan_at(w, clock, 0)
+        await scan_at(w, clock, QUIET_S)
+        made = await records(db, ann)
+        # The odd name as an upload's would be kept: no control nor format characters.
+        assert sorted(r["filename"] for r in made) == ["plain.ogg", "talkgpj.ogg"]
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 2 * QUIET_S)
+    assert sorted(t["written"] for t in await takes(db)) == ["txt written, srt written"] * 2
+    assert {"plain.srt", "talk\x07\u202egpj.srt"} <= set(prefix.names())

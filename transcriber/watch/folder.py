@@ -66,9 +66,24 @@ class Listing:
     """More media files than MAX_LISTED: the rest were not looked at."""
 
 
+def storable(name: str) -> bool:
+    """Whether PostgreSQL's text can hold `name` (a take keeps it): not with NUL (an S3
+    key may hold one) nor with bytes that are not UTF-8 (a Linux file name may: Python
+    reads them as lone surrogates)."""
+    if "\x00" in name:
+        return False
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def is_media(name: str) -> bool:
     if name.startswith("."):
         return False  # hidden: a copier's part file, ours (see transcriber.watch.writing)
+    if not storable(name):
+        return False  # never looked at: its take could not be kept
     suffix = name.rpartition(".")[2].lower() if "." in name else ""
     return suffix in MEDIA_SUFFIXES
 

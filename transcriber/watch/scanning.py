@@ -120,6 +120,11 @@ class Watcher:
                 s.sha256 = None
                 event(logging.WARNING, "watch_file_unreadable", watch=w.id, error=str(err))
                 continue
+            except Exception as err:  # one file's trouble is not its watch's: the other
+                # files are taken and the transcripts written; it is tried at the next scan
+                s.sha256 = None
+                event(logging.ERROR, "watch_file_failed", watch=w.id, error=repr(err))
+                continue
             if got.outcome == "refused":
                 if not await self.refused(w, e.name, str(got.message)):
                     s.rest_until = self.clock() + CLAIM_S
