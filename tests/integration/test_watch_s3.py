@@ -343,6 +343,10 @@ async def test_prefixes_a_watch_refuses(db: Database, prefix: Prefix, ann: int) 
     for own in (f"s3://{prefix.bucket}/tx/uploads/", f"s3://{prefix.bucket}/"):
         with pytest.raises(BadPrefix, match="own store"):
             await add_watch(db, "ann", own, ("txt",), blobs)
+    # A URL mistyped is not a folder under the command's own (it used to be watched so).
+    for typo in ("S3://bucket/x/", "s3:/bucket/x/", "https://bucket.example/x/"):
+        with pytest.raises(BadPrefix, match="not a folder"):
+            await add_watch(db, "ann", typo, ("txt",), blobs)
     # Without an object store there is no S3 to read it with.
     local = blobs_of(Config(home=prefix.config.home))
     with pytest.raises(BadPrefix, match="object store"):
