@@ -430,3 +430,17 @@ async def test_a_file_name_that_is_not_utf8_is_left_alone(
     await scan_at(w, clock, 0)
     await scan_at(w, clock, QUIET_S)
     assert [r["filename"] for r in await records(db, ann)] == ["a.ogg"]
+
+
+def test_past_the_listing_bound_the_newest_files_are_looked_at(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not the first the folder lists (the same ones scan after scan, long taken: a new
+    # file past them was never seen).
+    monkeypatch.setattr("transcriber.watch.folder.MAX_LISTED", 2)
+    for n in range(200):
+        (folder / f"old-{n}.ogg").write_bytes(b"x")
+        os.utime(folder / f"old-{n}.ogg", (1000 + n, 1000 + n))
+    (folder / "new.ogg").write_bytes(b"x")
+    listing = list_folder(folder)
+    assert [m.name for m in listing.media] == ["old-199.ogg", "new.ogg"] and listing.cut

@@ -279,6 +279,7 @@ def worker(db: Database, config: Config) -> Any:
 LEFT_ALONE = ("sub/a.ogg", "../b.ogg", ".hidden.ogg", "..ogg", "c.ogg/d.ogg")
 """Keys in a "folder" under the prefix (S3 keys are literal: `../` is one) or hidden."""
 ODD = "ü %20 &+ <x>?#\u200f;`$(id)`.ogg"
+ODD_NAMED = ODD.replace("\u200f", "")
 
 
 @scenario("The transcript of an object is written beside it as new objects")
@@ -297,12 +298,14 @@ async def test_transcripts_beside_objects_are_the_apis_and_never_overwrite(
         await scan_at(w, clock, 0)
         await scan_at(w, clock, QUIET_S)
         made = await records(db, ann)
-        assert sorted(r["filename"] for r in made) == sorted([ODD, "talk.ogg"])
+        # The record is named as an upload would be: no format characters (U+200F).
+        assert sorted(r["filename"] for r in made) == sorted([ODD_NAMED, "talk.ogg"])
         while await worker(db, config).work_once():
             pass
         await scan_at(w, clock, 2 * QUIET_S)
         await scan_at(watcher(db, config, clock), clock, 3 * QUIET_S)  # another daemon
     by_name = {r["filename"]: r["id"] for r in made}
+    by_name[ODD] = by_name[ODD_NAMED]
     odd_stem = ODD.removesuffix(".ogg")
     assert prefix.get(f"{odd_stem}.txt") == await owner_rendering(db, ann, by_name[ODD], "text")
     assert prefix.get(f"{odd_stem}.srt") == await owner_rendering(db, ann, by_name[ODD], "srt")
@@ -434,3 +437,22 @@ async def test_a_key_with_nul_is_left_alone_and_the_others_written(
         await scan_at(w, clock, 2 * QUIET_S)
     assert sorted(t["written"] for t in await takes(db)) == ["txt written, srt written"] * 2
     assert {"plain.srt", "talk\x07\u202egpj.srt"} <= set(prefix.names())
+
+
+async def test_past_the_listing_bound_a_new_object_is_still_taken(
+    db: Database, prefix: Prefix, ann: int, watched: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A scan looks at a bounded number of objects: the newest, not the first by key
+    # (those were the same ones scan after scan, long taken, and a new one never seen).
+    monkeypatch.setattr("transcriber.watch.s3.MAX_LISTED", 2)
+    prefix.put("b.ogg", EN[:30_000])
+    prefix.put("c.ogg", EN[:40_000])
+    clock = Clock()
+    w = watcher(db, prefix.config, clock)
+    await scan_at(w, clock, 0)
+    await scan_at(w, clock, QUIET_S)
+    assert len(await records(db, ann)) == 2
+    prefix.put("z.ogg", EN)  # new, past both by key (ties of LastModified: by name)
+    await scan_at(w, clock, 2 * QUIET_S)
+    await scan_at(w, clock, 3 * QUIET_S)
+    assert sorted(r["filename"] for r in await records(db, ann)) == ["b.ogg", "c.ogg", "z.ogg"]
