@@ -456,3 +456,30 @@ async def test_past_the_listing_bound_a_new_object_is_still_taken(
     await scan_at(w, clock, 2 * QUIET_S)
     await scan_at(w, clock, 3 * QUIET_S)
     assert sorted(r["filename"] for r in await records(db, ann)) == ["b.ogg", "c.ogg", "z.ogg"]
+
+
+async def test_stopped_records_leave_room_for_the_transcripts_after_them(
+    db: Database, prefix: Prefix, ann: int, watched: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The takes looked at in a scan are bounded (OPEN_PER_SCAN, 100): stopped records
+    # wait for a resume, maybe forever, and filled them; no transcript of a file taken
+    # after them was ever written.
+    monkeypatch.setattr("transcriber.watch.scanning.OPEN_PER_SCAN", 1)
+    prefix.put("junk.ogg", b"not audio at all " * 100)
+    with EchoRecognizer() as recognizer:
+        config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
+        clock = Clock()
+        w = watcher(db, config, clock)
+        await scan_at(w, clock, 0)
+        await scan_at(w, clock, QUIET_S)
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 2 * QUIET_S)
+        assert "junk.stopped.txt" in prefix.names()  # its stop noted: it waits for a resume
+        prefix.put("talk.ogg", EN)
+        await scan_at(w, clock, 3 * QUIET_S)
+        await scan_at(w, clock, 4 * QUIET_S)
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 5 * QUIET_S)
+    assert "talk.srt" in prefix.names() and "talk.txt" in prefix.names()
