@@ -444,3 +444,33 @@ def test_past_the_listing_bound_the_newest_files_are_looked_at(
     (folder / "new.ogg").write_bytes(b"x")
     listing = list_folder(folder)
     assert [m.name for m in listing.media] == ["old-199.ogg", "new.ogg"] and listing.cut
+
+
+async def test_long_names_get_their_transcripts_or_are_said_too_long(
+    db: Database, config: Config, ann: int, watched: int, folder: Path
+) -> None:
+    # 120 Cyrillic letters (244 bytes) leave room for `.srt`, but not for the part file
+    # it was written through (the whole name and 31 bytes): never written, tried again
+    # each scan. And at 250 bytes `.stopped.txt` has no room at all: said, not retried.
+    from tests.helpers.moto_store import EchoRecognizer
+    from tests.integration.test_watch_s3 import worker
+
+    long, junk = "я" * 120, "ж" * 123
+    (folder / f"{long}.ogg").write_bytes((SAMPLES / "en.ogg").read_bytes())
+    (folder / f"{junk}.ogg").write_bytes(b"not audio at all " * 100)
+    with EchoRecognizer() as recognizer:
+        config = attrs.evolve(config, recognizer_url=recognizer.url)
+        clock = Clock()
+        w = watcher(db, config, clock)
+        await scan_at(w, clock, 0)
+        await scan_at(w, clock, QUIET_S)
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 2 * QUIET_S)
+    by_name = {t["name"]: t for t in await takes(db)}
+    assert by_name[f"{long}.ogg"]["written"] == "txt written, srt written"
+    assert (folder / f"{long}.srt").exists() and (folder / f"{long}.txt").exists()
+    assert by_name[f"{junk}.ogg"]["noted_stop"] is not None
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [f"{long}.ogg", f"{long}.srt", f"{long}.txt", f"{junk}.ogg"]
+    )

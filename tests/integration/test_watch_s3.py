@@ -483,3 +483,24 @@ async def test_stopped_records_leave_room_for_the_transcripts_after_them(
             pass
         await scan_at(w, clock, 5 * QUIET_S)
     assert "talk.srt" in prefix.names() and "talk.txt" in prefix.names()
+
+
+async def test_a_note_past_the_longest_key_is_said_not_written(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    # S3 keys are at most 1024 bytes (moto takes longer ones; S3 answers 400, again at
+    # each scan): `.stopped.txt` beside a key of 1020 has no room.
+    junk = "y" * (1020 - len("rec/") - len(".ogg"))
+    prefix.put(f"{junk}.ogg", b"not audio at all " * 100)
+    with EchoRecognizer() as recognizer:
+        config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
+        clock = Clock()
+        w = watcher(db, config, clock)
+        await scan_at(w, clock, 0)
+        await scan_at(w, clock, QUIET_S)
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 2 * QUIET_S)
+    [take] = await takes(db)
+    assert take["noted_stop"] is not None
+    assert prefix.names() == [f"{junk}.ogg"]

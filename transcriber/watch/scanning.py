@@ -28,7 +28,7 @@ from transcriber.watch.folder import FolderUnreadable, Listing, Observations
 from transcriber.watch.places import FolderPlace, Place
 from transcriber.watch.s3 import S3Place, is_s3
 from transcriber.watch.taking import CLAIM_S, FileChanged, Watch, take, too_large
-from transcriber.watch.writing import KEPT
+from transcriber.watch.writing import KEPT, TOO_LONG
 
 OPEN_PER_SCAN = 100
 """Takes of one watch whose record is looked at in one scan (the rest the next)."""
@@ -140,7 +140,7 @@ class Watcher:
         no note could be written."""
         event(logging.WARNING, "watch_refused", watch=w.id, message=message)
         note = outputs.refused_note(message)
-        return await self.note(w, name, outputs.REFUSED_SUFFIX, note) not in (None, KEPT)
+        return await self.note(w, name, outputs.REFUSED_SUFFIX, note) not in (None, KEPT, TOO_LONG)
 
     async def note(self, w: Watch, name: str, suffix: str, data: bytes) -> str | None:
         """`data` beside file `name` as STEM+suffix, never over another file; None when
@@ -152,6 +152,10 @@ class Watcher:
             return None
         if how == KEPT:
             event(logging.WARNING, "watch_name_kept", watch=w.id, file=outputs.stem(name) + suffix)
+        elif how == TOO_LONG:
+            event(
+                logging.WARNING, "watch_name_too_long", watch=w.id, file=outputs.stem(name) + suffix
+            )
         return how
 
     async def write_done(self, w: Watch) -> None:
