@@ -96,6 +96,9 @@ def store_overlap(where: str, store_url: str | None) -> str | None:
     bucket, prefix = split(where)
     store_bucket, store_prefix = parse_url(store_url)
     store_prefix = f"{store_prefix}/" if store_prefix else ""
+    # Alike whatever the case: a store on a file system that ignores it (MinIO on macOS's
+    # or Windows' disks) reads `TX/uploads/` as `tx/uploads/`.
+    prefix, store_prefix = prefix.casefold(), store_prefix.casefold()
     if bucket == store_bucket and (
         prefix.startswith(store_prefix) or store_prefix.startswith(prefix)
     ):
