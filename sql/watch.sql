@@ -77,12 +77,15 @@ DELETE FROM watch_takes
 
 -- name: watch_open_takes
 -- The takes of watch $1 with a record whose transcript is not yet written, with where
--- the record is (`found` false: its owner deleted it).
+-- the record is (`found` false: its owner deleted it). Not those stopped whose stop is
+-- noted beside them: they wait for an operator's resume, maybe forever, and $2 of them
+-- would leave no room for the transcripts of the files taken after.
 SELECT t.content_sha256, t.folder, t.name, t.recording_id, t.noted_stop,
        r.id IS NOT NULL AS found, r.milestone, r.stop_reason
   FROM watch_takes t LEFT JOIN recordings r
        ON r.id = t.recording_id AND r.owner_id = t.owner_id
  WHERE t.watch_id = $1 AND t.written_at IS NULL AND t.recording_id IS NOT NULL
+   AND (r.stop_reason IS NULL OR r.stop_reason IS DISTINCT FROM t.noted_stop)
  ORDER BY t.taken_at
  LIMIT $2
 

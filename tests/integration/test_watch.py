@@ -413,3 +413,64 @@ def test_only_old_part_files_of_ours_are_swept(folder: Path) -> None:
     assert write_new(target, b"1\n") == WRITTEN
     assert write_new(target, b"1\n") == SAME
     assert write_new(target, b"2\n") == KEPT and target.read_bytes() == b"1\n"
+
+
+async def test_a_file_name_that_is_not_utf8_is_left_alone(
+    db: Database, config: Config, ann: int, watched: int, folder: Path
+) -> None:
+    # Its take could not be kept (PostgreSQL's text is UTF-8): it used to fail the
+    # folder's whole scan, each scan, before the other files and every transcript.
+    (folder / "a.ogg").write_bytes((SAMPLES / "en.ogg").read_bytes())
+    bad = os.path.join(os.fsencode(folder), b"\xff\xfe.ogg")
+    with open(bad, "wb") as f:
+        f.write((SAMPLES / "ru.ogg").read_bytes())
+    os.utime(bad, (1, 1))  # the oldest: looked at first
+    clock = Clock()
+    w = watcher(db, config, clock)
+    await scan_at(w, clock, 0)
+    await scan_at(w, clock, QUIET_S)
+    assert [r["filename"] for r in await records(db, ann)] == ["a.ogg"]
+
+
+def test_past_the_listing_bound_the_newest_files_are_looked_at(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not the first the folder lists (the same ones scan after scan, long taken: a new
+    # file past them was never seen).
+    monkeypatch.setattr("transcriber.watch.folder.MAX_LISTED", 2)
+    for n in range(200):
+        (folder / f"old-{n}.ogg").write_bytes(b"x")
+        os.utime(folder / f"old-{n}.ogg", (1000 + n, 1000 + n))
+    (folder / "new.ogg").write_bytes(b"x")
+    listing = list_folder(folder)
+    assert [m.name for m in listing.media] == ["old-199.ogg", "new.ogg"] and listing.cut
+
+
+async def test_long_names_get_their_transcripts_or_are_said_too_long(
+    db: Database, config: Config, ann: int, watched: int, folder: Path
+) -> None:
+    # 120 Cyrillic letters (244 bytes) leave room for `.srt`, but not for the part file
+    # it was written through (the whole name and 31 bytes): never written, tried again
+    # each scan. And at 250 bytes `.stopped.txt` has no room at all: said, not retried.
+    from tests.helpers.moto_store import EchoRecognizer
+    from tests.integration.test_watch_s3 import worker
+
+    long, junk = "я" * 120, "ж" * 123
+    (folder / f"{long}.ogg").write_bytes((SAMPLES / "en.ogg").read_bytes())
+    (folder / f"{junk}.ogg").write_bytes(b"not audio at all " * 100)
+    with EchoRecognizer() as recognizer:
+        config = attrs.evolve(config, recognizer_url=recognizer.url)
+        clock = Clock()
+        w = watcher(db, config, clock)
+        await scan_at(w, clock, 0)
+        await scan_at(w, clock, QUIET_S)
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 2 * QUIET_S)
+    by_name = {t["name"]: t for t in await takes(db)}
+    assert by_name[f"{long}.ogg"]["written"] == "txt written, srt written"
+    assert (folder / f"{long}.srt").exists() and (folder / f"{long}.txt").exists()
+    assert by_name[f"{junk}.ogg"]["noted_stop"] is not None
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [f"{long}.ogg", f"{long}.srt", f"{long}.txt", f"{junk}.ogg"]
+    )

@@ -279,6 +279,7 @@ def worker(db: Database, config: Config) -> Any:
 LEFT_ALONE = ("sub/a.ogg", "../b.ogg", ".hidden.ogg", "..ogg", "c.ogg/d.ogg")
 """Keys in a "folder" under the prefix (S3 keys are literal: `../` is one) or hidden."""
 ODD = "ü %20 &+ <x>?#\u200f;`$(id)`.ogg"
+ODD_NAMED = ODD.replace("\u200f", "")
 
 
 @scenario("The transcript of an object is written beside it as new objects")
@@ -297,12 +298,14 @@ async def test_transcripts_beside_objects_are_the_apis_and_never_overwrite(
         await scan_at(w, clock, 0)
         await scan_at(w, clock, QUIET_S)
         made = await records(db, ann)
-        assert sorted(r["filename"] for r in made) == sorted([ODD, "talk.ogg"])
+        # The record is named as an upload would be: no format characters (U+200F).
+        assert sorted(r["filename"] for r in made) == sorted([ODD_NAMED, "talk.ogg"])
         while await worker(db, config).work_once():
             pass
         await scan_at(w, clock, 2 * QUIET_S)
         await scan_at(watcher(db, config, clock), clock, 3 * QUIET_S)  # another daemon
     by_name = {r["filename"]: r["id"] for r in made}
+    by_name[ODD] = by_name[ODD_NAMED]
     odd_stem = ODD.removesuffix(".ogg")
     assert prefix.get(f"{odd_stem}.txt") == await owner_rendering(db, ann, by_name[ODD], "text")
     assert prefix.get(f"{odd_stem}.srt") == await owner_rendering(db, ann, by_name[ODD], "srt")
@@ -340,9 +343,17 @@ async def test_prefixes_a_watch_refuses(db: Database, prefix: Prefix, ann: int) 
     assert prefix_of("s3://bucket/a/b") == "s3://bucket/a/b/"
     assert prefix_of("s3://bucket") == prefix_of("s3://bucket/") == "s3://bucket/"
     # The store's own objects (every owner's uploads) are never one owner's to take.
-    for own in (f"s3://{prefix.bucket}/tx/uploads/", f"s3://{prefix.bucket}/"):
+    for own in (
+        f"s3://{prefix.bucket}/tx/uploads/",
+        f"s3://{prefix.bucket}/",
+        f"s3://{prefix.bucket}/TX/uploads/",  # one store ignores case (MinIO on macOS)
+    ):
         with pytest.raises(BadPrefix, match="own store"):
             await add_watch(db, "ann", own, ("txt",), blobs)
+    # A URL mistyped is not a folder under the command's own (it used to be watched so).
+    for typo in ("S3://bucket/x/", "s3:/bucket/x/", "https://bucket.example/x/"):
+        with pytest.raises(BadPrefix, match="not a folder"):
+            await add_watch(db, "ann", typo, ("txt",), blobs)
     # Without an object store there is no S3 to read it with.
     local = blobs_of(Config(home=prefix.config.home))
     with pytest.raises(BadPrefix, match="object store"):
@@ -406,3 +417,94 @@ async def test_killed_daemons_still_write_the_apis_transcript_beside_the_object(
 
 async def _has(prefix: Prefix, name: str) -> bool:
     return name in await trio.to_thread.run_sync(prefix.names)
+
+
+async def test_a_key_with_nul_is_left_alone_and_the_others_written(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    # S3 keys may hold NUL, which PostgreSQL's text cannot: it used to fail the watch's
+    # whole scan at its claim, each scan, before the other objects and every transcript.
+    prefix.put("\x00first.ogg", EN[:40_000])
+    prefix.put("talk\x07\u202egpj.ogg", EN)
+    prefix.put("plain.ogg", RU)
+    with EchoRecognizer() as recognizer:
+        config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
+        clock = Clock()
+        w = watcher(db, config, clock)
+        await scan_at(w, clock, 0)
+        await scan_at(w, clock, QUIET_S)
+        made = await records(db, ann)
+        # The odd name as an upload's would be kept: no control nor format characters.
+        assert sorted(r["filename"] for r in made) == ["plain.ogg", "talkgpj.ogg"]
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 2 * QUIET_S)
+    assert sorted(t["written"] for t in await takes(db)) == ["txt written, srt written"] * 2
+    assert {"plain.srt", "talk\x07\u202egpj.srt"} <= set(prefix.names())
+
+
+async def test_past_the_listing_bound_a_new_object_is_still_taken(
+    db: Database, prefix: Prefix, ann: int, watched: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A scan looks at a bounded number of objects: the newest, not the first by key
+    # (those were the same ones scan after scan, long taken, and a new one never seen).
+    monkeypatch.setattr("transcriber.watch.s3.MAX_LISTED", 2)
+    prefix.put("b.ogg", EN[:30_000])
+    prefix.put("c.ogg", EN[:40_000])
+    clock = Clock()
+    w = watcher(db, prefix.config, clock)
+    await scan_at(w, clock, 0)
+    await scan_at(w, clock, QUIET_S)
+    assert len(await records(db, ann)) == 2
+    prefix.put("z.ogg", EN)  # new, past both by key (ties of LastModified: by name)
+    await scan_at(w, clock, 2 * QUIET_S)
+    await scan_at(w, clock, 3 * QUIET_S)
+    assert sorted(r["filename"] for r in await records(db, ann)) == ["b.ogg", "c.ogg", "z.ogg"]
+
+
+async def test_stopped_records_leave_room_for_the_transcripts_after_them(
+    db: Database, prefix: Prefix, ann: int, watched: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The takes looked at in a scan are bounded (OPEN_PER_SCAN, 100): stopped records
+    # wait for a resume, maybe forever, and filled them; no transcript of a file taken
+    # after them was ever written.
+    monkeypatch.setattr("transcriber.watch.scanning.OPEN_PER_SCAN", 1)
+    prefix.put("junk.ogg", b"not audio at all " * 100)
+    with EchoRecognizer() as recognizer:
+        config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
+        clock = Clock()
+        w = watcher(db, config, clock)
+        await scan_at(w, clock, 0)
+        await scan_at(w, clock, QUIET_S)
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 2 * QUIET_S)
+        assert "junk.stopped.txt" in prefix.names()  # its stop noted: it waits for a resume
+        prefix.put("talk.ogg", EN)
+        await scan_at(w, clock, 3 * QUIET_S)
+        await scan_at(w, clock, 4 * QUIET_S)
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 5 * QUIET_S)
+    assert "talk.srt" in prefix.names() and "talk.txt" in prefix.names()
+
+
+async def test_a_note_past_the_longest_key_is_said_not_written(
+    db: Database, prefix: Prefix, ann: int, watched: int
+) -> None:
+    # S3 keys are at most 1024 bytes (moto takes longer ones; S3 answers 400, again at
+    # each scan): `.stopped.txt` beside a key of 1020 has no room.
+    junk = "y" * (1020 - len("rec/") - len(".ogg"))
+    prefix.put(f"{junk}.ogg", b"not audio at all " * 100)
+    with EchoRecognizer() as recognizer:
+        config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
+        clock = Clock()
+        w = watcher(db, config, clock)
+        await scan_at(w, clock, 0)
+        await scan_at(w, clock, QUIET_S)
+        while await worker(db, config).work_once():
+            pass
+        await scan_at(w, clock, 2 * QUIET_S)
+    [take] = await takes(db)
+    assert take["noted_stop"] is not None
+    assert prefix.names() == [f"{junk}.ogg"]

@@ -6,13 +6,13 @@ intake stores, bounds and commits it."""
 from __future__ import annotations
 
 import email.message
-import re
 from collections.abc import AsyncIterable, Callable, Mapping
 
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from transcriber.intake import Described, Sink, TooLarge
+from transcriber.intake.sink import clean_filename as clean_filename  # openai.requests' too
 from transcriber.languages import language_hint
 from transcriber.options import ALIGN_TEXT_MAX, RecognitionOptions, parse_vocabulary
 from transcriber.records.owner_text import check_text as check_text  # openai.requests' too
@@ -33,7 +33,6 @@ character prompt, a 500 character title) take under 8 KiB even at four bytes eac
 TITLE_MAX = 500
 PROMPT_MAX = 1000
 """Characters of a recognition prompt: Whisper reads only the last 224 tokens of it."""
-FILENAME_MAX = 255
 LONG_FIELDS = {"text": (ALIGN_TEXT_MAX * 4, 1)}
 """The text to align has its own bound, in bytes (four a character at most), beside the
 form's other fields: one value."""
@@ -60,17 +59,6 @@ def clean_language(value: str | None) -> str | None:
     to detect it (`transcriber.languages.language_hint`); anything else would only fail
     later, at every recognition attempt, so it is refused here (ValueError naming it)."""
     return language_hint(value)
-
-
-def clean_filename(value: str | None) -> str | None:
-    """The client's name for the file, kept as data only (it never becomes a path):
-    its last path component, without control characters, at most 255 characters."""
-    if value is None:
-        return None
-    name = re.split(r"[\\/]", value)[-1]
-    name = "".join(c for c in name if c.isprintable())
-    name = name.encode("utf-8", "replace").decode("utf-8")[:FILENAME_MAX]
-    return name or None
 
 
 def recognition_options(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 import attrs
@@ -15,13 +16,29 @@ from transcriber.languages import language_hint
 from transcriber.options import RecognitionOptions
 from transcriber.storage.blobs import Incoming
 
+FILENAME_MAX = 255
+
+
+def clean_filename(value: str | None) -> str | None:
+    """The sender's name for the file, kept as data only (it never becomes a path):
+    its last path component, without control or format characters (a watched file's
+    name may hold a newline, a right-to-left override, whatever an upload's may not),
+    at most 255 characters."""
+    if value is None:
+        return None
+    name = re.split(r"[\\/]", value)[-1]
+    name = "".join(c for c in name if c.isprintable())
+    name = name.encode("utf-8", "replace").decode("utf-8")[:FILENAME_MAX]
+    return name or None
+
 
 @attrs.frozen
 class Described:
-    """What the sender said about a recording: its file's name (data only, never a path),
-    a title, a language hint and how to recognize it."""
+    """What the sender said about a recording: its file's name (data only, never a path:
+    cleaned the same whatever the door), a title, a language hint and how to recognize
+    it."""
 
-    filename: str | None
+    filename: str | None = attrs.field(converter=clean_filename)
     title: str | None
     language: str | None = attrs.field(converter=language_hint)
     """One of the recognizer's codes, or None to detect it: whatever the door, a hint

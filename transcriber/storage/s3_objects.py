@@ -10,6 +10,7 @@ Nothing here deletes or overwrites an object: a write is a conditional PUT
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 from collections.abc import Callable
 from typing import Any
 
@@ -36,7 +37,7 @@ class ObjectSeen:
 @attrs.frozen
 class PrefixListing:
     objects: tuple[ObjectSeen, ...]
-    """The objects `keep` chose, the oldest first, at most `max_kept`."""
+    """The objects `keep` chose, the oldest first: the newest `max_kept` of them."""
     names: frozenset[str]
     """Every name directly under the prefix that the listing went through."""
     cut: bool = False
@@ -60,7 +61,7 @@ def list_children(
     the prefix — `PREFIX/sub/a.mp3`, `PREFIX/../a.mp3` — is in a "folder" and never
     seen), those whose name `keep` takes with size, LastModified and ETag. StorageError
     when the bucket cannot be listed."""
-    kept: list[ObjectSeen] = []
+    kept: list[tuple[int, str, ObjectSeen]] = []
     names: set[str] = set()
     cut = False
     with translated():
@@ -78,21 +79,19 @@ def list_children(
                 names.add(name)
                 if not keep(name):
                     continue
-                if len(kept) >= max_kept:
-                    cut = True
-                    continue
-                kept.append(
-                    ObjectSeen(
-                        name,
-                        int(obj["Size"]),
-                        _ns(obj["LastModified"]),
-                        str(obj.get("ETag", "")),
-                    )
+                seen = ObjectSeen(
+                    name, int(obj["Size"]), _ns(obj["LastModified"]), str(obj.get("ETag", ""))
                 )
+                # The newest `max_kept`: the first in key order would be the same ones
+                # scan after scan, long taken, and a new object past them never seen.
+                if len(kept) < max_kept:
+                    heapq.heappush(kept, (seen.modified_ns, seen.name, seen))
+                else:
+                    cut = True
+                    heapq.heappushpop(kept, (seen.modified_ns, seen.name, seen))
             if n >= max_pages and page.get("IsTruncated"):
                 cut = True
-    kept.sort(key=lambda o: (o.modified_ns, o.name))
-    return PrefixListing(tuple(kept), frozenset(names), cut)
+    return PrefixListing(tuple(o for _, _, o in sorted(kept)), frozenset(names), cut)
 
 
 class ObjectChanged(Exception):

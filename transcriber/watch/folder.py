@@ -7,6 +7,7 @@ blocks (the scan runs it in a thread)."""
 from __future__ import annotations
 
 import hashlib
+import heapq
 import os
 import stat
 from collections.abc import Iterable
@@ -27,8 +28,8 @@ MEDIA_SUFFIXES = AUDIO_SUFFIXES | VIDEO_SUFFIXES
 transcript written beside one (.srt, .txt …) is never one of them."""
 
 MAX_LISTED = 10_000
-"""Media files one scan looks at in one folder: past it the rest waits (and the scan
-says so), so a folder of millions of files costs a bounded scan."""
+"""Media files one scan looks at in one folder, the newest: past it the older wait (and
+the scan says so), so a folder of millions of files costs a bounded scan."""
 
 HASH_CHUNK = 1 << 20
 
@@ -66,9 +67,24 @@ class Listing:
     """More media files than MAX_LISTED: the rest were not looked at."""
 
 
+def storable(name: str) -> bool:
+    """Whether PostgreSQL's text can hold `name` (a take keeps it): not with NUL (an S3
+    key may hold one) nor with bytes that are not UTF-8 (a Linux file name may: Python
+    reads them as lone surrogates)."""
+    if "\x00" in name:
+        return False
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def is_media(name: str) -> bool:
     if name.startswith("."):
         return False  # hidden: a copier's part file, ours (see transcriber.watch.writing)
+    if not storable(name):
+        return False  # never looked at: its take could not be kept
     suffix = name.rpartition(".")[2].lower() if "." in name else ""
     return suffix in MEDIA_SUFFIXES
 
@@ -77,7 +93,7 @@ def list_folder(folder: Path) -> Listing:
     """The folder's media files (regular files, links not followed) and every name in it.
     FolderUnreadable when it cannot be listed: not there, not a folder, no permission.
     Blocking."""
-    media: list[Entry] = []
+    media: list[tuple[int, str, Entry]] = []
     names: set[str] = set()
     cut = False
     try:
@@ -92,14 +108,18 @@ def list_folder(folder: Path) -> Listing:
                     continue  # gone between the listing and its stat: not there
                 if not stat.S_ISREG(st.st_mode):
                     continue
-                if len(media) >= MAX_LISTED:
+                entry = Entry(e.name, st.st_size, st.st_mtime_ns, st.st_ino)
+                # The newest MAX_LISTED: the first listed would be the same ones scan
+                # after scan, long taken, and a new file past them never seen.
+                if len(media) < MAX_LISTED:
+                    heapq.heappush(media, (entry.mtime_ns, entry.name, entry))
+                else:
                     cut = True
-                    continue
-                media.append(Entry(e.name, st.st_size, st.st_mtime_ns, st.st_ino))
+                    heapq.heappushpop(media, (entry.mtime_ns, entry.name, entry))
     except OSError as e:
         raise FolderUnreadable(f"{e.strerror or type(e).__name__}: {folder}") from None
-    media.sort(key=lambda m: (m.mtime_ns, m.name))  # the oldest first
-    return Listing(tuple(media), frozenset(names), cut)
+    # The oldest first.
+    return Listing(tuple(m for _, _, m in sorted(media)), frozenset(names), cut)
 
 
 def stamp_of(path: Path) -> tuple[int, int] | None:

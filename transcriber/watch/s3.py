@@ -36,7 +36,7 @@ from transcriber.storage.s3_objects import (
 from transcriber.watch import outputs
 from transcriber.watch.folder import MAX_LISTED, Entry, FolderUnreadable, Listing, is_media
 from transcriber.watch.taking import FileChanged
-from transcriber.watch.writing import KEPT, SAME, WRITTEN
+from transcriber.watch.writing import KEPT, SAME, TOO_LONG, WRITTEN
 
 SCHEME = "s3://"
 
@@ -44,6 +44,8 @@ MAX_PAGES = 100
 """Pages of 1000 keys one scan lists under a prefix: past 100 000 keys (notes and
 transcripts among them) the rest waits and the scan says so."""
 
+KEY_MAX = 1024
+"""Bytes of an S3 key: a transcript's or a note's past it is never written."""
 PREFIX_MAX = 900
 """S3 keys are at most 1024 bytes: the prefix leaves room for the names under it."""
 
@@ -94,6 +96,9 @@ def store_overlap(where: str, store_url: str | None) -> str | None:
     bucket, prefix = split(where)
     store_bucket, store_prefix = parse_url(store_url)
     store_prefix = f"{store_prefix}/" if store_prefix else ""
+    # Alike whatever the case: a store on a file system that ignores it (MinIO on macOS's
+    # or Windows' disks) reads `TX/uploads/` as `tx/uploads/`.
+    prefix, store_prefix = prefix.casefold(), store_prefix.casefold()
     if bucket == store_bucket and (
         prefix.startswith(store_prefix) or store_prefix.startswith(prefix)
     ):
@@ -174,6 +179,8 @@ class S3Place:
 
     async def write_new(self, name: str, suffix: str, data: bytes) -> str:
         key = self.key(f"{outputs.stem(name)}{suffix}")
+        if len(key.encode()) > KEY_MAX:
+            return TOO_LONG
         try:
             if await trio.to_thread.run_sync(put_new, self.client, self.bucket, key, data):
                 return WRITTEN

@@ -28,7 +28,7 @@ from transcriber.watch.folder import FolderUnreadable, Listing, Observations
 from transcriber.watch.places import FolderPlace, Place
 from transcriber.watch.s3 import S3Place, is_s3
 from transcriber.watch.taking import CLAIM_S, FileChanged, Watch, take, too_large
-from transcriber.watch.writing import KEPT
+from transcriber.watch.writing import KEPT, TOO_LONG
 
 OPEN_PER_SCAN = 100
 """Takes of one watch whose record is looked at in one scan (the rest the next)."""
@@ -120,6 +120,11 @@ class Watcher:
                 s.sha256 = None
                 event(logging.WARNING, "watch_file_unreadable", watch=w.id, error=str(err))
                 continue
+            except Exception as err:  # one file's trouble is not its watch's: the other
+                # files are taken and the transcripts written; it is tried at the next scan
+                s.sha256 = None
+                event(logging.ERROR, "watch_file_failed", watch=w.id, error=repr(err))
+                continue
             if got.outcome == "refused":
                 if not await self.refused(w, e.name, str(got.message)):
                     s.rest_until = self.clock() + CLAIM_S
@@ -135,7 +140,7 @@ class Watcher:
         no note could be written."""
         event(logging.WARNING, "watch_refused", watch=w.id, message=message)
         note = outputs.refused_note(message)
-        return await self.note(w, name, outputs.REFUSED_SUFFIX, note) not in (None, KEPT)
+        return await self.note(w, name, outputs.REFUSED_SUFFIX, note) not in (None, KEPT, TOO_LONG)
 
     async def note(self, w: Watch, name: str, suffix: str, data: bytes) -> str | None:
         """`data` beside file `name` as STEM+suffix, never over another file; None when
@@ -147,6 +152,10 @@ class Watcher:
             return None
         if how == KEPT:
             event(logging.WARNING, "watch_name_kept", watch=w.id, file=outputs.stem(name) + suffix)
+        elif how == TOO_LONG:
+            event(
+                logging.WARNING, "watch_name_too_long", watch=w.id, file=outputs.stem(name) + suffix
+            )
         return how
 
     async def write_done(self, w: Watch) -> None:

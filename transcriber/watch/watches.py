@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from pathlib import Path
 
 import attrs
@@ -20,6 +21,11 @@ from transcriber.watch.s3 import BadPrefix, S3Place, is_s3, prefix_of
 
 class NoSuchOwner(Exception):
     pass
+
+
+_URL_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/")
+"""`S3://…`, `s3:/…`, `https://…`: a URL mistyped, never a folder the operator meant (as
+a relative path it would be watched, unreadable, under the command's folder)."""
 
 
 @attrs.frozen
@@ -95,6 +101,8 @@ async def add_watch(
             place = S3Place.of(path, blobs)
         except FolderUnreadable as e:
             raise BadPrefix(e.reason) from None
+    elif _URL_LIKE.match(folder):
+        raise BadPrefix(f"not a folder nor an S3 prefix (s3://BUCKET/PREFIX/): {folder!r}")
     else:
         path = folder_of(folder)
     owner_id = await owner_named(db, owner)

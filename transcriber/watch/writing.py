@@ -23,6 +23,17 @@ SAME = "same"
 daemon sharing the folder."""
 KEPT = "kept"
 """The name holds other bytes: the owner's file, kept as it is; nothing written."""
+TOO_LONG = "not written (name too long)"
+"""The name is longer than the folder (or the object store) takes: nothing written,
+and no write will ever be (a file named at the length limit has no room for `.stopped.txt`)."""
+
+PART_NAME_BYTES = 100
+"""Bytes of the target's name a part file's name holds: the whole name and the part's
+31 bytes would pass a file system's 255 with a name of 225 (120 Cyrillic letters)."""
+
+NAME_MAX = 255
+"""Bytes of a file's name on every file system a folder is watched on (ext4, XFS, Btrfs,
+NFS, SMB)."""
 
 PART = re.compile(r"^\..+\.[0-9a-f]{12}\.transcriber-part$")
 PART_AGE_S = 3600.0
@@ -35,7 +46,8 @@ NO_LINKS = frozenset(
 
 
 def part_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.transcriber-part")
+    short = target.name.encode()[:PART_NAME_BYTES].decode(errors="ignore")
+    return target.with_name(f".{short}.{uuid.uuid4().hex[:12]}.transcriber-part")
 
 
 def _same_bytes(path: Path, data: bytes) -> bool:
@@ -71,7 +83,19 @@ def write_new(target: Path, data: bytes) -> str:
     """`data` at `target` if the name is free (WRITTEN), SAME when it holds these bytes
     already, KEPT when another file is there. Atomic: a reader sees the whole file or
     none; a process killed midway leaves only a hidden part file, which `sweep_parts`
-    removes later. OSError when the folder cannot be written."""
+    removes later. TOO_LONG when the name is longer than the folder takes; OSError when
+    the folder cannot be written."""
+    try:
+        if len(os.fsencode(target.name)) > NAME_MAX:
+            return TOO_LONG
+        return _write_new(target, data)
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:  # a file system of shorter names (eCryptfs)
+            return TOO_LONG
+        raise
+
+
+def _write_new(target: Path, data: bytes) -> str:
     part = part_name(target)
     fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:

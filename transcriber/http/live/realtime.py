@@ -65,6 +65,8 @@ which also ends the session."""
 INSUFFICIENT_QUOTA = "insufficient_quota"
 """The refusal of an append past the room the owner's quota left the session, which
 also ends it (`endings.QUOTA`); at the start, the session's refusal."""
+SESSION_IDLE = "session_idle"
+"""What a client that sent nothing for the idle bound is told before its socket closes."""
 ENDING = {SESSION_TOO_LONG: endings.TOO_LONG, INSUFFICIENT_QUOTA: endings.QUOTA}
 """The refusals that end a session, and the end's reason."""
 SHUTTING_DOWN = Stop(
@@ -319,7 +321,7 @@ class Session:
         idle_s = self.live.limits.idle_s
         await self.send(
             events.error(
-                "session_idle",
+                SESSION_IDLE,
                 f"the session sent nothing for {idle_s:g} s: it is closed and kept",
             )
         )

@@ -63,6 +63,15 @@ WORDS = {
         "You were signed out (or your token was revoked); the recording has stopped and is kept."
     ),
     "deleted": N_("This recording was deleted while it was being recorded; nothing is kept."),
+    "idle": N_("The service heard nothing for minutes; the recording has stopped and is kept."),
+    "storage": N_(
+        "The service could not store more of the recording; it has stopped, and what was "
+        "stored until then is kept."
+    ),
+    "lost": N_(
+        "The service lost hold of the recording; it has stopped, and what was recorded is "
+        "kept and transcribed."
+    ),
     "live_stopped": N_(
         "Captions have stopped: the service is busy. The recording goes on and is "
         "transcribed when you stop."

@@ -39,6 +39,9 @@
     insufficient_quota: "quota",
     server_shutting_down: "shutdown",
     invalid_api_key: "revoked",
+    session_idle: "idle",
+    storage_unavailable: "storage",
+    session_lost: "lost",
   };
 
   function say(text) { statusLine.textContent = text; }
