@@ -361,6 +361,8 @@ async def run_policy(
                     "batch_wer_ref": round(word_error_rate(material["reference"], batch_text), 3),
                     "cpu_per_audio_s": round(cpu / (len(material["pcm"]) / RATE / 2), 3),
                     "errors": got["errors"],
+                    # Printed with the row (stderr), not in the table: what the WER counts.
+                    "text": got["text"],
                 }
             )
             print(json.dumps(rows[-1]), file=sys.stderr)
