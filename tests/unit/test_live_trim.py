@@ -1,7 +1,8 @@
 """Where a live turn's buffer is trimmed (transcriber.audio.agreement.Agreement.trim_at):
 at a confirmed sentence end past `trim_s`, at a confirmed clause mark past `clause_s`, at
-the last confirmed word past `word_s`; only confirmed words are cut off and none is taken
-back; and a session's policy trims its turns so (transcriber.http.live.stream)."""
+the last confirmed word past `word_s`, each `keep_s` before the buffer's end; only
+confirmed words are cut off and none is taken back; and a session's policy trims its
+turns so (transcriber.http.live.stream)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,18 @@ def test_a_word_boundary_trims_past_word_s_where_no_mark_does() -> None:
     confirmed(default, words)
     assert default.trim_at(6.5) is None
     assert default.trim_at(24.5) == 5.0
+
+
+def test_a_cut_leaves_keep_s_of_audio_after_it() -> None:
+    agreement = Agreement(trim_s=4.0, clause_s=4.0, keep_s=1.0)
+    confirmed(agreement, said(*FERRY))  # "waits." ends at 5.5 s, the turn's last word
+    # The turn ends half a second later: cutting at "waits." would leave the last pass
+    # its silence alone; the comma before it is taken.
+    assert agreement.trim_at(6.0) == 2.5
+    assert agreement.trim_at(6.5) == 5.5
+    word = Agreement(trim_s=4.0, word_s=4.0, keep_s=1.0)
+    confirmed(word, said("no", "mark", "in", "these", "words", "at", "all", "here"))
+    assert word.trim_at(4.5) == 3.5  # "all", not "here" (4.0 s)
 
 
 def test_after_a_clause_trim_nothing_confirmed_is_taken_back_or_sent_twice() -> None:

@@ -61,6 +61,10 @@ class Agreement:
     word_s: float | None = None
     """Trim at the last confirmed word where no mark lets the buffer go once it is
     longer than this; None: `max_buffer_s`."""
+    keep_s: float = 0.0
+    """A cut leaves at least this much audio after it: a sentence confirmed just as the
+    turn ends is not cut off, or the turn's last pass would hear its trailing silence
+    alone (Whisper makes up words there, "the next winter, the next winter, …")."""
     max_buffer_s: float = 24.0
     """Trim at the last confirmed word once the buffer is longer than this, sentence
     or not: Whisper decodes 30 s at a time."""
@@ -130,14 +134,16 @@ class Agreement:
         """Where to cut the buffer (seconds from its start), or None to keep it whole:
         the last confirmed mark the buffer's length allows (a sentence end past
         `trim_s`, a clause mark past `clause_s`), else the last confirmed word past
-        `word_s` (`max_buffer_s`). Only confirmed words are cut off: what the next
-        pass hears is what no delta has said yet."""
+        `word_s` (`max_buffer_s`), each at least `keep_s` before the buffer's end.
+        Only confirmed words are cut off: what the next pass hears is what no delta has
+        said yet."""
         marks: tuple[str, ...] = ()
         if buffer_s > self.trim_s:
             marks += SENTENCE_END
         if self.clause_s is not None and buffer_s > self.clause_s:
             marks += SENTENCE_END + CLAUSE_END
-        inside = [w for w in self.confirmed if w.end > self.offset]
+        latest = self.offset + buffer_s - self.keep_s
+        inside = [w for w in self.confirmed if self.offset < w.end <= latest]
         ends = [w.end for w in inside if marks and w.text.rstrip().endswith(marks)]
         if ends:
             return ends[-1] - self.offset
