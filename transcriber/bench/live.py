@@ -346,8 +346,10 @@ async def run_policy(
             cpu = tree_cpu_s(server.proc.pid)
             got = await stream(server.url, token, material["pcm"], material["language"])
             cpu = tree_cpu_s(server.proc.pid) - cpu
-            lat = sorted(latencies(got["live"], material["batch"]))
+            pairs = matched(got["live"], material["batch"])
+            lat = sorted(arrival - end for arrival, end in pairs)
             batch_text = "".join(w for _, w in material["batch"])
+            at = dict(material["batch"])
             rows.append(
                 {
                     "policy": policy,
@@ -361,8 +363,13 @@ async def run_policy(
                     "batch_wer_ref": round(word_error_rate(material["reference"], batch_text), 3),
                     "cpu_per_audio_s": round(cpu / (len(material["pcm"]) / RATE / 2), 3),
                     "errors": got["errors"],
-                    # Printed with the row (stderr), not in the table: what the WER counts.
+                    # Printed with the row (stderr), not in the table: what the WER counts,
+                    # and the latest words (latency, end in the audio, word).
                     "text": got["text"],
+                    "slowest": sorted(
+                        ((round(a - e, 2), round(e, 2), at[e].strip()) for a, e in pairs),
+                        reverse=True,
+                    )[:6],
                 }
             )
             print(json.dumps(rows[-1]), file=sys.stderr)
