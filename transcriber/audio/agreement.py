@@ -4,9 +4,10 @@ whisper_streaming (ufal, `whisper_online.py`) does it.
 The turn's audio since the last trim is decoded again at every step; a word is
 confirmed when two consecutive passes agree on it (and on every word before it), and a
 confirmed word is never taken back. The buffer is trimmed at the end of a confirmed
-sentence once it is longer than `trim_s` (and at the last confirmed word once it nears
-Whisper's 30 s window), so a decode never grows with the session: the words confirmed
-before the trim go on as the next pass's prompt.
+sentence once it is longer than `trim_s`, at a confirmed clause mark (a comma) once it is
+longer than `clause_s`, and at the last confirmed word once it is longer than `word_s`
+(by default once it nears Whisper's 30 s window), so a decode never grows with the
+session: the words confirmed before the trim go on as the next pass's prompt.
 
 Pure state, no I/O: the caller decodes (`transcriber.audio.live`) and feeds the words
 in; `transcriber.http.live` sends what is confirmed."""
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 import attrs
 
 SENTENCE_END = (".", "?", "!", "。", "？", "！", "…")
+CLAUSE_END = (",", ";", ":", "，", "、", "；", "：")
 PROMPT_CHARS = 200
 """Confirmed text before the buffer that a pass is prompted with (whisper_streaming's)."""
 OVERLAP_WORDS = 5
@@ -52,6 +54,17 @@ class Agreement:
 
     trim_s: float = 12.0
     """Trim at a confirmed sentence end once the buffer is longer than this."""
+    clause_s: float | None = None
+    """Trim at a confirmed clause mark too (a comma, a semicolon, a colon: where the
+    speaker pauses within a sentence) once the buffer is longer than this; None:
+    sentence ends only."""
+    word_s: float | None = None
+    """Trim at the last confirmed word where no mark lets the buffer go once it is
+    longer than this; None: `max_buffer_s`."""
+    keep_s: float = 0.0
+    """A cut leaves at least this much audio after it: a sentence confirmed just as the
+    turn ends is not cut off, or the turn's last pass would hear its trailing silence
+    alone (Whisper makes up words there, "the next winter, the next winter, …")."""
     max_buffer_s: float = 24.0
     """Trim at the last confirmed word once the buffer is longer than this, sentence
     or not: Whisper decodes 30 s at a time."""
@@ -119,15 +132,23 @@ class Agreement:
 
     def trim_at(self, buffer_s: float) -> float | None:
         """Where to cut the buffer (seconds from its start), or None to keep it whole:
-        the end of the last confirmed sentence once the buffer is past `trim_s`, the
-        last confirmed word past `max_buffer_s`."""
-        if buffer_s <= self.trim_s:
-            return None
-        inside = [w for w in self.confirmed if w.end > self.offset]
-        ends = [w.end for w in inside if w.text.rstrip().endswith(SENTENCE_END)]
+        the last confirmed mark the buffer's length allows (a sentence end past
+        `trim_s`, a clause mark past `clause_s`), else the last confirmed word past
+        `word_s` (`max_buffer_s`), each at least `keep_s` before the buffer's end.
+        Only confirmed words are cut off: what the next pass hears is what no delta has
+        said yet."""
+        marks: tuple[str, ...] = ()
+        if buffer_s > self.trim_s:
+            marks += SENTENCE_END
+        if self.clause_s is not None and buffer_s > self.clause_s:
+            marks += SENTENCE_END + CLAUSE_END
+        latest = self.offset + buffer_s - self.keep_s
+        inside = [w for w in self.confirmed if self.offset < w.end <= latest]
+        ends = [w.end for w in inside if marks and w.text.rstrip().endswith(marks)]
         if ends:
             return ends[-1] - self.offset
-        if buffer_s > self.max_buffer_s and inside:
+        word_s = self.max_buffer_s if self.word_s is None else self.word_s
+        if buffer_s > word_s and inside:
             return inside[-1].end - self.offset
         return None
 

@@ -8,7 +8,7 @@ live text side by side in one run (LocalAgreement-2, and the whole turn at its e
 
 The clients are the `openai` SDK of the dev extra (`pip install -e '.[dev]'`).
 
-Per material (samples/en.ogg, samples/ru.ogg, two espeak-ng paragraphs), one session
+Per material (samples/en.ogg, samples/ru.ogg, three espeak-ng paragraphs), one session
 alone: word latency — from a word's end in the audio (word times of a batch transcript
 of the same audio: beam 5, as the pipeline decodes) to the first delta that brings the
 live text to it — p50/p95; live WER against the reference text and against the batch
@@ -83,6 +83,18 @@ HELD_OUT_TEXT = (
     "Her neighbours still talk about the summer the swarm settled on the church bell."
 )
 """A paragraph no option was tuned on, spoken by another voice (en-gb, faster)."""
+
+JUDGE_TEXT = (
+    "The ferry to the island leaves the harbor at half past seven, and on windy days "
+    "the captain decides whether the crossing is safe. Most passengers are farmers "
+    "carrying eggs, cheese and vegetables to the market, where the stalls stay open "
+    "until the church clock strikes one. In the evening the boat brings back tools, "
+    "letters and newspapers, and the children run down to the pier to see who came home."
+)
+"""`espeak-c`, frozen on 3 December 2026 before the trim options were tuned, to judge
+them once: long sentences with commas in one VAD turn of 22.6 s (as `espeak-b`, so the
+buffer must be trimmed inside it), spoken by a voice and at a rate no other material
+has (en-us-nyc, 170 wpm)."""
 
 
 def espeak(text: str, path: Path, voice: str = "en-us", speed: int = 150) -> Path:
@@ -266,7 +278,8 @@ def one_pass_s(model: str, pcm: bytes) -> float:
 
 def materials(work: Path, names: list[str] | None = None) -> list[dict[str, Any]]:
     """The recordings streamed, those of `names` (all: None). `espeak` is the one the
-    live policy was tuned on; `en.ogg` and `espeak-b` judge it."""
+    live policies are tuned on; `en.ogg` and `espeak-b` judged the first ones and were
+    seen since; `espeak-c` judges the trim options."""
     found = [
         {
             "name": "en.ogg",
@@ -284,6 +297,7 @@ def materials(work: Path, names: list[str] | None = None) -> list[dict[str, Any]
     try:
         wav = espeak(ESPEAK_TEXT, work / "espeak.wav")
         held_out = espeak(HELD_OUT_TEXT, work / "espeak-b.wav", "en-gb", 165)
+        judge = espeak(JUDGE_TEXT, work / "espeak-c.wav", "en-us-nyc", 170)
     except (OSError, subprocess.CalledProcessError):
         print("espeak-ng or sox missing: the espeak material is left out", file=sys.stderr)
     else:
@@ -297,6 +311,9 @@ def materials(work: Path, names: list[str] | None = None) -> list[dict[str, Any]
                 "language": "en",
                 "reference": HELD_OUT_TEXT,
             }
+        )
+        found.append(
+            {"name": "espeak-c", "pcm": pcm_of(judge), "language": "en", "reference": JUDGE_TEXT}
         )
     return [m for m in found if names is None or m["name"] in names]
 
@@ -329,8 +346,10 @@ async def run_policy(
             cpu = tree_cpu_s(server.proc.pid)
             got = await stream(server.url, token, material["pcm"], material["language"])
             cpu = tree_cpu_s(server.proc.pid) - cpu
-            lat = sorted(latencies(got["live"], material["batch"]))
+            pairs = matched(got["live"], material["batch"])
+            lat = sorted(arrival - end for arrival, end in pairs)
             batch_text = "".join(w for _, w in material["batch"])
+            at = dict(material["batch"])
             rows.append(
                 {
                     "policy": policy,
@@ -344,6 +363,13 @@ async def run_policy(
                     "batch_wer_ref": round(word_error_rate(material["reference"], batch_text), 3),
                     "cpu_per_audio_s": round(cpu / (len(material["pcm"]) / RATE / 2), 3),
                     "errors": got["errors"],
+                    # Printed with the row (stderr), not in the table: what the WER counts,
+                    # and the latest words (latency, end in the audio, word).
+                    "text": got["text"],
+                    "slowest": sorted(
+                        ((round(a - e, 2), round(e, 2), at[e].strip()) for a, e in pairs),
+                        reverse=True,
+                    )[:6],
                 }
             )
             print(json.dumps(rows[-1]), file=sys.stderr)

@@ -133,7 +133,9 @@ def bench_live(
     ] = 0.0,
     material: Annotated[
         list[str] | None,
-        typer.Option(help="materials streamed (repeat): en.ogg, ru.ogg, espeak, espeak-b"),
+        typer.Option(
+            help="materials streamed (repeat): en.ogg, ru.ogg, espeak, espeak-b, espeak-c"
+        ),
     ] = None,
     batch: Annotated[
         bool, typer.Option(help="also batch recognition's time alone and under 1 and 2 sessions")

@@ -141,8 +141,8 @@ class Stream:
             await self.follow(turn)
 
     async def follow(self, turn: Turn) -> None:
-        agreement = Agreement()
         pace = self.limits.pace
+        agreement = pace.agreement()
         passed_s = 0.0
         """The turn's audio up to the end of the last pass."""
         sent = ""

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from transcriber.audio.agreement import Agreement
 from transcriber.audio.voice import ServerVad
 from transcriber.http.live.events import new_id
 from transcriber.languages import UnknownLanguage, language_hint
@@ -53,6 +54,36 @@ class Pace:
     (`transcriber.audio.agreement.Agreement.insert_heard`)."""
     passes: bool = True
     """False: no pass before the turn ends (`whole`)."""
+    trim_s: float = 12.0
+    """The buffer is trimmed at a confirmed sentence end once longer than this,"""
+    clause_s: float | None = None
+    """at a confirmed clause mark (a comma) once longer than this (None: never),"""
+    word_s: float | None = None
+    """and at the last confirmed word once longer than this (None: near Whisper's
+    window; `transcriber.audio.agreement.Agreement.trim_at`),"""
+    keep_s: float = 0.0
+    """each cut leaving at least this much audio after it."""
+
+    def agreement(self) -> Agreement:
+        """A turn's agreement, trimmed as the policy says."""
+        return Agreement(
+            trim_s=self.trim_s, clause_s=self.clause_s, word_s=self.word_s, keep_s=self.keep_s
+        )
+
+
+def _trim(
+    trim_s: float, clause_s: float | None = None, word_s: float | None = None, keep_s: float = 0.0
+) -> Pace:
+    """`agreement`'s pace, its buffer trimmed otherwise."""
+    return Pace(
+        step_s=0.5,
+        busy_step_s=1.0,
+        context_pad_s=2.0,
+        trim_s=trim_s,
+        clause_s=clause_s,
+        word_s=word_s,
+        keep_s=keep_s,
+    )
 
 
 POLICIES: dict[str, Pace] = {
@@ -63,6 +94,19 @@ POLICIES: dict[str, Pace] = {
     "la2-window-0.5": Pace(step_s=0.5, busy_step_s=1.0),
     "la2-short-1.0": Pace(step_s=1.0, busy_step_s=1.0, context_pad_s=2.0),
     "margin": Pace(step_s=0.5, busy_step_s=1.0, context_pad_s=2.0, margin_s=0.5),
+    # `agreement` trimmed earlier: at sentence ends past N s; `-clause`, at commas too
+    # past N s; `-word-M`, at any confirmed word past M s; `-keep`, each cut leaving a
+    # second of audio after it (docs/benchmarks/live.md).
+    "trim-8": _trim(8.0),
+    "trim-6": _trim(6.0),
+    "trim-4": _trim(4.0),
+    "trim-6-clause": _trim(6.0, clause_s=6.0),
+    "trim-4-clause": _trim(4.0, clause_s=4.0),
+    "trim-6-word-10": _trim(6.0, clause_s=6.0, word_s=10.0),
+    "trim-8-keep": _trim(8.0, keep_s=1.0),
+    "trim-6-keep": _trim(6.0, keep_s=1.0),
+    "trim-6-clause-keep": _trim(6.0, clause_s=6.0, keep_s=1.0),
+    "trim-4-clause-keep": _trim(4.0, clause_s=4.0, keep_s=1.0),
 }
 
 
