@@ -10,13 +10,13 @@ Nothing here deletes or overwrites an object: a write is a conditional PUT
 from __future__ import annotations
 
 import datetime as dt
-import heapq
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from transcriber.storage.blobs import StorageError
+from transcriber.storage.newest import Newest
 from transcriber.storage.s3 import translated
 
 PAGE_KEYS = 1000
@@ -61,7 +61,7 @@ def list_children(
     the prefix — `PREFIX/sub/a.mp3`, `PREFIX/../a.mp3` — is in a "folder" and never
     seen), those whose name `keep` takes with size, LastModified and ETag. StorageError
     when the bucket cannot be listed."""
-    kept: list[tuple[int, str, ObjectSeen]] = []
+    kept: Newest[ObjectSeen] = Newest(max_kept)
     names: set[str] = set()
     cut = False
     with translated():
@@ -82,16 +82,10 @@ def list_children(
                 seen = ObjectSeen(
                     name, int(obj["Size"]), _ns(obj["LastModified"]), str(obj.get("ETag", ""))
                 )
-                # The newest `max_kept`: the first in key order would be the same ones
-                # scan after scan, long taken, and a new object past them never seen.
-                if len(kept) < max_kept:
-                    heapq.heappush(kept, (seen.modified_ns, seen.name, seen))
-                else:
-                    cut = True
-                    heapq.heappushpop(kept, (seen.modified_ns, seen.name, seen))
+                kept.add(seen.modified_ns, seen.name, seen)
             if n >= max_pages and page.get("IsTruncated"):
                 cut = True
-    return PrefixListing(tuple(o for _, _, o in sorted(kept)), frozenset(names), cut)
+    return PrefixListing(kept.oldest_first(), frozenset(names), cut or kept.cut)
 
 
 class ObjectChanged(Exception):

@@ -7,13 +7,14 @@ blocks (the scan runs it in a thread)."""
 from __future__ import annotations
 
 import hashlib
-import heapq
 import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
+
+from transcriber.storage.newest import Newest
 
 AUDIO_SUFFIXES = frozenset(
     {"aac", "aif", "aiff", "amr", "caf", "flac", "m4a", "mka", "mp2", "mp3", "mpga", "oga"}
@@ -93,9 +94,8 @@ def list_folder(folder: Path) -> Listing:
     """The folder's media files (regular files, links not followed) and every name in it.
     FolderUnreadable when it cannot be listed: not there, not a folder, no permission.
     Blocking."""
-    media: list[tuple[int, str, Entry]] = []
+    media: Newest[Entry] = Newest(MAX_LISTED)
     names: set[str] = set()
-    cut = False
     try:
         with os.scandir(folder) as entries:
             for e in entries:
@@ -108,18 +108,12 @@ def list_folder(folder: Path) -> Listing:
                     continue  # gone between the listing and its stat: not there
                 if not stat.S_ISREG(st.st_mode):
                     continue
-                entry = Entry(e.name, st.st_size, st.st_mtime_ns, st.st_ino)
-                # The newest MAX_LISTED: the first listed would be the same ones scan
-                # after scan, long taken, and a new file past them never seen.
-                if len(media) < MAX_LISTED:
-                    heapq.heappush(media, (entry.mtime_ns, entry.name, entry))
-                else:
-                    cut = True
-                    heapq.heappushpop(media, (entry.mtime_ns, entry.name, entry))
+                media.add(
+                    st.st_mtime_ns, e.name, Entry(e.name, st.st_size, st.st_mtime_ns, st.st_ino)
+                )
     except OSError as e:
         raise FolderUnreadable(f"{e.strerror or type(e).__name__}: {folder}") from None
-    # The oldest first.
-    return Listing(tuple(m for _, _, m in sorted(media)), frozenset(names), cut)
+    return Listing(media.oldest_first(), frozenset(names), media.cut)
 
 
 def stamp_of(path: Path) -> tuple[int, int] | None:

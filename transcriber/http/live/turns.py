@@ -71,23 +71,19 @@ class Pace:
         )
 
 
+AGREEMENT = Pace(step_s=0.5, busy_step_s=1.0, context_pad_s=2.0)
+"""The chosen policy's pace (`agreement`)."""
+
+
 def _trim(
     trim_s: float, clause_s: float | None = None, word_s: float | None = None, keep_s: float = 0.0
 ) -> Pace:
     """`agreement`'s pace, its buffer trimmed otherwise."""
-    return Pace(
-        step_s=0.5,
-        busy_step_s=1.0,
-        context_pad_s=2.0,
-        trim_s=trim_s,
-        clause_s=clause_s,
-        word_s=word_s,
-        keep_s=keep_s,
-    )
+    return attrs.evolve(AGREEMENT, trim_s=trim_s, clause_s=clause_s, word_s=word_s, keep_s=keep_s)
 
 
 POLICIES: dict[str, Pace] = {
-    "agreement": Pace(step_s=0.5, busy_step_s=1.0, context_pad_s=2.0),
+    "agreement": AGREEMENT,
     "whole": Pace(passes=False),
     # The options measured against the chosen one (docs/benchmarks/live.md).
     "la2-window": Pace(step_s=1.0, busy_step_s=1.0),
