@@ -1,12 +1,16 @@
 """What the watched folders' and prefixes' tests share: the quiet period they run with,
-a clock they set by hand, a watcher on it, and a scan at a time they choose."""
+a clock they set by hand, a watcher on it, a scan at a time they choose, and the
+pipeline worked until every record taken is done."""
 
 from __future__ import annotations
 
 import attrs
 
+from actors import Wakeup, Worker
 from transcriber.config import Config
 from transcriber.db.database import Database
+from transcriber.pipeline.audio_steps import audio_steps
+from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.storage.blobs import Blobs
 from transcriber.storage.configured import blobs_of
 from transcriber.watch.scanning import Watcher
@@ -34,3 +38,11 @@ async def scan_at(w: Watcher, clock: Clock, t: float) -> None:
     """One scan with the clock at `t`."""
     clock.t = t
     await w.scan()
+
+
+async def work_all(db: Database, config: Config) -> None:
+    """The pipeline's steps run on every waiting record until none is left."""
+    steps = audio_steps(config)
+    w = Worker("w", PgQueue(db, steps), steps, Wakeup())
+    while await w.work_once():
+        pass

@@ -22,7 +22,7 @@ import trio
 
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.pg_pipeline import db_now, journal
-from tests.helpers.watching import QUIET_S, Clock, scan_at, watcher
+from tests.helpers.watching import QUIET_S, Clock, scan_at, watcher, work_all
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import Described, Sink, accept
@@ -453,7 +453,6 @@ async def test_long_names_get_their_transcripts_or_are_said_too_long(
     # it was written through (the whole name and 31 bytes): never written, tried again
     # each scan. And at 250 bytes `.stopped.txt` has no room at all: said, not retried.
     from tests.helpers.moto_store import EchoRecognizer
-    from tests.integration.test_watch_s3 import worker
 
     long, junk = "я" * 120, "ж" * 123
     (folder / f"{long}.ogg").write_bytes((SAMPLES / "en.ogg").read_bytes())
@@ -464,8 +463,7 @@ async def test_long_names_get_their_transcripts_or_are_said_too_long(
         w = watcher(db, config, clock)
         await scan_at(w, clock, 0)
         await scan_at(w, clock, QUIET_S)
-        while await worker(db, config).work_once():
-            pass
+        await work_all(db, config)
         await scan_at(w, clock, 2 * QUIET_S)
     by_name = {t["name"]: t for t in await takes(db)}
     assert by_name[f"{long}.ogg"]["written"] == "txt written, srt written"

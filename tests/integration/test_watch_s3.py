@@ -20,12 +20,10 @@ from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys
 from tests.helpers.pg_pipeline import db_now
 from tests.helpers.serve_process import serve_process
-from tests.helpers.watching import QUIET_S, Clock, scan_at, watcher
+from tests.helpers.watching import QUIET_S, Clock, scan_at, watcher, work_all
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.owners import add_owner
-from transcriber.pipeline.audio_steps import audio_steps
-from transcriber.pipeline.pg_queue import PgQueue
 from transcriber.storage.configured import blobs_of
 from transcriber.storage.s3 import S3Blobs
 from transcriber.transcripts import owner_rendering
@@ -269,13 +267,6 @@ async def test_an_object_removed_before_it_was_taken_is_forgotten(
     assert record["size_bytes"] == len(EN)
 
 
-def worker(db: Database, config: Config) -> Any:
-    from actors import Wakeup, Worker
-
-    steps = audio_steps(config)
-    return Worker("w", PgQueue(db, steps), steps, Wakeup())
-
-
 LEFT_ALONE = ("sub/a.ogg", "../b.ogg", ".hidden.ogg", "..ogg", "c.ogg/d.ogg")
 """Keys in a "folder" under the prefix (S3 keys are literal: `../` is one) or hidden."""
 ODD = "ü %20 &+ <x>?#\u200f;`$(id)`.ogg"
@@ -300,8 +291,7 @@ async def test_transcripts_beside_objects_are_the_apis_and_never_overwrite(
         made = await records(db, ann)
         # The record is named as an upload would be: no format characters (U+200F).
         assert sorted(r["filename"] for r in made) == sorted([ODD_NAMED, "talk.ogg"])
-        while await worker(db, config).work_once():
-            pass
+        await work_all(db, config)
         await scan_at(w, clock, 2 * QUIET_S)
         await scan_at(watcher(db, config, clock), clock, 3 * QUIET_S)  # another daemon
     by_name = {r["filename"]: r["id"] for r in made}
@@ -436,8 +426,7 @@ async def test_a_key_with_nul_is_left_alone_and_the_others_written(
         made = await records(db, ann)
         # The odd name as an upload's would be kept: no control nor format characters.
         assert sorted(r["filename"] for r in made) == ["plain.ogg", "talkgpj.ogg"]
-        while await worker(db, config).work_once():
-            pass
+        await work_all(db, config)
         await scan_at(w, clock, 2 * QUIET_S)
     assert sorted(t["written"] for t in await takes(db)) == ["txt written, srt written"] * 2
     assert {"plain.srt", "talk\x07\u202egpj.srt"} <= set(prefix.names())
@@ -476,15 +465,13 @@ async def test_stopped_records_leave_room_for_the_transcripts_after_them(
         w = watcher(db, config, clock)
         await scan_at(w, clock, 0)
         await scan_at(w, clock, QUIET_S)
-        while await worker(db, config).work_once():
-            pass
+        await work_all(db, config)
         await scan_at(w, clock, 2 * QUIET_S)
         assert "junk.stopped.txt" in prefix.names()  # its stop noted: it waits for a resume
         prefix.put("talk.ogg", EN)
         await scan_at(w, clock, 3 * QUIET_S)
         await scan_at(w, clock, 4 * QUIET_S)
-        while await worker(db, config).work_once():
-            pass
+        await work_all(db, config)
         await scan_at(w, clock, 5 * QUIET_S)
     assert "talk.srt" in prefix.names() and "talk.txt" in prefix.names()
 
@@ -502,8 +489,7 @@ async def test_a_note_past_the_longest_key_is_said_not_written(
         w = watcher(db, config, clock)
         await scan_at(w, clock, 0)
         await scan_at(w, clock, QUIET_S)
-        while await worker(db, config).work_once():
-            pass
+        await work_all(db, config)
         await scan_at(w, clock, 2 * QUIET_S)
     [take] = await takes(db)
     assert take["noted_stop"] is not None
