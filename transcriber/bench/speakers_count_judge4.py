@@ -1,0 +1,74 @@
+"""The speaker count's fourth judge set (issue 36, fourth round): conversations of voices,
+shifts and seeds that none of the four earlier sets uses (all four were tuned on by then:
+speakers_count's tuning, held-out and judge sets, and speakers_count_judge3's), made the
+way judge3's are (usual turns, voices that only say a word or two, long turns, a male and
+a female variant of one base), frozen before the fourth round's tuning and scored once,
+with the method chosen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+JUDGE4_VOICES = (
+    ("en-us+Mike", "pitch 80"),
+    ("en+anika", ""),
+    ("en-gb-x-rp+victor", "tempo 0.95"),
+    ("en+zac", "pitch -150"),
+    ("en-us-nyc+norbert", "pitch 180"),
+    ("en-029+kaukovalta", "tempo 1.05"),
+    ("en-gb-scotland+Lee", "pitch -180"),
+    ("en-gb-x-gbclan+quincy", "pitch 280"),
+    ("en+Marco", "tempo 1.1"),
+    ("en-us+grandpa", "pitch 120"),
+)
+"""Voices of espeak-ng variants none of the earlier sets uses, with pitch and tempo shifts
+none uses either; chosen from the variant list without listening to how alike CAM++ finds
+them (not on the base `en-gb`, which espeak-ng 1.51 gives no variant: `en-gb+f3` is
+`en-gb`)."""
+JUDGE4_PAIRS = (
+    (("en-029+robert", ""), ("en-029+anika", "")),
+    (("en-us-nyc+michel", ""), ("en-us-nyc+zac", "")),
+    (("en-gb-x-gbcwmd+iven3", ""), ("en-gb-x-gbcwmd+kaukovalta", "")),
+)
+"""A male and a higher variant of one base (the issue's case), variants new to the sets."""
+
+
+def judge4_set() -> list[Any]:
+    """35 conversations, seeds 13000+: 1–6 voices × 3 in the usual turns; 2–6 voices of
+    which one (two from five) only says brief things, twice each; long turns with and
+    without a brief voice; the male/female pairs; one voice of one-sentence turns, twice."""
+    from transcriber.bench.speakers_count import Spec
+
+    def turned(c: int) -> tuple[tuple[str, str], ...]:
+        c %= len(JUDGE4_VOICES)
+        return JUDGE4_VOICES[c:] + JUDGE4_VOICES[:c]
+
+    out = [
+        Spec(f"judge4-{s}-{c}", s, 16, 13000 + 10 * s + c, turned(3 * s + c))
+        for s in range(1, 7)
+        for c in range(3)
+    ]
+    out += [
+        Spec(f"judge4-brief-{s}-{c}", s, 14, 13100 + 10 * s + c, turned(s + 5 * c), brief=b)
+        for s, c, b in (
+            (2, 0, 1),
+            (3, 0, 1),
+            (3, 1, 1),
+            (4, 0, 1),
+            (4, 1, 2),
+            (5, 0, 2),
+            (5, 1, 1),
+            (6, 0, 2),
+        )
+    ]
+    out += [
+        Spec(f"judge4-long-{s}-{b}", s, 10, 13200 + 10 * s + b, turned(2 * s + 1), 6, brief=b)
+        for s, b in ((2, 0), (3, 0), (3, 1), (4, 1))
+    ]
+    out += [Spec(f"judge4-pair-{c}", 2, 8, 13300 + c, pair) for c, pair in enumerate(JUDGE4_PAIRS)]
+    return [
+        *out,
+        Spec("judge4-short-1-0", 1, 24, 13400, turned(4), 1),
+        Spec("judge4-short-1-1", 1, 24, 13401, turned(7), 1),
+    ]
