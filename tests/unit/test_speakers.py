@@ -263,9 +263,19 @@ TWO_TURNS = [(0.0, 1.25), (30.0, 31.25)]
 def test_a_brief_voice_unlike_every_other_is_a_speaker() -> None:
     """Three windows over 2.5 s (under MIN_SPEAKER_S, under MIN_CLUSTER windows) of a
     voice unlike both others are a third speaker; the same windows alike the first voice
-    (0.8) are folded into it, as they are over 1.5 s (under APART_S), beside one voice
-    alone (APART_AMONG), and by the count before (speakers_clustering.BARS["second"])."""
-    from transcriber.audio.speakers_clustering import APART_S, MIN_SPEAKER_S, _covered, cluster
+    (0.8) are folded into it, as they are over 1.5 s (under APART_S) and by the count
+    before (speakers_clustering.BARS["second"]). Beside one voice alone (APART_AMONG) the
+    bar is APART_LONE_COSINE: a voice unlike it is kept, one between that and
+    APART_COSINE is folded (and kept beside two voices); the third round kept none."""
+    from transcriber.audio.speakers_clustering import (
+        APART_COSINE,
+        APART_LONE_COSINE,
+        APART_S,
+        MIN_SPEAKER_S,
+        _cosine,
+        _covered,
+        cluster,
+    )
 
     auto = SpeakersOption.parse("auto")
     x, windows = brief_voice(2, 0.0, TWO_TURNS)
@@ -281,7 +291,14 @@ def test_a_brief_voice_unlike_every_other_is_a_speaker() -> None:
     assert _covered(np.array(windows[60:])) < APART_S
     assert len(set(cluster(x, auto, windows).tolist())) == 2
     x, windows = brief_voice(1, 0.0, TWO_TURNS)
+    assert len(set(cluster(x, auto, windows).tolist())) == 2
+    assert len(set(cluster(x, auto, windows, "third").tolist())) == 1
+    x, windows = brief_voice(1, 0.58, TWO_TURNS)
+    centre = x[30:].mean(0, keepdims=True)
+    assert APART_LONE_COSINE < _cosine(centre, x[:30].mean(0, keepdims=True))[0, 0] < APART_COSINE
     assert len(set(cluster(x, auto, windows).tolist())) == 1
+    x, windows = brief_voice(2, 0.58, TWO_TURNS)
+    assert len(set(cluster(x, auto, windows).tolist())) == 3
 
 
 @scenario("An asked count is honoured on a short recording")

@@ -3,7 +3,9 @@ shifts and seeds that none of the four earlier sets uses (all four were tuned on
 speakers_count's tuning, held-out and judge sets, and speakers_count_judge3's), made the
 way judge3's are (usual turns, voices that only say a word or two, long turns, a male and
 a female variant of one base), frozen before the fourth round's tuning and scored once,
-with the method chosen.
+with the method chosen: 24 of 35 right (69 %; the third round's count 24, without voices
+apart 19, NME-SC 17), mean DER 3.5 %; by voices speaking 1: 5/5, 2: 7/8, 3: 5/7, 4: 3/6,
+5: 4/6, 6: 0/3; 20 of the 25 without a brief voice, 4 of the 10 with one.
 """
 
 from __future__ import annotations
