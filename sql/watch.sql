@@ -15,13 +15,20 @@ RETURNING id, (xmax = 0) AS created
 
 -- name: watch_list
 -- Every watch with its owner and what it took: `taken` files, `waiting` (taken, the
--- transcript not yet written), and whether the owner is revoked (then it is paused).
+-- transcript not yet written), `stopped` (their record stopped and its note written
+-- beside them: they wait for an operator's resume, not for the pipeline), and whether
+-- the owner is revoked (then it is paused).
 SELECT w.id, o.name AS owner, w.folder, w.formats, w.created_at, w.scanned_at,
        w.scanned_by, w.scan_error, o.revoked_at IS NOT NULL AS paused,
-       (SELECT count(*) FROM watch_takes t WHERE t.watch_id = w.id) AS taken,
-       (SELECT count(*) FROM watch_takes t
-         WHERE t.watch_id = w.id AND t.written_at IS NULL) AS waiting
+       count(t.*) AS taken,
+       count(t.*) FILTER (WHERE t.written_at IS NULL AND (r.stop_reason IS NULL
+                            OR r.stop_reason IS DISTINCT FROM t.noted_stop)) AS waiting,
+       count(t.*) FILTER (WHERE t.written_at IS NULL
+                            AND r.stop_reason = t.noted_stop) AS stopped
   FROM watches w JOIN owners o ON o.id = w.owner_id
+  LEFT JOIN watch_takes t ON t.watch_id = w.id
+  LEFT JOIN recordings r ON r.id = t.recording_id AND r.owner_id = t.owner_id
+ GROUP BY w.id, o.name, o.revoked_at
  ORDER BY o.name, w.folder
 
 -- name: watch_remove

@@ -251,8 +251,16 @@ def head_line(head: DocumentHead) -> str:
     return " · ".join(parts)
 
 
+MD_LINE_BREAKS = re.compile(r"[ \t]*[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+[ \t]*")
+"""Line breaks inside a text (an owner's correction may hold them): each paragraph is one
+line, so a break would start a line of the text's own, where `---` is a rule (or makes
+the line above a heading), `1.` or `-` a list and four spaces code."""
+
+
 def _md_escape(text: str) -> str:
-    # Text that would read as Markdown markup (a leading #, list markers, emphasis) stays text.
+    # Text that would read as Markdown markup (a leading #, list markers, emphasis) stays
+    # text: its own line breaks are spaces (MD_LINE_BREAKS), so it never starts a line.
+    text = MD_LINE_BREAKS.sub(" ", text)
     for c in "\\`*_[]<>#|":
         text = text.replace(c, "\\" + c)
     return text

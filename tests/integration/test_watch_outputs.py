@@ -29,7 +29,7 @@ from transcriber.stops import stop_message
 from transcriber.storage.configured import blobs_of
 from transcriber.watch.outputs import FORMATS
 from transcriber.watch.scanning import Watcher
-from transcriber.watch.watches import NoSuchOwner, add_watch
+from transcriber.watch.watches import NoSuchOwner, add_watch, list_watches
 
 
 def scenario(title: str) -> pytest.MarkDecorator:
@@ -137,6 +137,9 @@ async def test_a_stopped_record_leaves_a_note(
     assert note == f"{stop_message('undecodable_audio')}\n\n{record['id']}\n"
     assert record["stop_error"] not in note
     assert not (folder / "junk.srt").exists()
+    # `watch list` counts it as stopped, not as waiting for its transcript.
+    [row] = await list_watches(db)
+    assert (row.taken, row.waiting, row.stopped) == (1, 0, 1)
 
 
 async def wait_for(probe: Any, what: str, timeout_s: float = 120) -> Any:

@@ -133,3 +133,8 @@ def test_markdown_keeps_markup_as_text() -> None:
         DocumentHead("*Not* a # heading"), [{"start": 0, "end": 1, "text": "# 1. _x_"}]
     )
     assert md == "# \\*Not\\* a \\# heading\n\n**[0:00]** \\# 1. \\_x\\_\n"
+    # An owner's correction with line breaks of its own starts no line: no rule, no
+    # setext heading, no list, no code block.
+    corrected = "one\n---\r\n1. two\u2028    three\x85- four"
+    md = to_markdown(DocumentHead("T\n==="), [{"start": 0, "end": 1, "text": corrected}])
+    assert md == "# T ===\n\n**[0:00]** one --- 1. two three - four\n"

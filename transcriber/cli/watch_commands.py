@@ -69,18 +69,19 @@ def watch_add(
 
 @watch_app.command("list")
 def watch_list() -> None:
-    """Watches: id, owner, formats, files taken, waiting for their transcript, the last
-    scan, and the folder's state (ok, unreadable and why, paused, not scanned yet)."""
+    """Watches: id, owner, formats, files taken, waiting for their transcript, stopped
+    (their note written beside them, waiting for an operator's resume), the last scan,
+    and the folder's state (ok, unreadable and why, paused, not scanned yet)."""
     rows: list[WatchRow] = with_database(list_watches)
     typer.echo(
         f"{'id':>5} {'owner':<16} {'formats':<16} {'taken':>6} {'waiting':>7} "
-        f"{'scanned':<25} folder  state"
+        f"{'stopped':>7} {'scanned':<25} folder  state"
     )
     for w in rows:
         scanned = w.scanned_at.isoformat(timespec="seconds") if w.scanned_at else "-"
         typer.echo(
             f"{w.id:>5} {w.owner:<16} {','.join(w.formats):<16} {w.taken:>6} "
-            f"{w.waiting:>7} {scanned:<25} {w.folder}  {w.state}"
+            f"{w.waiting:>7} {w.stopped:>7} {scanned:<25} {w.folder}  {w.state}"
         )
 
 

@@ -51,6 +51,7 @@ class WatchRow:
     paused: bool
     taken: int
     waiting: int
+    stopped: int
 
     @property
     def state(self) -> str:
@@ -131,6 +132,7 @@ async def list_watches(db: Database) -> list[WatchRow]:
             r["paused"],
             r["taken"],
             r["waiting"],
+            r["stopped"],
         )
         for r in await db.fetch("watch_list")
     ]
