@@ -11,6 +11,22 @@ from tests.chaos.worker import MAX_ATTEMPTS, chaos_steps
 from transcriber.db.database import Database
 from transcriber.milestones import RECEIVED, TRANSCRIBED
 
+HAPPENED = (
+    "kills",
+    "freezes",
+    "restarts",
+    "stale_writes_refused",
+    "retries",
+    "stops",
+    "resumes",
+    "freeze_writes_refused",
+    "worker_deaths",
+    "poison_stopped_worker_lost",
+    "slow_steps_first_attempt",
+    "slow_renewals",
+)
+"""What the report counts that must not be zero: the chaos really happened."""
+
 
 async def check(
     db: Database,
@@ -155,20 +171,7 @@ async def check(
         "slow_steps_first_attempt": sum(1 for d in detail if d.get("attempt") == 1),
         "slow_renewals": renewals,
     }
-    for name in (
-        "kills",
-        "freezes",
-        "restarts",
-        "stale_writes_refused",
-        "retries",
-        "stops",
-        "resumes",
-        "freeze_writes_refused",
-        "worker_deaths",
-        "poison_stopped_worker_lost",
-        "slow_steps_first_attempt",
-        "slow_renewals",
-    ):
+    for name in HAPPENED:
         if not report[name]:
             violations.append(f"no {name}: the chaos did not happen")
     report["violations"] = violations

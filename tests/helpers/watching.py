@@ -1,8 +1,11 @@
 """What the watched folders' and prefixes' tests share: the quiet period they run with,
-a clock they set by hand, a watcher on it, a scan at a time they choose, and the
-pipeline worked until every record taken is done."""
+a clock they set by hand, a watcher on it, a scan at a time they choose, the pipeline
+worked until every record taken is done, both in the order a file goes through them,
+and the takes as the database holds them."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import attrs
 
@@ -46,3 +49,19 @@ async def work_all(db: Database, config: Config) -> None:
     w = Worker("w", PgQueue(db, steps), steps, Wakeup())
     while await w.work_once():
         pass
+
+
+async def taken_and_written(
+    db: Database, config: Config, w: Watcher, clock: Clock, t: float
+) -> None:
+    """What a new file goes through from `t`: seen, taken once quiet, its record worked
+    to the end, its transcript (or stop note) written by the next scan."""
+    await scan_at(w, clock, t)
+    await scan_at(w, clock, t + QUIET_S)
+    await work_all(db, config)
+    await scan_at(w, clock, t + 2 * QUIET_S)
+
+
+async def takes(db: Database) -> list[Any]:
+    """Every row of watch_takes."""
+    return await db.run(lambda con: con.fetch("SELECT * FROM watch_takes"))

@@ -189,23 +189,29 @@ def test_only_the_page_writes_corrections() -> None:
     assert users == {"transcriber/http/page/edits.py", "transcriber/http/api/corrections.py"}
 
 
+def concrete(template: str, rid: uuid.UUID) -> str:
+    """A route's path with every parameter a route has filled in."""
+    return template.format(
+        recording_id=rid,
+        index=0,
+        ext="srt",
+        name="page.css",
+        code="ru",
+        share_id=rid,
+        secret="A" * 43,
+        label="2",
+        batch=rid,
+        voice_id=rid,
+    )
+
+
 def test_page_paths_are_told_from_the_api() -> None:
     # A guard that asks for the API's bearer token lets exactly the page's paths through.
     rid = uuid.uuid4()
     faces = (page.FACE, rendering.SITE)  # the page's and the files and switch it shares
     for face in faces:
         for route in (r for router in face.routers for r in router.routes):
-            path = route.path.format(
-                recording_id=rid,
-                index=0,
-                ext="srt",
-                name="page.css",
-                code="ru",
-                label="2",
-                share_id=rid,
-                secret="A" * 43,
-                voice_id=rid,
-            )
+            path = concrete(route.path, rid)
             assert face.authenticates(path), path
     for path in (
         "/v1/recordings",
@@ -229,18 +235,7 @@ async def test_every_route_needs_the_token_or_a_session(base_url: str) -> None:
     switch = ("GET", "/lang/ru")
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as anonymous:
         for route in (r for router in app_module.ROUTERS for r in router.routes):
-            path = route.path.format(
-                recording_id=rid,
-                index=0,
-                ext="srt",
-                name="page.css",
-                code="ru",
-                share_id=rid,
-                secret="A" * 43,
-                label="2",
-                batch=rid,
-                voice_id=rid,
-            )
+            path = concrete(route.path, rid)
             if path in app_module.PUBLIC_PATHS:
                 continue
             if shared_view.is_share_path(path):

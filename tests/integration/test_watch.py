@@ -22,7 +22,14 @@ import trio
 
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.pg_pipeline import db_now, journal
-from tests.helpers.watching import QUIET_S, Clock, scan_at, watcher, work_all
+from tests.helpers.watching import (
+    QUIET_S,
+    Clock,
+    scan_at,
+    taken_and_written,
+    takes,
+    watcher,
+)
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.intake import Described, Sink, accept
@@ -75,10 +82,6 @@ async def records(db: Database, owner: int) -> list[Any]:
             "SELECT id, filename FROM recordings WHERE owner_id = $1 ORDER BY created_at", owner
         )
     )
-
-
-async def takes(db: Database) -> list[Any]:
-    return await db.run(lambda con: con.fetch("SELECT * FROM watch_takes"))
 
 
 @scenario("A file written slowly is taken once it stops growing")
@@ -461,10 +464,7 @@ async def test_long_names_get_their_transcripts_or_are_said_too_long(
         config = attrs.evolve(config, recognizer_url=recognizer.url)
         clock = Clock()
         w = watcher(db, config, clock)
-        await scan_at(w, clock, 0)
-        await scan_at(w, clock, QUIET_S)
-        await work_all(db, config)
-        await scan_at(w, clock, 2 * QUIET_S)
+        await taken_and_written(db, config, w, clock, 0)
     by_name = {t["name"]: t for t in await takes(db)}
     assert by_name[f"{long}.ogg"]["written"] == "txt written, srt written"
     assert (folder / f"{long}.srt").exists() and (folder / f"{long}.txt").exists()

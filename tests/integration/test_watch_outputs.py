@@ -18,7 +18,7 @@ from tests.helpers.api_clients import client
 from tests.helpers.cli_process import cli
 from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.serve_process import serve_process
-from tests.helpers.watching import QUIET_S, Clock
+from tests.helpers.watching import QUIET_S, Clock, takes
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.config import Config
 from transcriber.db.database import Database
@@ -167,16 +167,13 @@ async def test_killed_daemons_still_write_the_apis_srt(
         first = await wait_for(scans, "a scan")
         await wait_for(lambda: _later(scans, first), "a later scan")
 
-    async def takes() -> list[Any]:
-        return await db.run(lambda c: c.fetch("SELECT * FROM watch_takes"))
-
     # Killed mid-file: the first daemon saw the file growing, then died.
     async with serve_process(db_url, home, "--workers", "0", **env) as first:
         path.write_bytes(data[: len(data) // 2])
         await two_more_scans()
         first.proc.kill()
         await first.proc.wait()
-    assert await takes() == []
+    assert await takes(db) == []
 
     # Killed after taking it, before its transcript (no worker: the record waits).
     async with serve_process(db_url, home, "--workers", "0", **env) as second:
@@ -206,7 +203,7 @@ async def test_killed_daemons_still_write_the_apis_srt(
     assert path.read_bytes() == data  # the folder's file untouched
     count = await db.run(lambda c: c.fetchval("SELECT count(*) FROM recordings"))
     assert count == 1
-    assert (await takes())[0]["watch_id"] == watch
+    assert (await takes(db))[0]["watch_id"] == watch
 
 
 async def _later(probe: Any, than: Any) -> bool:

@@ -20,7 +20,15 @@ from tests.helpers.generated_audio import SAMPLES
 from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys
 from tests.helpers.pg_pipeline import db_now
 from tests.helpers.serve_process import serve_process
-from tests.helpers.watching import QUIET_S, Clock, scan_at, watcher, work_all
+from tests.helpers.watching import (
+    QUIET_S,
+    Clock,
+    scan_at,
+    taken_and_written,
+    takes,
+    watcher,
+    work_all,
+)
 from transcriber.config import Config
 from transcriber.db.database import Database
 from transcriber.owners import add_owner
@@ -168,10 +176,6 @@ class HeldIncoming:
         await self.inner.write(data)
         self.held.entered.set()
         await self.held.go.wait()
-
-
-async def takes(db: Database) -> list[Any]:
-    return await db.run(lambda con: con.fetch("SELECT * FROM watch_takes"))
 
 
 @scenario("Two daemons sharing an S3 prefix make one record")
@@ -463,16 +467,10 @@ async def test_stopped_records_leave_room_for_the_transcripts_after_them(
         config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
         clock = Clock()
         w = watcher(db, config, clock)
-        await scan_at(w, clock, 0)
-        await scan_at(w, clock, QUIET_S)
-        await work_all(db, config)
-        await scan_at(w, clock, 2 * QUIET_S)
+        await taken_and_written(db, config, w, clock, 0)
         assert "junk.stopped.txt" in prefix.names()  # its stop noted: it waits for a resume
         prefix.put("talk.ogg", EN)
-        await scan_at(w, clock, 3 * QUIET_S)
-        await scan_at(w, clock, 4 * QUIET_S)
-        await work_all(db, config)
-        await scan_at(w, clock, 5 * QUIET_S)
+        await taken_and_written(db, config, w, clock, 3 * QUIET_S)
     assert "talk.srt" in prefix.names() and "talk.txt" in prefix.names()
 
 
@@ -487,10 +485,7 @@ async def test_a_note_past_the_longest_key_is_said_not_written(
         config = attrs.evolve(prefix.config, recognizer_url=recognizer.url)
         clock = Clock()
         w = watcher(db, config, clock)
-        await scan_at(w, clock, 0)
-        await scan_at(w, clock, QUIET_S)
-        await work_all(db, config)
-        await scan_at(w, clock, 2 * QUIET_S)
+        await taken_and_written(db, config, w, clock, 0)
     [take] = await takes(db)
     assert take["noted_stop"] is not None
     assert prefix.names() == [f"{junk}.ogg"]

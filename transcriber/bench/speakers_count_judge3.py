@@ -97,23 +97,32 @@ def make_meeting(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def judge3_set() -> list[Any]:
-    """28 conversations, seeds 11000+: 1–6 voices × 2 in the usual turns; 2–6 voices of
-    which one (two from five) only says BRIEF things, twice each; long turns with and
-    without a brief voice; the male/female pairs; one voice of one-sentence turns."""
+def meeting_set(
+    name: str,
+    seed: int,
+    voices: tuple[tuple[str, str], ...],
+    pairs: tuple[tuple[tuple[str, str], ...], ...],
+    usual: int,
+    one_voice: tuple[tuple[str, int], ...],
+) -> list[Any]:
+    """A judge set the way judge3's and judge4's are made, seeds from `seed`: 1–6 voices ×
+    `usual` in the usual turns; 2–6 voices of which one (two from five) only says BRIEF
+    things, twice each; long turns with and without a brief voice; the male/female
+    `pairs`; one voice of one-sentence turns per `one_voice` (name's end, its turn of
+    `voices`)."""
     from transcriber.bench.speakers_count import Spec
 
     def turned(c: int) -> tuple[tuple[str, str], ...]:
-        c %= len(JUDGE3_VOICES)
-        return JUDGE3_VOICES[c:] + JUDGE3_VOICES[:c]
+        c %= len(voices)
+        return voices[c:] + voices[:c]
 
     out = [
-        Spec(f"judge3-{s}-{c}", s, 16, 11000 + 10 * s + c, turned(3 * s + c))
+        Spec(f"{name}-{s}-{c}", s, 16, seed + 10 * s + c, turned(3 * s + c))
         for s in range(1, 7)
-        for c in range(2)
+        for c in range(usual)
     ]
     out += [
-        Spec(f"judge3-brief-{s}-{c}", s, 14, 11100 + 10 * s + c, turned(s + 5 * c), brief=b)
+        Spec(f"{name}-brief-{s}-{c}", s, 14, seed + 100 + 10 * s + c, turned(s + 5 * c), brief=b)
         for s, c, b in (
             (2, 0, 1),
             (3, 0, 1),
@@ -126,8 +135,20 @@ def judge3_set() -> list[Any]:
         )
     ]
     out += [
-        Spec(f"judge3-long-{s}-{b}", s, 10, 11200 + 10 * s + b, turned(2 * s + 1), 6, brief=b)
+        Spec(f"{name}-long-{s}-{b}", s, 10, seed + 200 + 10 * s + b, turned(2 * s + 1), 6, brief=b)
         for s, b in ((2, 0), (3, 0), (3, 1), (4, 1))
     ]
-    out += [Spec(f"judge3-pair-{c}", 2, 8, 11300 + c, pair) for c, pair in enumerate(JUDGE3_PAIRS)]
-    return [*out, Spec("judge3-short-1", 1, 24, 11400, turned(6), 1)]
+    out += [Spec(f"{name}-pair-{c}", 2, 8, seed + 300 + c, pair) for c, pair in enumerate(pairs)]
+    return [
+        *out,
+        *(
+            Spec(f"{name}-short-{end}", 1, 24, seed + 400 + k, turned(c), 1)
+            for k, (end, c) in enumerate(one_voice)
+        ),
+    ]
+
+
+def judge3_set() -> list[Any]:
+    """28 conversations, seeds 11000+ (meeting_set): the usual turns × 2, one voice of
+    one-sentence turns once."""
+    return meeting_set("judge3", 11000, JUDGE3_VOICES, JUDGE3_PAIRS, 2, (("1", 6),))

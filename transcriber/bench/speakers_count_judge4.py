@@ -37,40 +37,8 @@ JUDGE4_PAIRS = (
 
 
 def judge4_set() -> list[Any]:
-    """35 conversations, seeds 13000+: 1–6 voices × 3 in the usual turns; 2–6 voices of
-    which one (two from five) only says brief things, twice each; long turns with and
-    without a brief voice; the male/female pairs; one voice of one-sentence turns, twice."""
-    from transcriber.bench.speakers_count import Spec
+    """35 conversations, seeds 13000+ (judge3's meeting_set): the usual turns × 3, one
+    voice of one-sentence turns twice."""
+    from transcriber.bench.speakers_count_judge3 import meeting_set
 
-    def turned(c: int) -> tuple[tuple[str, str], ...]:
-        c %= len(JUDGE4_VOICES)
-        return JUDGE4_VOICES[c:] + JUDGE4_VOICES[:c]
-
-    out = [
-        Spec(f"judge4-{s}-{c}", s, 16, 13000 + 10 * s + c, turned(3 * s + c))
-        for s in range(1, 7)
-        for c in range(3)
-    ]
-    out += [
-        Spec(f"judge4-brief-{s}-{c}", s, 14, 13100 + 10 * s + c, turned(s + 5 * c), brief=b)
-        for s, c, b in (
-            (2, 0, 1),
-            (3, 0, 1),
-            (3, 1, 1),
-            (4, 0, 1),
-            (4, 1, 2),
-            (5, 0, 2),
-            (5, 1, 1),
-            (6, 0, 2),
-        )
-    ]
-    out += [
-        Spec(f"judge4-long-{s}-{b}", s, 10, 13200 + 10 * s + b, turned(2 * s + 1), 6, brief=b)
-        for s, b in ((2, 0), (3, 0), (3, 1), (4, 1))
-    ]
-    out += [Spec(f"judge4-pair-{c}", 2, 8, 13300 + c, pair) for c, pair in enumerate(JUDGE4_PAIRS)]
-    return [
-        *out,
-        Spec("judge4-short-1-0", 1, 24, 13400, turned(4), 1),
-        Spec("judge4-short-1-1", 1, 24, 13401, turned(7), 1),
-    ]
+    return meeting_set("judge4", 13000, JUDGE4_VOICES, JUDGE4_PAIRS, 3, (("1-0", 4), ("1-1", 7)))
