@@ -70,13 +70,24 @@ class Prefix:
         return [k.removeprefix("rec/") for k in keys(self.moto, self.bucket, "rec/")]
 
 
-@pytest.fixture
-def prefix(moto: MotoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prefix:
+def new_prefix(moto: MotoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prefix:
+    """A new bucket, its `rec/` watched, its `tx` the store (the process's env names moto)."""
     for name, value in moto.env().items():
         monkeypatch.setenv(name, value)
     bucket = moto.new_bucket()
     config = Config(home=tmp_path / "home", storage_url=f"s3://{bucket}/tx", watch_quiet_s=QUIET_S)
     return Prefix(moto, bucket, config)
+
+
+async def watch_of(db: Database, owner: str, prefix: Prefix) -> int:
+    added = await add_watch(db, owner, prefix.url, ("txt", "srt"), blobs_of(prefix.config))
+    assert added.readable_here is None
+    return added.id
+
+
+@pytest.fixture
+def prefix(moto: MotoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prefix:
+    return new_prefix(moto, tmp_path, monkeypatch)
 
 
 @pytest.fixture
@@ -86,9 +97,7 @@ async def ann(db: Database) -> int:
 
 @pytest.fixture
 async def watched(db: Database, ann: int, prefix: Prefix) -> int:
-    added = await add_watch(db, "ann", prefix.url, ("txt", "srt"), blobs_of(prefix.config))
-    assert added.readable_here is None
-    return added.id
+    return await watch_of(db, "ann", prefix)
 
 
 async def records(db: Database, owner: int) -> list[Any]:
@@ -439,8 +448,10 @@ async def test_a_key_with_nul_is_left_alone_and_the_others_written(
 async def test_past_the_listing_bound_a_new_object_is_still_taken(
     db: Database, prefix: Prefix, ann: int, watched: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A scan looks at a bounded number of objects: the newest, not the first by key
-    # (those were the same ones scan after scan, long taken, and a new one never seen).
+    # A scan looks at a bounded number of objects (MAX_LISTED): it stops before the one
+    # past them and the next scan goes on from there. Not the first by key each scan
+    # (those were the same ones scan after scan, long taken, and a new one never seen),
+    # nor the newest (of more put at once than the bound, the older never seen).
     monkeypatch.setattr("transcriber.watch.s3.MAX_LISTED", 2)
     prefix.put("b.ogg", EN[:30_000])
     prefix.put("c.ogg", EN[:40_000])
@@ -449,9 +460,11 @@ async def test_past_the_listing_bound_a_new_object_is_still_taken(
     await scan_at(w, clock, 0)
     await scan_at(w, clock, QUIET_S)
     assert len(await records(db, ann)) == 2
-    prefix.put("z.ogg", EN)  # new, past both by key (ties of LastModified: by name)
+    prefix.put("z.ogg", EN)  # new, past both by key: rounds of two scans (b c | z)
     await scan_at(w, clock, 2 * QUIET_S)
-    await scan_at(w, clock, 3 * QUIET_S)
+    assert w.folders[watched].after == "c.ogg"  # stopped before a third
+    for t in range(3, 6):  # z listed at the 3rd and 5th, taken at its second listing
+        await scan_at(w, clock, t * QUIET_S)
     assert sorted(r["filename"] for r in await records(db, ann)) == ["b.ogg", "c.ogg", "z.ogg"]
 
 

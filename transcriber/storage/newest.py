@@ -1,5 +1,5 @@
-"""The newest few of a long listing, kept as it streams by: a folder's files and an S3
-prefix's objects (transcriber.watch.folder, transcriber.storage.s3_objects). The first
+"""The newest few of a long listing, kept as it streams by: a folder's files
+(transcriber.watch.folder; an S3 prefix is listed in parts instead). The first
 in listing order would be the same ones scan after scan, long taken, and a new file
 past them never seen."""
 

@@ -16,7 +16,6 @@ from typing import Any
 import attrs
 
 from transcriber.storage.blobs import StorageError
-from transcriber.storage.newest import Newest
 from transcriber.storage.s3 import translated
 
 PAGE_KEYS = 1000
@@ -36,12 +35,17 @@ class ObjectSeen:
 
 @attrs.frozen
 class PrefixListing:
+    """One part of a prefix's listing: the names after `after` up to and including
+    `through`, in key order."""
+
     objects: tuple[ObjectSeen, ...]
-    """The objects `keep` chose, the oldest first: the newest `max_kept` of them."""
+    """The objects `keep` chose in that range, the oldest first."""
     names: frozenset[str]
-    """Every name directly under the prefix that the listing went through."""
-    cut: bool = False
-    """More than `max_kept` kept, or more than `max_pages` pages: the rest not seen."""
+    """Every name directly under the prefix in that range."""
+    after: str | None = None
+    """The listing went on after this name (None: from the first)."""
+    through: str | None = None
+    """The last name it reached (None: it reached the end of the prefix)."""
 
 
 def _ns(when: dt.datetime) -> int:
@@ -54,38 +58,63 @@ def list_children(
     prefix: str,
     keep: Callable[[str], bool],
     *,
+    after: str | None,
     max_kept: int,
     max_pages: int,
 ) -> PrefixListing:
     """The objects directly under `prefix` (`Delimiter=/`: a key with another `/` after
     the prefix — `PREFIX/sub/a.mp3`, `PREFIX/../a.mp3` — is in a "folder" and never
-    seen), those whose name `keep` takes with size, LastModified and ETag. StorageError
-    when the bucket cannot be listed."""
-    kept: Newest[ObjectSeen] = Newest(max_kept)
+    seen) whose names sort after `after` (S3's `StartAfter`; None: from the first),
+    those whose name `keep` takes with size, LastModified and ETag. It stops after
+    `max_pages` pages of PAGE_KEYS keys, or just before the object that would be the
+    `max_kept`+1st kept, or at the end of the prefix; `through` says where. S3 lists
+    keys in the order of their UTF-8 bytes, which is the order of Python's strings:
+    a name sorts after `after` exactly when it is greater. StorageError when the bucket
+    cannot be listed."""
+    kept: list[ObjectSeen] = []
     names: set[str] = set()
-    cut = False
+    ask: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/"}
+    if after is not None:
+        ask["StartAfter"] = prefix + after
+    reached = after
+
+    def part(through: str | None) -> PrefixListing:
+        kept.sort(key=lambda o: (o.modified_ns, o.name))
+        return PrefixListing(tuple(kept), frozenset(names), after, through)
+
     with translated():
-        pages = client.get_paginator("list_objects_v2").paginate(
-            Bucket=bucket,
-            Prefix=prefix,
-            Delimiter="/",
-            PaginationConfig={"PageSize": PAGE_KEYS, "MaxItems": PAGE_KEYS * max_pages},
-        )
-        for n, page in enumerate(pages, start=1):
+        for _ in range(max_pages):
+            page = client.list_objects_v2(**ask, MaxKeys=PAGE_KEYS)
             for obj in page.get("Contents", []):
                 name = obj["Key"][len(prefix) :]
                 if not name or "/" in name:
                     continue
+                if keep(name):
+                    if len(kept) == max_kept:
+                        return part(reached)  # the next listing starts at this one
+                    kept.append(
+                        ObjectSeen(
+                            name,
+                            int(obj["Size"]),
+                            _ns(obj["LastModified"]),
+                            str(obj.get("ETag", "")),
+                        )
+                    )
                 names.add(name)
-                if not keep(name):
-                    continue
-                seen = ObjectSeen(
-                    name, int(obj["Size"]), _ns(obj["LastModified"]), str(obj.get("ETag", ""))
-                )
-                kept.add(seen.modified_ns, seen.name, seen)
-            if n >= max_pages and page.get("IsTruncated"):
-                cut = True
-    return PrefixListing(kept.oldest_first(), frozenset(names), cut or kept.cut)
+                reached = name
+            listed = [o["Key"] for o in page.get("Contents", [])]
+            listed += [p["Prefix"] for p in page.get("CommonPrefixes", [])]
+            if not page.get("IsTruncated") or not listed:
+                return part(None)
+            # The page's last key, a "folder" maybe: the next page, or scan, after it.
+            reached = max(listed)[len(prefix) :]
+            ask = {
+                "Bucket": bucket,
+                "Prefix": prefix,
+                "Delimiter": "/",
+                "ContinuationToken": page["NextContinuationToken"],
+            }
+    return part(reached)
 
 
 class ObjectChanged(Exception):
@@ -145,6 +174,18 @@ def read_small(client: Any, bucket: str, key: str, limit: int) -> bytes | None:
         if _status(e) == 404:
             return None
         raise
+
+
+def exists(client: Any, bucket: str, key: str) -> bool:
+    """Whether object `key` is there (one HEAD). StorageError when that cannot be told."""
+    try:
+        with translated():
+            client.head_object(Bucket=bucket, Key=key)
+    except StorageError as e:
+        if _status(e) == 404:
+            return False
+        raise
+    return True
 
 
 def probe(client: Any, bucket: str, prefix: str) -> None:

@@ -1,15 +1,16 @@
 """What a scan sees of a watched folder, and when a file there is whole: the media
 files at its top level (never in subfolders, never hidden ones), each with its size and
 modification time, and the files whose size and time stayed the same across two scans a
-quiet period apart. Nothing here writes to the folder; every function that touches it
-blocks (the scan runs it in a thread)."""
+quiet period apart (an S3 prefix's listings show a part of it each: what lies outside
+is kept as last seen, transcriber.watch.s3). Nothing here writes to the folder; every
+function that touches it blocks (the scan runs it in a thread)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -30,7 +31,9 @@ transcript written beside one (.srt, .txt …) is never one of them."""
 
 MAX_LISTED = 10_000
 """Media files one scan looks at in one folder, the newest: past it the older wait (and
-the scan says so), so a folder of millions of files costs a bounded scan."""
+the scan says so), so a folder of millions of files costs a bounded scan. An S3
+prefix's listing stops before the one past them, and the next scan goes on from there
+(transcriber.watch.s3.MAX_PAGES)."""
 
 HASH_CHUNK = 1 << 20
 
@@ -61,11 +64,24 @@ class Entry:
 
 @attrs.frozen
 class Listing:
+    """What one scan listed: a folder whole, or a part of an S3 prefix — the names after
+    `after` up to and including `through` (transcriber.watch.s3)."""
+
     media: tuple[Entry, ...]
     names: frozenset[str]
-    """Every name in the folder (the notes beside the media files among them)."""
+    """Every name in the range listed (the notes beside the media files among them)."""
     cut: bool = False
     """More media files than MAX_LISTED: the rest were not looked at."""
+    after: str | None = None
+    """The range starts after this name (None: at the first)."""
+    through: str | None = None
+    """The range ends at this name, included (None: at the last)."""
+
+    def covers(self, name: str) -> bool:
+        """Whether `name` lies in the range listed: if it is there, the listing saw it."""
+        return (self.after is None or name > self.after) and (
+            self.through is None or name <= self.through
+        )
 
 
 def storable(name: str) -> bool:
@@ -175,12 +191,20 @@ class Observations:
 
     quiet_s: float
     seen: dict[str, Seen] = attrs.field(factory=dict)
+    listed: tuple[str, ...] = ()
+    """The media files the last listing showed, in its order."""
+    after: str | None = None
+    """Where the next listing goes on: after the last name this one reached (an S3
+    prefix listed a part a scan); None: from the first."""
 
-    def update(self, media: Iterable[Entry], now: float) -> None:
-        """This scan's media files at `now`: a file that changed starts its quiet period
-        again; a file no longer listed is forgotten."""
+    def update(self, listing: Listing, now: float) -> None:
+        """This scan's listing at `now`: a file that changed starts its quiet period
+        again; a file in the range the listing covers that it no longer shows is
+        forgotten. One outside that range (a prefix listed in parts) is kept as it was
+        last seen: the listing says nothing of it, and forgetting it would start its
+        quiet period over at each of its sightings, which are scans apart."""
         current: dict[str, Seen] = {}
-        for entry in media:
+        for entry in listing.media:
             before = self.seen.get(entry.name)
             if before is None or (before.entry.stamp, before.entry.tag) != (entry.stamp, entry.tag):
                 current[entry.name] = Seen(entry, now)
@@ -188,15 +212,28 @@ class Observations:
                 before.scans += 1
                 before.entry = entry  # an inode may change by a rename over it
                 current[entry.name] = before
-        self.seen = current
+        kept = {n: s for n, s in self.seen.items() if not listing.covers(n) and n not in current}
+        self.seen = kept | current
+        self.listed = tuple(current)
+        self.after = listing.through
 
     def quiet(self, now: float) -> list[Seen]:
-        """The files unchanged across two scans at least `quiet_s` apart, not resting."""
+        """The files the last listing showed unchanged since a sighting at least
+        `quiet_s` before, not resting. Only those: one outside that listing's range
+        was last seen scans ago and may have changed since — the rule is two sightings
+        a quiet period apart, the second now."""
         return [
             s
-            for s in self.seen.values()
+            for s in (self.seen[n] for n in self.listed)
             if s.scans >= 2 and now - s.since >= self.quiet_s and now >= s.rest_until
         ]
+
+    def let_go(self, taken: Callable[[Entry], bool]) -> None:
+        """Forget the files `taken` says were taken: nothing is left to decide of them.
+        A prefix listed in parts keeps what it saw outside the part listed, so only
+        what may still be taken stays in memory between its sightings."""
+        self.seen = {n: s for n, s in self.seen.items() if not taken(s.entry)}
+        self.listed = tuple(n for n in self.listed if n in self.seen)
 
     def restart(self, name: str, now: float) -> None:
         """`name` changed while it was read: its quiet period starts again."""

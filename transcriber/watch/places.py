@@ -1,10 +1,12 @@
 """Where a watch looks: a folder (`/srv/recorder`) or an S3 prefix
-(`s3://BUCKET/PREFIX/`, transcriber.watch.s3). A scan asks the same four things of
-either: what is there, the content hash of a whole file, its bytes streamed into the
-intake, and a note or transcript written beside it (never over another)."""
+(`s3://BUCKET/PREFIX/`, transcriber.watch.s3). A scan asks the same things of either:
+what is there (and whether one name is), the content hash of a whole file, its bytes
+streamed into the intake, and a note or transcript written beside it (never over
+another)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
@@ -27,8 +29,13 @@ from transcriber.watch.writing import sweep_parts, write_new
 
 
 class Place(Protocol):
-    async def listing(self) -> Listing:
-        """What is there now; FolderUnreadable when it cannot be listed."""
+    async def listing(self, after: str | None = None) -> Listing:
+        """What is there now — a folder whole; of an S3 prefix, a scan's part of it,
+        going on after the name `after` — FolderUnreadable when it cannot be listed."""
+
+    async def has(self, name: str) -> bool:
+        """Whether `name` is there now (a name outside the range a listing covered);
+        OSError when that cannot be told."""
 
     async def content_hash(self, entry: Entry) -> bytes:
         """The sha256 of `entry`; FileChanged when it changed since listed, OSError
@@ -51,8 +58,11 @@ class FolderPlace:
 
     folder: Path
 
-    async def listing(self) -> Listing:
-        return await trio.to_thread.run_sync(list_folder, self.folder)
+    async def listing(self, after: str | None = None) -> Listing:
+        return await trio.to_thread.run_sync(list_folder, self.folder)  # whole: no range
+
+    async def has(self, name: str) -> bool:
+        return await trio.to_thread.run_sync(os.path.lexists, self.folder / name)
 
     async def content_hash(self, entry: Entry) -> bytes:
         path = self.folder / entry.name

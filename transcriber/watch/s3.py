@@ -1,6 +1,8 @@
 """A watch of an S3 prefix, `s3://BUCKET/PREFIX/`, read and written with the service's
 own object store's client and credentials (TRANSCRIBER_STORAGE_URL=s3://…,
-AWS_ENDPOINT_URL …): the objects directly under the prefix, as a folder's top level.
+AWS_ENDPOINT_URL …): the objects directly under the prefix, as a folder's top level,
+listed a part a scan, each going on after the last (MAX_PAGES: every key within a
+bounded number of scans).
 
 An object is whole once its size, LastModified and ETag stayed the same across two scans
 a quiet period apart (S3 shows an object only once its upload completed, so this waits
@@ -27,6 +29,7 @@ from transcriber.storage.blobs import CHUNK, StorageError
 from transcriber.storage.s3 import S3Blobs, parse_url
 from transcriber.storage.s3_objects import (
     ObjectChanged,
+    exists,
     list_children,
     open_object,
     put_new,
@@ -41,8 +44,16 @@ from transcriber.watch.writing import KEPT, SAME, TOO_LONG, WRITTEN
 SCHEME = "s3://"
 
 MAX_PAGES = 100
-"""Pages of 1000 keys one scan lists under a prefix: past 100 000 keys (notes and
-transcripts among them) the rest waits and the scan says so."""
+"""Pages of 1000 keys one scan lists under a prefix (100 000 keys, notes, transcripts
+and "folders" among them), and of its media objects MAX_LISTED at most: the listing
+stops at whichever bound comes first, and the next scan goes on after the last key
+this one reached (S3's `StartAfter`), from the first again once a scan reached the
+last. So every scan but the last of a round lists 100 000 keys or 10 000 media objects,
+and a prefix of K keys, M of them media objects, is listed whole within
+⌊K/100 000 + M/10 000⌋ + 1 scans; a key there all along is listed at least once in any
+⌊K/100 000 + M/10 000⌋ + 2 scans in a row (one scan when K ≤ 100 000 and M ≤ 10 000:
+each lists it whole). A new media object is taken at its second listing a quiet period
+after its first. Each daemon goes round on its own; the claim keeps one take."""
 
 KEY_MAX = 1024
 """Bytes of an S3 key: a transcript's or a note's past it is never written."""
@@ -130,7 +141,9 @@ class S3Place:
     def key(self, name: str) -> str:
         return self.prefix + name
 
-    async def listing(self) -> Listing:
+    async def listing(self, after: str | None = None) -> Listing:
+        """The part of the prefix after the name `after` (None: from the first) that
+        one scan lists (MAX_PAGES)."""
         try:
             got = await trio.to_thread.run_sync(
                 lambda: list_children(
@@ -138,6 +151,7 @@ class S3Place:
                     self.bucket,
                     self.prefix,
                     is_media,
+                    after=after,
                     max_kept=MAX_LISTED,
                     max_pages=MAX_PAGES,
                 )
@@ -145,7 +159,13 @@ class S3Place:
         except StorageError as e:
             raise FolderUnreadable(_unreadable(e)) from None
         media = tuple(Entry(o.name, o.size, o.modified_ns, 0, o.etag) for o in got.objects)
-        return Listing(media, got.names, got.cut)
+        return Listing(media, got.names, after=got.after, through=got.through)
+
+    async def has(self, name: str) -> bool:
+        try:
+            return await trio.to_thread.run_sync(exists, self.client, self.bucket, self.key(name))
+        except StorageError as e:
+            raise OSError(_unreadable(e)) from None
 
     async def read(self, entry: Entry, put: Callable[[bytes], Awaitable[None]]) -> None:
         """The listed object's bytes (`If-Match` its ETag), a chunk in memory at a time.
@@ -192,4 +212,5 @@ class S3Place:
         return SAME if there == data else KEPT
 
     async def tidy(self, listing: Listing) -> None:
-        """Nothing: a PUT is whole or not there."""
+        """Nothing: a PUT is whole or not there (so a partial listing's names miss
+        nothing tidy needs)."""

@@ -73,7 +73,7 @@ class Watcher:
     async def scan_watch(self, w: Watch, budget: list[int]) -> None:
         try:
             place = self.place(w.folder)
-            listing = await place.listing()
+            listing = await place.listing(self.folders[w.id].after)
         except FolderUnreadable as e:
             await self.db.execute("watch_scanned", w.id, scanner_name(), e.reason)
             event(logging.WARNING, "watch_unreadable", watch=w.id, reason=e.reason)
@@ -85,19 +85,24 @@ class Watcher:
 
     async def take_whole(self, w: Watch, place: Place, listing: Listing, budget: list[int]) -> None:
         seen = self.folders[w.id]
-        seen.update(listing.media, self.clock())
+        seen.update(listing, self.clock())
         if listing.cut:
             event(logging.WARNING, "watch_folder_cut", watch=w.id, listed=len(listing.media))
         taken = {
             (r["name"], r["size_bytes"], r["mtime_ns"])
             for r in await self.db.fetch("watch_taken_files", w.id)
         }
+        seen.let_go(lambda e: (e.name, e.size, e.mtime_ns) in taken)
         for s in seen.quiet(self.clock()):
             e = s.entry
-            if (e.name, e.size, e.mtime_ns) in taken:
+            if e.size == 0:
+                continue  # empty: a copy not begun
+            try:
+                if await self.refused_before(place, listing, e.name):
+                    continue  # its note says why
+            except OSError as err:  # not known: not tried blind, the next scan asks again
+                event(logging.WARNING, "watch_file_unreadable", watch=w.id, error=str(err))
                 continue
-            if e.size == 0 or outputs.stem(e.name) + outputs.REFUSED_SUFFIX in listing.names:
-                continue  # empty (a copy not begun), or refused before: its note says why
             if budget[0] <= 0:
                 return  # the next scan goes on
             if (big := too_large(self.config, e)) is not None:
@@ -133,6 +138,22 @@ class Watcher:
             elif got.outcome == "later":
                 event(logging.WARNING, "watch_take_later", watch=w.id, message=got.message)
                 s.rest_until = self.clock() + float(got.retry_after or 60)
+
+    async def refused_before(self, place: Place, listing: Listing, name: str) -> bool:
+        """Whether STEM.refused.txt lies beside `name`, a file the listing showed (so in
+        the range it covers). The note's name may sort outside that range — `a.mp3` <
+        `a.png` < `a.refused.txt` with a part of an S3 prefix ending at `a.png` — where
+        the listing's silence says nothing: then its key is asked for, one HEAD. Few
+        are: a file inside with its note outside means an edge of the range lies
+        between them, so that edge's name starts with `STEM.`; a scan asks at most as
+        many as its two edge names hold dots. Taking a file only once its note's name
+        falls in the same listing would starve the file whose note always falls in the
+        next one (a prefix that does not change is parted at the same keys each round);
+        trying it anyway would read it again, and again be refused, each round."""
+        note = outputs.stem(name) + outputs.REFUSED_SUFFIX
+        if listing.covers(note):
+            return note in listing.names
+        return await place.has(note)
 
     async def refused(self, w: Watch, name: str, message: str) -> bool:
         """The intake's refusal written beside the file as STEM.refused.txt: while it is
