@@ -280,6 +280,35 @@ async def test_an_object_removed_before_it_was_taken_is_forgotten(
     assert record["size_bytes"] == len(EN)
 
 
+@pytest.mark.parametrize(("keep_bytes", "reads"), [(len(EN), 1), (len(EN) - 1, 2)])
+async def test_an_object_up_to_keep_bytes_is_read_once(
+    db: Database,
+    prefix: Prefix,
+    ann: int,
+    watched: int,
+    monkeypatch: pytest.MonkeyPatch,
+    keep_bytes: int,
+    reads: int,
+) -> None:
+    """Its bytes read for the hash are the take's; a larger object's are read again."""
+    monkeypatch.setattr("transcriber.watch.s3.KEEP_BYTES", keep_bytes)
+    prefix.put("a.ogg", EN)
+    clock = Clock()
+    w = watcher(db, prefix.config, clock)
+    gets: list[str] = []
+
+    def counted(params: dict[str, Any], **_: Any) -> None:
+        gets.append(params["Key"])
+
+    assert isinstance(w.blobs, S3Blobs)
+    w.blobs.client.meta.events.register("provide-client-params.s3.GetObject", counted)
+    await scan_at(w, clock, 0)
+    await scan_at(w, clock, QUIET_S)
+    [record] = await records(db, ann)
+    assert record["size_bytes"] == len(EN)
+    assert gets.count("rec/a.ogg") == reads
+
+
 LEFT_ALONE = ("sub/a.ogg", "../b.ogg", ".hidden.ogg", "..ogg", "c.ogg/d.ogg")
 """Keys in a "folder" under the prefix (S3 keys are literal: `../` is one) or hidden."""
 ODD = "ü %20 &+ <x>?#\u200f;`$(id)`.ogg"

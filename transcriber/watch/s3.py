@@ -6,9 +6,10 @@ bounded number of scans).
 
 An object is whole once its size, LastModified and ETag stayed the same across two scans
 a quiet period apart (S3 shows an object only once its upload completed, so this waits
-out a writer that uploads it again and again as it grows). Its bytes are streamed twice —
-once for its content hash (the claim's key), once into the intake — each with
-`If-Match: ETAG`, so both are the listed object's or nothing. Transcripts and notes go
+out a writer that uploads it again and again as it grows). Its bytes are streamed with
+`If-Match: ETAG`, so they are the listed object's or nothing: once for its content hash
+(the claim's key), and kept in memory for the intake that follows in the same scan
+(KEEP_BYTES; a larger object is streamed again). Transcripts and notes go
 beside it as new objects, with a conditional PUT (`If-None-Match: *`): an existing key is
 never overwritten. Nothing of the prefix is ever deleted.
 
@@ -54,6 +55,12 @@ and a prefix of K keys, M of them media objects, is listed whole within
 ⌊K/100 000 + M/10 000⌋ + 2 scans in a row (one scan when K ≤ 100 000 and M ≤ 10 000:
 each lists it whole). A new media object is taken at its second listing a quiet period
 after its first. Each daemon goes round on its own; the claim keeps one take."""
+
+KEEP_BYTES = 64 << 20
+"""An object up to this size is read once: its bytes, read for the content hash, are kept
+for the take that follows in the same scan (one object at a time per watch); a larger one
+is read again into the intake. An hour of speech is about 30 MB in Opus, 58 MB in MP3 at
+128 kbit/s; a WAV of an hour (115 MB) is read twice."""
 
 KEY_MAX = 1024
 """Bytes of an S3 key: a transcript's or a note's past it is never written."""
@@ -126,6 +133,8 @@ class S3Place:
     client: Any
     bucket: str
     prefix: str
+    kept: dict[tuple[str, str], list[bytes]] = attrs.field(factory=dict, eq=False)
+    """The last object hashed, by name and ETag, when KEEP_BYTES holds it: the take's."""
 
     @classmethod
     def of(cls, where: str, blobs: object) -> S3Place:
@@ -168,8 +177,17 @@ class S3Place:
             raise OSError(_unreadable(e)) from None
 
     async def read(self, entry: Entry, put: Callable[[bytes], Awaitable[None]]) -> None:
-        """The listed object's bytes (`If-Match` its ETag), a chunk in memory at a time.
-        Cancellation: a chunk being read finishes in its thread; the stream is closed."""
+        """The listed object's bytes: those the content hash read, when kept (KEEP_BYTES);
+        else streamed with `If-Match` its ETag, a chunk in memory at a time."""
+        kept = self.kept.pop((entry.name, entry.tag), None)
+        if kept is None:
+            await self._stream(entry, put)
+            return
+        for chunk in kept:
+            await put(chunk)
+
+    async def _stream(self, entry: Entry, put: Callable[[bytes], Awaitable[None]]) -> None:
+        """Cancellation: a chunk being read finishes in its thread; the stream is closed."""
         key = self.key(entry.name)
         try:
             body = await trio.to_thread.run_sync(
@@ -190,11 +208,17 @@ class S3Place:
 
     async def content_hash(self, entry: Entry) -> bytes:
         digest = hashlib.sha256()
+        chunks: list[bytes] | None = [] if entry.size <= KEEP_BYTES else None
 
         async def put(chunk: bytes) -> None:
             digest.update(chunk)
+            if chunks is not None:
+                chunks.append(chunk)
 
-        await self.read(entry, put)
+        self.kept.clear()
+        await self._stream(entry, put)
+        if chunks is not None:
+            self.kept[(entry.name, entry.tag)] = chunks
         return digest.digest()
 
     async def write_new(self, name: str, suffix: str, data: bytes) -> str:
