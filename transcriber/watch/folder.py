@@ -35,6 +35,13 @@ the scan says so), so a folder of millions of files costs a bounded scan. An S3
 prefix's listing stops before the one past them, and the next scan goes on from there
 (transcriber.watch.s3.MAX_PAGES)."""
 
+MAX_REMEMBERED = 10 * MAX_LISTED
+"""Files one watch keeps in memory between scans (about 400 bytes each: 40 MB). A prefix
+listed in parts keeps what it saw outside the part listed (taken, refused and empty
+files are let go): past this, of those outside, the ones known longest are forgotten
+first. A file forgotten is seen anew at its next listing and waits one more quiet
+period, never lost."""
+
 HASH_CHUNK = 1 << 20
 
 
@@ -213,6 +220,9 @@ class Observations:
                 before.entry = entry  # an inode may change by a rename over it
                 current[entry.name] = before
         kept = {n: s for n, s in self.seen.items() if not listing.covers(n) and n not in current}
+        if (excess := len(kept) + len(current) - MAX_REMEMBERED) > 0:
+            for name in sorted(kept, key=lambda n: kept[n].since)[:excess]:
+                del kept[name]
         self.seen = kept | current
         self.listed = tuple(current)
         self.after = listing.through
@@ -234,6 +244,11 @@ class Observations:
         what may still be taken stays in memory between its sightings."""
         self.seen = {n: s for n, s in self.seen.items() if not taken(s.entry)}
         self.listed = tuple(n for n in self.listed if n in self.seen)
+
+    def forget(self, name: str) -> None:
+        """Nothing to remember of `name` until it is listed again (empty, or refused)."""
+        self.seen.pop(name, None)
+        self.listed = tuple(n for n in self.listed if n != name)
 
     def restart(self, name: str, now: float) -> None:
         """`name` changed while it was read: its quiet period starts again."""

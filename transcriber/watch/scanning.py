@@ -96,10 +96,12 @@ class Watcher:
         for s in seen.quiet(self.clock()):
             e = s.entry
             if e.size == 0:
-                continue  # empty: a copy not begun
+                seen.forget(e.name)  # empty: a copy not begun, seen anew when it grows
+                continue
             try:
                 if await self.refused_before(place, listing, e.name):
-                    continue  # its note says why
+                    seen.forget(e.name)  # its note says why; asked again when seen again
+                    continue
             except OSError as err:  # not known: not tried blind, the next scan asks again
                 event(logging.WARNING, "watch_file_unreadable", watch=w.id, error=str(err))
                 continue
