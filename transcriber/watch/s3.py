@@ -208,16 +208,22 @@ class S3Place:
 
     async def content_hash(self, entry: Entry) -> bytes:
         digest = hashlib.sha256()
-        chunks: list[bytes] | None = [] if entry.size <= KEEP_BYTES else None
+        chunks: list[bytes] = []
+        room = [entry.size if entry.size <= KEEP_BYTES else -1]
 
         async def put(chunk: bytes) -> None:
             digest.update(chunk)
-            if chunks is not None:
+            room[0] -= len(chunk)
+            # Kept only while the body is no longer than listed: a store that lists one
+            # size and sends more does not fill memory.
+            if room[0] >= 0:
                 chunks.append(chunk)
+            else:
+                chunks.clear()
 
         self.kept.clear()
         await self._stream(entry, put)
-        if chunks is not None:
+        if room[0] == 0:
             self.kept[(entry.name, entry.tag)] = chunks
         return digest.digest()
 
