@@ -93,13 +93,14 @@ class Watcher:
             for r in await self.db.fetch("watch_taken_files", w.id)
         }
         seen.let_go(lambda e: (e.name, e.size, e.mtime_ns) in taken)
+        notes: dict[str, bool] = {}  # this scan's answers: a note asked for once
         for s in seen.quiet(self.clock()):
             e = s.entry
             if e.size == 0:
                 seen.forget(e.name)  # empty: a copy not begun, seen anew when it grows
                 continue
             try:
-                if await self.refused_before(place, listing, e.name):
+                if await self.refused_before(place, listing, e.name, notes):
                     seen.forget(e.name)  # its note says why; asked again when seen again
                     continue
             except OSError as err:  # not known: not tried blind, the next scan asks again
@@ -110,6 +111,7 @@ class Watcher:
             if (big := too_large(self.config, e)) is not None:
                 if not await self.refused(w, e.name, big.message):
                     s.rest_until = self.clock() + CLAIM_S
+                notes.pop(outputs.stem(e.name) + outputs.REFUSED_SUFFIX, None)
                 continue
             budget[0] -= 1
             try:
@@ -135,27 +137,34 @@ class Watcher:
             if got.outcome == "refused":
                 if not await self.refused(w, e.name, str(got.message)):
                     s.rest_until = self.clock() + CLAIM_S
+                notes.pop(outputs.stem(e.name) + outputs.REFUSED_SUFFIX, None)
             elif got.outcome == "already":
                 s.rest_until = self.clock() + CLAIM_S
             elif got.outcome == "later":
                 event(logging.WARNING, "watch_take_later", watch=w.id, message=got.message)
                 s.rest_until = self.clock() + float(got.retry_after or 60)
 
-    async def refused_before(self, place: Place, listing: Listing, name: str) -> bool:
+    async def refused_before(
+        self, place: Place, listing: Listing, name: str, notes: dict[str, bool]
+    ) -> bool:
         """Whether STEM.refused.txt lies beside `name`, a file the listing showed (so in
         the range it covers). The note's name may sort outside that range — `a.mp3` <
         `a.png` < `a.refused.txt` with a part of an S3 prefix ending at `a.png` — where
         the listing's silence says nothing: then its key is asked for, one HEAD. Few
         are: a file inside with its note outside means an edge of the range lies
         between them, so that edge's name starts with `STEM.`; a scan asks at most as
-        many as its two edge names hold dots. Taking a file only once its note's name
+        many as its two edge names hold dots, as each answer is kept in `notes` for the
+        scan (`a.mp3`, `a.MP3`, `a.ogg` … share one note; one refused drops its
+        answer, its note maybe written since). Taking a file only once its note's name
         falls in the same listing would starve the file whose note always falls in the
         next one (a prefix that does not change is parted at the same keys each round);
         trying it anyway would read it again, and again be refused, each round."""
         note = outputs.stem(name) + outputs.REFUSED_SUFFIX
         if listing.covers(note):
             return note in listing.names
-        return await place.has(note)
+        if note not in notes:
+            notes[note] = await place.has(note)
+        return notes[note]
 
     async def refused(self, w: Watch, name: str, message: str) -> bool:
         """The intake's refusal written beside the file as STEM.refused.txt: while it is
