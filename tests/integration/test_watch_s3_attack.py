@@ -241,3 +241,34 @@ async def test_moving_edges(
     taken = await taken_names(db, ann.id)
     assert len(taken) == len(set(taken))
     assert set(taken) >= {"a.ogg", "b.ogg", "d.ogg", "f.ogg", "g.ogg", "i.ogg"}
+
+
+@scenario("More media objects than a watch remembers: a valid one is still taken")
+@pytest.mark.parametrize("kind", ["empty", "refused", "copies"])
+async def test_past_max_remembered_nothing_valid_starves(
+    db: Database,
+    prefix: Prefix,
+    ann: NewOwner,
+    watched: int,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+) -> None:
+    pages(monkeypatch, keys=2, per_scan=1)
+    monkeypatch.setattr("transcriber.watch.folder.MAX_REMEMBERED", 4)
+    for n in range(12):  # each never taken, a slot each while remembered
+        if kind == "empty":
+            prefix.put(f"e{n:02}.ogg", b"")
+        elif kind == "refused":  # the owner's note beside each: left alone
+            prefix.put(f"e{n:02}.ogg", b"not audio")
+            prefix.put(f"e{n:02}.refused.txt", b"leave it")
+        else:  # one taken, the others found taken: they rest, never let go
+            prefix.put(f"e{n:02}.ogg", EN)
+    prefix.put("z.ogg", RU)
+    clock = Clock()
+    w = watcher(db, prefix.config, clock)
+    for _ in range(13):  # rounds of 7 or 13 scans
+        await rounds(w, clock, 7, start=clock.t + QUIET_S)
+        assert len(w.folders[watched].seen) <= 4
+    taken = await taken_names(db, ann.id)
+    assert "z.ogg" in taken
+    assert len(taken) == (2 if kind == "copies" else 1)

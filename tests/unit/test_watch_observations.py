@@ -19,15 +19,19 @@ def test_what_lies_outside_the_listed_part_is_bounded(monkeypatch: pytest.Monkey
     seen = Observations(quiet_s=1.0)
     seen.update(part(["a", "b"], None, "b"), now=0)
     seen.update(part(["c", "d"], "b", "d"), now=1)
-    # The ones known longest go first, and never the part just listed.
-    assert sorted(seen.seen) == ["b", "c", "d"]
+    # Full: "a" and "b" wait for their second sighting and are kept; of the files
+    # seen for the first time, as many as fit ("d" is seen anew at its next listing).
+    assert sorted(seen.seen) == ["a", "b", "c"]
+    assert seen.listed == ("c",)
     seen.update(part(["e"], "d", None), now=2)
-    assert sorted(seen.seen) == ["c", "d", "e"]
-    # "a", forgotten, is seen anew at its next listing and waits a quiet period again.
+    assert sorted(seen.seen) == ["a", "b", "c"]
     seen.update(part(["a", "b"], None, "b"), now=3)
-    assert seen.seen["a"].scans == 1
-    seen.update(part(["a", "b"], None, "b"), now=4)
-    assert [s.entry.name for s in seen.quiet(now=4)] == ["a", "b"]
+    assert [s.entry.name for s in seen.quiet(now=3)] == ["a", "b"]  # their turn
+    # Not taken (resting): outside the part listed, they go first, the longest known
+    # first, to make room for "d".
+    seen.update(part(["c", "d"], "b", "d"), now=4)
+    assert sorted(seen.seen) == ["b", "c", "d"]
+    assert seen.seen["d"].scans == 1
 
 
 def test_a_forgotten_file_is_not_offered_and_comes_back_when_listed() -> None:

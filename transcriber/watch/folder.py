@@ -38,9 +38,12 @@ prefix's listing stops before the one past them, and the next scan goes on from 
 MAX_REMEMBERED = 10 * MAX_LISTED
 """Files one watch keeps in memory between scans (about 400 bytes each: 40 MB). A prefix
 listed in parts keeps what it saw outside the part listed (taken, refused and empty
-files are let go): past this, of those outside, the ones known longest are forgotten
-first. A file forgotten is seen anew at its next listing and waits one more quiet
-period, never lost."""
+files are let go): past this, those outside that had their turn (quiet, not taken:
+resting) are forgotten first, the ones known longest first, then files newly listed
+are not remembered. A file waiting for its second sighting is kept until it has it, so
+the files remembered are each offered within a round and a quiet period, and make room
+for the others: a file not remembered is seen anew at a later listing and waits one
+more quiet period, never lost (tests/integration/test_watch_s3_attack.py)."""
 
 HASH_CHUNK = 1 << 20
 
@@ -211,20 +214,35 @@ class Observations:
         last seen: the listing says nothing of it, and forgetting it would start its
         quiet period over at each of its sightings, which are scans apart."""
         current: dict[str, Seen] = {}
+        new: list[Seen] = []
         for entry in listing.media:
             before = self.seen.get(entry.name)
-            if before is None or (before.entry.stamp, before.entry.tag) != (entry.stamp, entry.tag):
+            if before is None:
+                new.append(Seen(entry, now))
+            elif (before.entry.stamp, before.entry.tag) != (entry.stamp, entry.tag):
                 current[entry.name] = Seen(entry, now)
             else:
                 before.scans += 1
                 before.entry = entry  # an inode may change by a rename over it
                 current[entry.name] = before
         kept = {n: s for n, s in self.seen.items() if not listing.covers(n) and n not in current}
-        if (excess := len(kept) + len(current) - MAX_REMEMBERED) > 0:
-            for name in sorted(kept, key=lambda n: kept[n].since)[:excess]:
+        if (excess := len(kept) + len(current) + len(new) - MAX_REMEMBERED) > 0:
+            # Past the bound, those outside that had their turn go first (seen twice a
+            # quiet period apart, not taken: resting), the ones known longest first;
+            # then files seen now for the first time are not remembered (seen anew at
+            # their next listing). One waiting for its second sighting is never
+            # forgotten: forgetting those known longest would forget every file of a
+            # prefix of more than MAX_REMEMBERED media objects before its second
+            # sighting, each round.
+            had_turn = [
+                n for n, s in kept.items() if s.scans >= 2 and now - s.since >= self.quiet_s
+            ]
+            for name in sorted(had_turn, key=lambda n: kept[n].since)[:excess]:
                 del kept[name]
+            new = new[: max(0, MAX_REMEMBERED - len(kept) - len(current))]
+        current |= {s.entry.name: s for s in new}
         self.seen = kept | current
-        self.listed = tuple(current)
+        self.listed = tuple(e.name for e in listing.media if e.name in current)
         self.after = listing.through
 
     def quiet(self, now: float) -> list[Seen]:
