@@ -86,6 +86,27 @@ async def test_one_head_a_note_however_many_objects_share_it(
     assert await records(db, ann.id) == []
 
 
+@scenario("A scan asks for no more notes outside its part than its edge names hold dots")
+async def test_heads_are_bounded_by_the_dots_of_the_edges(
+    db: Database, prefix: Prefix, ann: NewOwner, watched: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a.ogg a.p.ogg a.p.p.ogg a.p.p.p | a.p.p.refused.txt a.p.refused.txt a.refused.txt:
+    # the edge a.p.p.p (3 dots) lies between each of three stems' objects and notes.
+    pages(monkeypatch, keys=4, per_scan=1)
+    for stem in ("a", "a.p", "a.p.p"):
+        prefix.put(f"{stem}.ogg", b"not audio")
+        prefix.put(f"{stem}.refused.txt", b"the owner's: leave it")
+    prefix.put("a.p.p.p", b"an edge of many dots")
+    clock = Clock()
+    w = watcher(db, prefix.config, clock)
+    heads = counted(w, "HeadObject")
+    assert await rounds(w, clock, 2) == ["a.p.p.p", None]
+    await scan_at(w, clock, 2 * QUIET_S)
+    assert sorted(heads) == sorted(f"rec/{s}.refused.txt" for s in ("a", "a.p", "a.p.p"))
+    assert len(heads) <= "a.p.p.p".count(".")
+    assert await records(db, ann.id) == []
+
+
 @scenario("Keys around a folder, the prefix's own key and a dash are each listed once a round")
 async def test_names_around_folders_and_the_prefix_itself(
     db: Database, prefix: Prefix, ann: NewOwner, watched: int, monkeypatch: pytest.MonkeyPatch
