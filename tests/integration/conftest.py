@@ -25,6 +25,7 @@ from tests.helpers.pages import signed_in
 from tests.helpers.pg_pipeline import db_now, noop
 from tests.helpers.postgres import scratch_database
 from tests.helpers.queue_drivers import MemoryDriver, PgDriver, QueueDriver
+from tests.helpers.s3_watching import Prefix, new_prefix, watch_of
 from transcriber.audio.processes import ProcessRecognizer
 from transcriber.audio.recognize import bundled_model
 from transcriber.bench.speakers import make_conversation
@@ -190,3 +191,15 @@ async def queue(
         owner = await add_owner(db, "ann")
         start = await db_now(db)
         yield PgDriver(PgQueue(db, steps, rng=random.Random(0)), db, owner.id, start)
+
+
+@pytest.fixture
+def prefix(moto: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prefix:
+    """A new bucket on moto, its `rec/` to be watched (tests/helpers/s3_watching.py)."""
+    return new_prefix(moto, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+async def watched(db: Database, ann: object, prefix: Prefix) -> int:
+    """`prefix` watched by ann (her account made first, whichever `ann` the test has)."""
+    return await watch_of(db, "ann", prefix)

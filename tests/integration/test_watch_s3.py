@@ -16,9 +16,9 @@ import httpx
 import pytest
 import trio
 
-from tests.helpers.generated_audio import SAMPLES
-from tests.helpers.moto_store import EchoRecognizer, MotoStore, keys
+from tests.helpers.moto_store import EchoRecognizer, keys
 from tests.helpers.pg_pipeline import db_now
+from tests.helpers.s3_watching import EN, RU, Prefix, counted, records
 from tests.helpers.serve_process import serve_process
 from tests.helpers.watching import (
     QUIET_S,
@@ -39,75 +39,14 @@ from transcriber.watch.s3 import BadPrefix, prefix_of
 from transcriber.watch.taking import CLAIM_S
 from transcriber.watch.watches import add_watch, list_watches
 
-EN = (SAMPLES / "en.ogg").read_bytes()
-RU = (SAMPLES / "ru.ogg").read_bytes()
-
 
 def scenario(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("watch", title)
 
 
-@attrs.frozen
-class Prefix:
-    """The watched prefix `rec/` of a bucket whose `tx/` is the service's store."""
-
-    moto: MotoStore
-    bucket: str
-    config: Config
-
-    @property
-    def url(self) -> str:
-        return f"s3://{self.bucket}/rec/"
-
-    def put(self, name: str, data: bytes) -> None:
-        self.moto.client().put_object(Bucket=self.bucket, Key=f"rec/{name}", Body=data)
-
-    def get(self, name: str) -> bytes:
-        got = self.moto.client().get_object(Bucket=self.bucket, Key=f"rec/{name}")
-        return bytes(got["Body"].read())
-
-    def names(self) -> list[str]:
-        return [k.removeprefix("rec/") for k in keys(self.moto, self.bucket, "rec/")]
-
-
-def new_prefix(moto: MotoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prefix:
-    """A new bucket, its `rec/` watched, its `tx` the store (the process's env names moto)."""
-    for name, value in moto.env().items():
-        monkeypatch.setenv(name, value)
-    bucket = moto.new_bucket()
-    config = Config(home=tmp_path / "home", storage_url=f"s3://{bucket}/tx", watch_quiet_s=QUIET_S)
-    return Prefix(moto, bucket, config)
-
-
-async def watch_of(db: Database, owner: str, prefix: Prefix) -> int:
-    added = await add_watch(db, owner, prefix.url, ("txt", "srt"), blobs_of(prefix.config))
-    assert added.readable_here is None
-    return added.id
-
-
-@pytest.fixture
-def prefix(moto: MotoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prefix:
-    return new_prefix(moto, tmp_path, monkeypatch)
-
-
 @pytest.fixture
 async def ann(db: Database) -> int:
     return (await add_owner(db, "ann")).id
-
-
-@pytest.fixture
-async def watched(db: Database, ann: int, prefix: Prefix) -> int:
-    return await watch_of(db, "ann", prefix)
-
-
-async def records(db: Database, owner: int) -> list[Any]:
-    return await db.run(
-        lambda con: con.fetch(
-            "SELECT id, filename, size_bytes FROM recordings WHERE owner_id = $1"
-            " ORDER BY created_at",
-            owner,
-        )
-    )
 
 
 @scenario("An object uploaded in parts is taken once it stops changing")
@@ -295,13 +234,7 @@ async def test_an_object_up_to_keep_bytes_is_read_once(
     prefix.put("a.ogg", EN)
     clock = Clock()
     w = watcher(db, prefix.config, clock)
-    gets: list[str] = []
-
-    def counted(params: dict[str, Any], **_: Any) -> None:
-        gets.append(params["Key"])
-
-    assert isinstance(w.blobs, S3Blobs)
-    w.blobs.client.meta.events.register("provide-client-params.s3.GetObject", counted)
+    gets = counted(w, "GetObject")
     await scan_at(w, clock, 0)
     await scan_at(w, clock, QUIET_S)
     [record] = await records(db, ann)

@@ -9,46 +9,20 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.moto_store import MotoStore
+from tests.helpers.s3_watching import EN, RU, Prefix, counted, pages, records
 from tests.helpers.watching import QUIET_S, Clock, scan_at, takes, watcher
-from tests.integration.test_watch_s3 import EN, RU, Prefix, new_prefix, records, watch_of
-from tests.integration.test_watch_s3_rounds import pages
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
-from transcriber.storage.s3 import S3Blobs
 from transcriber.watch import scanning
 from transcriber.watch.scanning import Watcher
 
 
 def scenario(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("watch", title)
-
-
-@pytest.fixture
-def prefix(moto: MotoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prefix:
-    return new_prefix(moto, tmp_path, monkeypatch)
-
-
-@pytest.fixture
-async def watched(db: Database, ann: NewOwner, prefix: Prefix) -> int:
-    return await watch_of(db, "ann", prefix)
-
-
-def counted(w: Watcher, operation: str) -> list[str]:
-    """The keys of every `operation` (HeadObject, GetObject) the watcher's client asks."""
-    asked: list[str] = []
-
-    def count(params: dict[str, Any], **_: Any) -> None:
-        asked.append(params["Key"])
-
-    assert isinstance(w.blobs, S3Blobs)
-    w.blobs.client.meta.events.register(f"provide-client-params.s3.{operation}", count)
-    return asked
 
 
 async def rounds(w: Watcher, clock: Clock, scans: int, start: float = 0.0) -> list[str | None]:
@@ -176,9 +150,7 @@ async def test_replaced_between_hash_and_take(
     prefix.put("a.ogg", EN)
     before_take(monkeypatch, lambda: prefix.put("a.ogg", RU))
     clock = Clock()
-    w = watcher(db, prefix.config, clock)
-    for t in range(4):
-        await scan_at(w, clock, t * QUIET_S)
+    await rounds(watcher(db, prefix.config, clock), clock, 4)
     rows = await takes(db)
     got = {(bytes(r["content_sha256"]), r["size_bytes"]) for r in rows if r["recording_id"]}
     if keep_bytes >= len(EN):  # the bytes listed and hashed, kept: EN's record
@@ -208,8 +180,7 @@ async def test_removed_between_hash_and_take(
     before_take(monkeypatch, lambda: s3.delete_object(Bucket=prefix.bucket, Key="rec/a.ogg"))
     clock = Clock()
     w = watcher(db, prefix.config, clock)
-    for t in range(4):
-        await scan_at(w, clock, t * QUIET_S)
+    await rounds(w, clock, 4)
     got = [r["size_bytes"] for r in await records(db, ann.id)]
     # Kept: the listed object's bytes, whole; streamed: gone, nothing made.
     assert got == ([len(EN)] if keep_bytes >= len(EN) else [])

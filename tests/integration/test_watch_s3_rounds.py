@@ -6,36 +6,18 @@ moto's standalone server, real PostgreSQL, scans with a clock set by hand."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import attrs
 import pytest
 
-from tests.helpers.moto_store import MotoStore
+from tests.helpers.s3_watching import EN, Prefix, pages, records
 from tests.helpers.watching import QUIET_S, Clock, scan_at, watcher
-from tests.integration.test_watch_s3 import EN, Prefix, new_prefix, records, watch_of
 from transcriber.db.database import Database
 from transcriber.owners import NewOwner
 
 
 def scenario(title: str) -> pytest.MarkDecorator:
     return pytest.mark.scenario("watch", title)
-
-
-@pytest.fixture
-def prefix(moto: MotoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prefix:
-    return new_prefix(moto, tmp_path, monkeypatch)
-
-
-@pytest.fixture
-async def watched(db: Database, ann: NewOwner, prefix: Prefix) -> int:
-    return await watch_of(db, "ann", prefix)
-
-
-def pages(monkeypatch: pytest.MonkeyPatch, keys: int, per_scan: int) -> None:
-    """Pages of `keys` keys, `per_scan` of them a scan."""
-    monkeypatch.setattr("transcriber.storage.s3_objects.PAGE_KEYS", keys)
-    monkeypatch.setattr("transcriber.watch.s3.MAX_PAGES", per_scan)
 
 
 @scenario("A media object past the keys one scan lists is taken")
