@@ -2,8 +2,8 @@
 (TUNING), other espeak-ng voices, seeds and turn lengths with real speech from samples/
 (HELD_OUT), the second round's judge set (JUDGE_*), the third round's
 (speakers_count_judge3: voices, shifts and seeds none of them uses, voices that only say
-a word or two), all four tuned on by now, and the fourth round's
-(speakers_count_judge4), scored once after the fourth round's choice.
+a word or two), the fourth round's (speakers_count_judge4), all five tuned on or looked
+into by now, and the sixth round's (speakers_count_judge5), frozen before its change.
 Each conversation is embedded once (CAM++ windows as diarization makes them, of loud
 frames, and of every frame as before; with its audio) into a cache folder; the counting
 methods are then compared on the cache, which costs seconds.
@@ -321,6 +321,7 @@ def main(cache: Path) -> str:
     lines = []
     from transcriber.bench.speakers_count_judge3 import judge3_set
     from transcriber.bench.speakers_count_judge4 import judge4_set
+    from transcriber.bench.speakers_count_judge5 import judge5_set
 
     sets = (
         ("tuning", tuning_set()),
@@ -328,6 +329,7 @@ def main(cache: Path) -> str:
         ("judge", judge_set()),
         ("judge3", judge3_set()),
         ("judge4", judge4_set()),
+        ("judge5", judge5_set()),
     )
     for name, specs in sets:
         for row in compare(cache, methods(), specs):
