@@ -475,7 +475,6 @@ def test_the_normalized_eigengap_counts_voices_well_apart(k: int) -> None:
 def test_the_count_is_compared_on_cached_conversations(tmp_path: Path) -> None:
     """A cached conversation (as `bench-speakers --count-cache` keeps them: embeddings,
     windows, speech, reference) is scored by each method without being made again."""
-    from transcriber.audio.speakers_windows import EMBEDDED_AS
     from transcriber.bench.speakers_count import Spec, compare, methods
 
     x, windows, who = voices_alike(3, seed=3)
@@ -485,7 +484,6 @@ def test_the_count_is_compared_on_cached_conversations(tmp_path: Path) -> None:
         tmp_path / "three.npz",
         embeddings=x,
         whole=x,  # the windows' embeddings of every frame (the earlier counts')
-        embedded_as=np.array(EMBEDDED_AS),  # as windows are embedded now: not made again
         windows=np.array(windows),
         stretches=np.array([(0.0, windows[-1][1])]),
         reference=np.array(reference, dtype=float),

@@ -31,13 +31,9 @@ def test_the_cohort_is_made_once_and_kept_in_the_home(tmp_path: Path) -> None:
     assert voice_cohort.cohort(tmp_path) == vectors
     (tmp_path / voice_cohort.CACHE).write_text("{not json")
     assert voice_cohort.cohort(tmp_path) == vectors
-    # So is one of the same voices embedded otherwise: with every frame (before QUIET_DB),
-    # or padded to its batch's longest window (before a full window's length).
+    # So is one of the same voices embedded with every frame (before QUIET_DB).
     same = [list(v) for v in voice_cohort.COHORT_VOICES]
     (tmp_path / voice_cohort.CACHE).write_text(json.dumps({"voices": same, "vectors": [[1.0]]}))
-    assert voice_cohort.cohort(tmp_path) == vectors
-    padded = {"voices": same, "quiet_db": 30.0, "vectors": [[1.0]]}
-    (tmp_path / voice_cohort.CACHE).write_text(json.dumps(padded))
     assert voice_cohort.cohort(tmp_path) == vectors
 
 
@@ -58,9 +54,7 @@ def made_here(monkeypatch: pytest.MonkeyPatch) -> list[list[float]]:
 
 def kept(vectors: object) -> str:
     voices = [list(v) for v in voice_cohort.COHORT_VOICES]
-    return json.dumps(
-        {"voices": voices, "embedded_as": voice_cohort.EMBEDDED_AS, "vectors": vectors}
-    )
+    return json.dumps({"voices": voices, "quiet_db": voice_cohort.QUIET_DB, "vectors": vectors})
 
 
 @pytest.mark.parametrize(

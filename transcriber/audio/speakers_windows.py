@@ -39,9 +39,6 @@ the count was right in 67 at 30 dB (mean DER 4.6 %), 66 at 40 dB (4.7 %), 61 at 
 (5.0 %) and at most 63 with every frame; without voices apart, 61 at 30 or 40 dB and with
 every frame alike. Real recordings' pauses are noise some 30–50 dB down: 30 dB leaves
 them out where 40 dB would keep most."""
-EMBEDDED_AS = f"loud frames within {QUIET_DB:g} dB, zero-padded to {WINDOW_S:g} s"
-"""How windows are embedded now: what a kept vector made otherwise is compared against
-(voice_cohort's home file is made again when it differs)."""
 MIN_LOUD_FRAMES = 30
 """At least this many frames (0.3 s) are kept: a window with fewer loud ones is taken
 whole, as before."""
@@ -139,37 +136,6 @@ def window_features(
     return out
 
 
-FULL_FRAMES = 1 + (int(WINDOW_S * SAMPLE_RATE) - 400) // 160
-"""A full window's filter-bank frames (148): each window's loud frames are zero-padded to
-this many (`_padded`)."""
-
-
-def _padded(f: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """`f` (mean-normalized frames) with zero frames after it up to FULL_FRAMES. CAM++ has
-    no mask: windows in one batch were padded to its longest, so a short window embedded
-    as what it was batched with (a one-word turn's 0.3–0.6 s of loud frames beside longer
-    ones: 0.67–0.85 alike its embedding alone, speakers_count's judge4-6-0). A fixed length
-    makes each window's embedding its own, and every batch full. Measured on
-    speakers_count's 139 conversations (its five earlier sets, all tuned on by then), with
-    the count's bars as they were: 111 right (mean DER 4.1 % on the first 104); 112 as
-    batched before (4.1 %), 108 with each window alone, unpadded (4.3 %)."""
-    missing = FULL_FRAMES - len(f)
-    return np.pad(f, ((0, missing), (0, 0))) if missing > 0 else f
-
-
-def _batches(lengths: Sequence[int]) -> list[list[int]]:
-    """The windows' indices in batches of up to BATCH windows of one length each (all of
-    FULL_FRAMES once padded)."""
-    by_length: dict[int, list[int]] = {}
-    for i, n in enumerate(lengths):
-        by_length.setdefault(n, []).append(i)
-    return [
-        same[b : b + BATCH]
-        for _, same in sorted(by_length.items())
-        for b in range(0, len(same), BATCH)
-    ]
-
-
 def embed_windows(
     net: CamPlusPlus,
     samples: np.ndarray[Any, Any],
@@ -179,21 +145,26 @@ def embed_windows(
     loud_only: bool = True,
 ) -> np.ndarray[Any, Any]:
     """One embedding per window (times within `samples`, in order), of its loud frames
-    (`loud_only`, QUIET_DB; the benchmark compares with all frames) zero-padded to a full
-    window's (`_padded`), in batches of one length, `threads` batches at a time. BLAS itself
-    is kept to one thread meanwhile: its threads spin-wait between the network's many small
-    matmuls, and on a busy machine (recognition beside, other processes) that made a
-    forward pass 2–4 times slower than one thread; whole batches on threads of our own
-    (numpy releases the GIL) do not wait on each other."""
+    (`loud_only`, QUIET_DB; the benchmark compares with all frames), in batches of like
+    lengths, `threads` batches at a time. BLAS itself is kept to one thread meanwhile: its
+    threads spin-wait between the network's many small matmuls, and on a busy machine
+    (recognition beside, other processes) that made a forward pass 2–4 times slower than
+    one thread; whole batches on threads of our own (numpy releases the GIL) do not wait
+    on each other."""
     from threadpoolctl import threadpool_limits
 
-    feats = [_padded(f) for f in window_features(samples, windows, loud_only)]
+    feats = window_features(samples, windows, loud_only)
     out = np.zeros((len(feats), 192), dtype=np.float32)
-    batches = _batches([len(f) for f in feats])
+    order = sorted(range(len(feats)), key=lambda i: len(feats[i]))
+    batches = [order[b : b + BATCH] for b in range(0, len(order), BATCH)]
 
     def embed(idx: list[int]) -> np.ndarray[Any, Any]:
         check()
-        result: np.ndarray[Any, Any] = net(np.stack([feats[i] for i in idx]))
+        longest = max(len(feats[i]) for i in idx)
+        batch = np.zeros((len(idx), longest, 80), dtype=np.float32)
+        for row, i in enumerate(idx):
+            batch[row, : len(feats[i])] = feats[i]
+        result: np.ndarray[Any, Any] = net(batch)
         return result
 
     with threadpool_limits(limits=1, user_api="blas"):

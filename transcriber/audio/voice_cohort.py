@@ -33,7 +33,7 @@ import numpy as np
 
 from transcriber.audio.speakers import voice
 from transcriber.audio.speakers_model import SAMPLE_RATE, CamPlusPlus
-from transcriber.audio.speakers_windows import EMBEDDED_AS
+from transcriber.audio.speakers_windows import QUIET_DB
 
 log = logging.getLogger(__name__)
 
@@ -133,12 +133,12 @@ def cohort(home: Path, net: CamPlusPlus | None = None) -> list[list[float]]:
     key = [list(v) for v in COHORT_VOICES]
     try:
         kept = json.loads(path.read_text())
-        # Made again when the windows are embedded otherwise (speakers_windows.EMBEDDED_AS:
-        # QUIET_DB, padded to a full window): the cohort is compared with voices embedded as now.
+        # Made again when the windows are embedded otherwise (speakers_windows.QUIET_DB):
+        # the cohort is compared with voices embedded as now.
         if (
             isinstance(kept, dict)
             and kept.get("voices") == key
-            and kept.get("embedded_as") == EMBEDDED_AS
+            and kept.get("quiet_db") == QUIET_DB
             and _valid(kept.get("vectors"))
         ):
             return [list(map(float, v)) for v in kept["vectors"]]
@@ -149,7 +149,7 @@ def cohort(home: Path, net: CamPlusPlus | None = None) -> list[list[float]]:
     vectors = _MADE[0]
     if vectors:
         try:
-            _keep(home, path, {"voices": key, "embedded_as": EMBEDDED_AS, "vectors": vectors})
+            _keep(home, path, {"voices": key, "quiet_db": QUIET_DB, "vectors": vectors})
         except OSError as e:
             log.warning(
                 "the voice cohort is not kept in %s (%s): made again by each process", home, e

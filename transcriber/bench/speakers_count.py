@@ -174,19 +174,14 @@ def embed(spec: Spec, cache: Path) -> Path:
     (made once)."""
     from transcriber.audio.recognize import read_windows
     from transcriber.audio.speakers_model import CamPlusPlus
-    from transcriber.audio.speakers_windows import (
-        EMBEDDED_AS,
-        embed_windows,
-        speech_stretches,
-        windows_of,
-    )
+    from transcriber.audio.speakers_windows import embed_windows, speech_stretches, windows_of
 
     target = cache / f"{spec.name}.npz"
     if target.exists():
         with np.load(target) as made:
-            if "embedded_as" in made.files and str(made["embedded_as"]) == EMBEDDED_AS:
+            if "whole" in made.files:
                 return target
-        # Made before the windows were embedded as now (speakers_windows.EMBEDDED_AS): again.
+        # Made before the windows' embeddings left quiet frames out: made again.
     with tempfile.TemporaryDirectory(prefix="speakers-count-") as tmp:
         wav = Path(tmp) / "c.wav"
         if spec.real:
@@ -216,7 +211,6 @@ def embed(spec: Spec, cache: Path) -> Path:
     np.savez(
         target,
         embeddings=embeddings,
-        embedded_as=np.array(EMBEDDED_AS),
         whole=whole,  # every frame of each window, as before speakers_windows.QUIET_DB
         windows=np.array(windows, dtype=float).reshape(-1, 2),
         stretches=np.array(stretches, dtype=float).reshape(-1, 2),

@@ -2,9 +2,9 @@
 shifts and seeds that none of the five earlier sets uses (all five tuned on or looked into
 by then), made the way judge3's and judge4's are (usual turns, voices that only say a word
 or two, long turns, a male and a higher variant of one base), frozen and committed before
-the sixth round's change and scored once after it: 23 of 35 right (66 %; windows padded
-to their batch's longest, as before, 19; each window alone 19; NME-SC 15), mean DER
-6.2 %; by voices speaking 1: 5/5, 2: 7/8, 3: 4/7, 4: 4/6, 5: 3/5, 6: 0/4.
+the sixth round's change and scored once after it: the count as it is 19 of 35 (54 %),
+mean DER 6.7 %; by voices speaking 1: 3/5, 2: 7/8, 3: 3/7, 4: 4/6, 5: 2/5, 6: 0/4 (windows
+padded to a full window, not taken: 23; each window alone: 19).
 """
 
 from __future__ import annotations
