@@ -139,39 +139,42 @@ async def test_a_session_is_a_live_record_and_its_card_shows_it(
         token.run_sync_soon(looked.set)
         await asyncio.get_running_loop().run_in_executor(None, done_looking.wait, 30)
 
-    async with serving(live_app(db, config, marked)) as url, trio.open_nursery() as nursery:
-        nursery.start_soon(session, url, ann.token, script)
-        await looked.wait()
-        rid = uuid.UUID(seen["created"]["record_id"])
-        assert seen["updated"]["record_id"] == str(rid)
-        async with httpx.AsyncClient(base_url=url) as c:
-            card = (
-                await c.get(
-                    f"/v1/recordings/{rid}", headers={"Authorization": f"Bearer {ann.token}"}
+    async with serving(live_app(db, config, marked)) as url:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session, url, ann.token, script)
+            await looked.wait()
+            rid = uuid.UUID(seen["created"]["record_id"])
+            assert seen["updated"]["record_id"] == str(rid)
+            async with httpx.AsyncClient(base_url=url) as c:
+                card = (
+                    await c.get(
+                        f"/v1/recordings/{rid}", headers={"Authorization": f"Bearer {ann.token}"}
+                    )
+                ).json()
+                strangers = await c.get(
+                    f"/v1/recordings/{rid}", headers={"Authorization": f"Bearer {ben.token}"}
                 )
-            ).json()
-            strangers = await c.get(
-                f"/v1/recordings/{rid}", headers={"Authorization": f"Bearer {ben.token}"}
+            assert card["state"] == "live" and card["milestone"] == "live", card
+            assert card["live_text"] == DRAFT, card
+            assert card["size_bytes"] is not None and not card["done"]
+            assert strangers.status_code == 404
+            # The owner's record page shows it live, with the draft as text, not markup.
+            async with signed_in(url, ann) as page:
+                shown = (await page.get(f"/recordings/{rid}")).text
+            assert "Live: recording" in shown and 'id="live-draft"' in shown, shown
+            assert "8000 &lt;i&gt;samples&lt;/i&gt;" in shown and "<i>samples" not in shown
+            # The pipeline does not claim it while it runs.
+            claimed = await db.run(
+                lambda con: con.fetchval(
+                    "SELECT count(*) FROM claim_next('{received,normalized,recognized}',"
+                    " '{60,60,60}', '{0,0,0}', NULL, ARRAY[gen_random_uuid()], '{}')"
+                )
             )
-        assert card["state"] == "live" and card["milestone"] == "live", card
-        assert card["live_text"] == DRAFT, card
-        assert card["size_bytes"] is not None and not card["done"]
-        assert strangers.status_code == 404
-        # The owner's record page shows it live, with the draft as text, not markup.
-        async with signed_in(url, ann) as page:
-            shown = (await page.get(f"/recordings/{rid}")).text
-        assert "Live: recording" in shown and 'id="live-draft"' in shown, shown
-        assert "8000 &lt;i&gt;samples&lt;/i&gt;" in shown and "<i>samples" not in shown
-        # The pipeline does not claim it while it runs.
-        claimed = await db.run(
-            lambda con: con.fetchval(
-                "SELECT count(*) FROM claim_next('{received,normalized,recognized}',"
-                " '{60,60,60}', '{0,0,0}', NULL, ARRAY[gen_random_uuid()], '{}')"
-            )
-        )
-        assert claimed == 0
-        done_looking.set()
-    [kept] = await until(lambda: live_records(db))
+            assert claimed == 0
+            done_looking.set()
+        # The client has closed; the server ends the session in its own task, which
+        # must run before this server stops (else it is ended as `shutdown`).
+        [kept] = await until(lambda: live_records(db))
     assert kept == rid
     row = await row_of(db, rid)
     assert row["milestone"] == "received" and row["end_reason"] == "closed", dict(row)
