@@ -65,13 +65,43 @@ def espeak_available() -> bool:
     return shutil.which("espeak-ng") is not None and shutil.which("sox") is not None
 
 
+def _synthesize(text: str, name: str, speed: int, raw: Path) -> None:
+    """`text` said by voice `name` into the wav `raw`, at about `speed` words a minute: an
+    espeak-ng variant, or `flite:VOICE` / `festival:VOICE` (voices made from recordings of
+    real people; speakers_count_people), whose pace is stretched from their own 175."""
+    engine, _, voice = name.partition(":")
+    stretch = f"{175 / speed:.3f}"
+    if engine == "flite":
+        command = ["flite", "-voice", voice, "--setf", f"duration_stretch={stretch}"]
+        subprocess.run([*command, "-t", text, "-o", str(raw)], check=True, capture_output=True)
+    elif engine == "festival":
+        said = raw.with_suffix(".txt")
+        said.write_text(text)
+        subprocess.run(
+            [
+                "text2wave",
+                "-eval",
+                f"(voice_{voice})",
+                "-eval",
+                f"(Parameter.set 'Duration_Stretch {stretch})",
+                str(said),
+                "-o",
+                str(raw),
+            ],
+            check=True,
+            capture_output=True,
+        )
+    else:
+        subprocess.run(
+            ["espeak-ng", "-v", name, "-s", str(speed), "-w", str(raw), text],
+            check=True,
+            capture_output=True,
+        )
+
+
 def _say(text: str, voice: tuple[str, str], speed: int, path: Path) -> np.ndarray[Any, Any]:
     raw = path.with_suffix(".raw.wav")
-    subprocess.run(
-        ["espeak-ng", "-v", voice[0], "-s", str(speed), "-w", str(raw), text],
-        check=True,
-        capture_output=True,
-    )
+    _synthesize(text, voice[0], speed, raw)
     subprocess.run(
         [
             "sox",

@@ -315,22 +315,30 @@ def methods() -> dict[str, Method]:
 
 
 def main(cache: Path) -> str:
-    """The five sets' table (embedding what the cache lacks first: minutes). "right":
+    """The sets' table (embedding what the cache lacks first: minutes). "right":
     found == voices speaking; "audible": found == voices whose windows of a second or more
     cover MIN_SPEAKER_S (a voice of one short turn is folded by design)."""
     lines = []
     from transcriber.bench.speakers_count_judge3 import judge3_set
     from transcriber.bench.speakers_count_judge4 import judge4_set
     from transcriber.bench.speakers_count_judge5 import judge5_set
+    from transcriber.bench.speakers_count_people import people_available, people_set
 
-    sets = (
+    sets = [
         ("tuning", tuning_set()),
         ("held-out", held_out_set()),
         ("judge", judge_set()),
         ("judge3", judge3_set()),
         ("judge4", judge4_set()),
         ("judge5", judge5_set()),
-    )
+    ]
+    if people_available():
+        sets.append(("people", people_set()))
+    else:
+        lines.append(
+            "people | (flite and festival's voices are not installed: see "
+            "transcriber/bench/speakers_count_people.py) | | | | | |"
+        )
     for name, specs in sets:
         for row in compare(cache, methods(), specs):
             lines.append(
