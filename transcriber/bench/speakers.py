@@ -76,21 +76,27 @@ def _synthesize(text: str, name: str, speed: int, raw: Path) -> None:
         subprocess.run([*command, "-t", text, "-o", str(raw)], check=True, capture_output=True)
     elif engine == "festival":
         said = raw.with_suffix(".txt")
-        said.write_text(text)
-        subprocess.run(
-            [
-                "text2wave",
-                "-eval",
-                f"(voice_{voice})",
-                "-eval",
-                f"(Parameter.set 'Duration_Stretch {stretch})",
-                str(said),
-                "-o",
-                str(raw),
-            ],
-            check=True,
-            capture_output=True,
-        )
+        # festival 2.5's Italian voices write nothing for some questions ("... when it is
+        # ready?"): said again as a statement, the same words.
+        for words in (text, text.replace("?", ".")):
+            said.write_text(words)
+            subprocess.run(
+                [
+                    "text2wave",
+                    "-eval",
+                    f"(voice_{voice})",
+                    "-eval",
+                    f"(Parameter.set 'Duration_Stretch {stretch})",
+                    str(said),
+                    "-o",
+                    str(raw),
+                ],
+                check=True,
+                capture_output=True,
+            )
+            if raw.stat().st_size > 0:
+                return
+        raise RuntimeError(f"festival's {voice} said nothing for {text!r}")
     else:
         subprocess.run(
             ["espeak-ng", "-v", name, "-s", str(speed), "-w", str(raw), text],
